@@ -1,0 +1,42 @@
+# Every target sets up .venv on its own, so a fresh clone needs nothing but python3.11+ and Java 17+.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export SPARK_LOCAL_IP ?= 127.0.0.1
+export PYSPARK_PYTHON := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+
+.PHONY: install test test-long demo check bench java clean
+
+java:
+	@$(PYTHON) scripts/check_java.py
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) scripts/check_java.py
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[dev]"
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+test-long: $(STAMP)
+	HUDI_TEST_LONG=1 $(PY) -m pytest -q
+
+demo: $(STAMP)
+	$(PY) scripts/demo.py
+
+check: $(STAMP)
+	$(VENV)/bin/ruff check engine dbt tests scripts
+	$(VENV)/bin/ruff format --check engine dbt tests scripts
+	$(VENV)/bin/mypy
+
+bench: $(STAMP)
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

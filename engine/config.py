@@ -1,0 +1,531 @@
+"""Every ``hoodie.*`` option the engine understands, as typed options.
+
+This is the only module that spells ``hoodie.*`` key strings. Each key is a :class:`ConfigOption`
+(exact key, parser, default, doc, aliases); :func:`parse_options` turns user-supplied options
+(strings or native Python values, as dbt passes them) into a :class:`HoodieConfig`, rejecting
+unknown ``hoodie.*`` keys and malformed values with a :class:`~engine.errors.ConfigError` that
+names the key and the value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from engine.errors import ConfigError
+
+T = TypeVar("T")
+
+
+# ---------------------------------------------------------------------------------------------
+# parsers: str -> typed value; raise ValueError with a short reason on bad input
+
+
+def parse_str(value: str) -> str:
+    return value
+
+
+def parse_int(value: str) -> int:
+    return int(value.strip())
+
+
+def parse_bool(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("true", "1"):
+        return True
+    if lowered in ("false", "0"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def parse_list(value: str) -> tuple[str, ...]:
+    """Comma-separated list, Hudi style (``"a,b"``); blanks dropped."""
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+def choice(*allowed: str, synonyms: Mapping[str, str] | None = None) -> Callable[[str], str]:
+    """Parser for an enum-like option: case-insensitive, returns the canonical spelling."""
+    canonical = {a.lower(): a for a in allowed}
+    for alias, target in (synonyms or {}).items():
+        canonical[alias.lower()] = target
+
+    def parse(value: str) -> str:
+        try:
+            return canonical[value.strip().lower()]
+        except KeyError:
+            raise ValueError(f"expected one of {', '.join(allowed)}") from None
+
+    return parse
+
+
+def _to_text(value: Any) -> str:
+    """Options arrive as strings (Spark, CLI) or native values (dbt YAML): normalise to text."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# options
+
+
+@dataclass(frozen=True)
+class ConfigOption(Generic[T]):
+    """One ``hoodie.*`` key: its exact string, how to parse it, its default and why it exists."""
+
+    key: str
+    parser: Callable[[str], T]
+    default: T | None
+    doc: str
+    aliases: tuple[str, ...] = ()
+
+    def parse(self, value: Any, *, given_as: str | None = None) -> T:
+        text = _to_text(value)
+        try:
+            return self.parser(text)
+        except ValueError as e:
+            raise ConfigError(
+                f"Failed to parse {text!r} for config {given_as or self.key!r}: {e}"
+            ) from None
+
+
+_REGISTRY: dict[str, ConfigOption[Any]] = {}
+
+
+def _option(
+    key: str,
+    parser: Callable[[str], T],
+    default: T | None,
+    doc: str,
+    aliases: tuple[str, ...] = (),
+) -> ConfigOption[T]:
+    opt = ConfigOption(key, parser, default, doc, aliases)
+    for name in (key, *aliases):
+        if name in _REGISTRY:
+            raise RuntimeError(f"duplicate config key {name}")  # programming error at import
+        _REGISTRY[name] = opt
+    return opt
+
+
+TABLE_TYPES = ("COPY_ON_WRITE", "MERGE_ON_READ")
+_TABLE_TYPE = choice(
+    *TABLE_TYPES,
+    synonyms={
+        "cow": "COPY_ON_WRITE",
+        "mor": "MERGE_ON_READ",
+        "copy-on-write": "COPY_ON_WRITE",
+        "merge-on-read": "MERGE_ON_READ",
+    },
+)
+
+OVERWRITE_WITH_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+EVENT_TIME_PAYLOAD = "org.apache.hudi.common.model.EventTimeAvroPayload"
+PARTIAL_UPDATE_PAYLOAD = "org.apache.hudi.common.model.PartialUpdateAvroPayload"
+OVERWRITE_NON_DEFAULTS_PAYLOAD = (
+    "org.apache.hudi.common.model.OverwriteNonDefaultsWithLatestAvroPayload"
+)
+PAYLOAD_CLASSES = (
+    OVERWRITE_WITH_LATEST_PAYLOAD,
+    DEFAULT_PAYLOAD,
+    EVENT_TIME_PAYLOAD,
+    PARTIAL_UPDATE_PAYLOAD,
+    OVERWRITE_NON_DEFAULTS_PAYLOAD,
+)
+_PAYLOAD = choice(*PAYLOAD_CLASSES, synonyms={c.rsplit(".", 1)[1]: c for c in PAYLOAD_CLASSES})
+
+SIMPLE_KEYGEN = "org.apache.hudi.keygen.SimpleKeyGenerator"
+COMPLEX_KEYGEN = "org.apache.hudi.keygen.ComplexKeyGenerator"
+NON_PARTITIONED_KEYGEN = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+TIMESTAMP_KEYGEN = "org.apache.hudi.keygen.TimestampBasedKeyGenerator"
+KEYGEN_CLASSES = (SIMPLE_KEYGEN, COMPLEX_KEYGEN, NON_PARTITIONED_KEYGEN, TIMESTAMP_KEYGEN)
+KEYGEN_TYPES = {
+    "SIMPLE": SIMPLE_KEYGEN,
+    "COMPLEX": COMPLEX_KEYGEN,
+    "NON_PARTITION": NON_PARTITIONED_KEYGEN,
+    "TIMESTAMP": TIMESTAMP_KEYGEN,
+}
+_KEYGEN_CLASS = choice(
+    *KEYGEN_CLASSES,
+    synonyms={
+        **{c.rsplit(".", 1)[1]: c for c in KEYGEN_CLASSES},
+        # Spark SQL writes the "Sql"-prefixed wrapper of the same generators
+        **{
+            f"org.apache.hudi.keygen.Sql{c.rsplit('.', 1)[1]}": c
+            for c in (SIMPLE_KEYGEN, COMPLEX_KEYGEN, NON_PARTITIONED_KEYGEN)
+        },
+        # Spark SQL writes the Spark-specific generator names into hoodie.properties
+        "org.apache.spark.sql.hudi.command.SqlKeyGenerator": COMPLEX_KEYGEN,
+    },
+)
+
+OPERATIONS = (
+    "upsert",
+    "insert",
+    "bulk_insert",
+    "delete",
+    "insert_overwrite",
+    "insert_overwrite_table",
+    "delete_partition",
+)
+
+# --- table properties (hoodie.properties) ---------------------------------------------------
+TABLE_NAME = _option(
+    "hoodie.table.name",
+    parse_str,
+    None,
+    "Table name; with the database name it makes the checksum.",
+    aliases=("hoodie.datasource.write.table.name",),
+)
+DATABASE_NAME = _option("hoodie.database.name", parse_str, None, "Database of the table.")
+TABLE_TYPE = _option(
+    "hoodie.table.type",
+    _TABLE_TYPE,
+    "COPY_ON_WRITE",
+    "COPY_ON_WRITE or MERGE_ON_READ.",
+)
+TABLE_VERSION = _option("hoodie.table.version", parse_int, 6, "Table format version.")
+TIMELINE_LAYOUT_VERSION = _option(
+    "hoodie.timeline.layout.version", parse_int, 1, "Timeline layout; 1 for table version 6."
+)
+RECORDKEY_FIELDS = _option(
+    "hoodie.table.recordkey.fields", parse_list, None, "Record key fields, persisted."
+)
+PARTITION_FIELDS = _option(
+    "hoodie.table.partition.fields", parse_list, (), "Partition fields, persisted."
+)
+PRECOMBINE_FIELD = _option(
+    "hoodie.table.precombine.field", parse_str, None, "Ordering field, persisted."
+)
+KEYGENERATOR_CLASS = _option(
+    "hoodie.table.keygenerator.class",
+    _KEYGEN_CLASS,
+    None,
+    "Key generator, persisted.",
+)
+KEYGENERATOR_TYPE_TABLE = _option(
+    "hoodie.table.keygenerator.type",
+    choice(*KEYGEN_TYPES),
+    None,
+    "Key generator type (table version 8 spelling).",
+)
+HIVE_STYLE_PARTITIONING = _option(
+    "hoodie.datasource.write.hive_style_partitioning",
+    parse_bool,
+    False,
+    "Partition paths as field=value.",
+)
+URL_ENCODE_PARTITIONING = _option(
+    "hoodie.datasource.write.partitionpath.urlencode",
+    parse_bool,
+    False,
+    "Percent-encode partition path values.",
+)
+DROP_PARTITION_COLUMNS = _option(
+    "hoodie.datasource.write.drop.partition.columns",
+    parse_bool,
+    False,
+    "Must stay false: readers need partition columns inside the data files.",
+)
+ARCHIVELOG_FOLDER = _option(
+    "hoodie.archivelog.folder", parse_str, "archived", "Archived timeline folder under .hoodie."
+)
+PAYLOAD_CLASS = _option(
+    "hoodie.compaction.payload.class",
+    _PAYLOAD,
+    OVERWRITE_WITH_LATEST_PAYLOAD,
+    "Payload class persisted in the table; decides merge semantics.",
+)
+RECORD_MERGER_STRATEGY = _option(
+    "hoodie.compaction.record.merger.strategy",
+    parse_str,
+    "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
+    "Record merger strategy id.",
+)
+BASE_FILE_FORMAT = _option(
+    "hoodie.table.base.file.format", choice("PARQUET"), "PARQUET", "Base file format."
+)
+POPULATE_META_FIELDS = _option(
+    "hoodie.populate.meta.fields", parse_bool, True, "Write the _hoodie_* meta columns."
+)
+TIMELINE_TIMEZONE = _option(
+    "hoodie.table.timeline.timezone",
+    choice("UTC", "LOCAL"),
+    "UTC",
+    "Time zone of instant times.",
+)
+CREATE_SCHEMA = _option("hoodie.table.create.schema", parse_str, None, "Avro schema at creation.")
+METADATA_PARTITIONS = _option(
+    "hoodie.table.metadata.partitions",
+    parse_list,
+    (),
+    "Metadata table partitions; kept empty: the engine maintains no metadata table.",
+)
+METADATA_PARTITIONS_INFLIGHT = _option(
+    "hoodie.table.metadata.partitions.inflight", parse_list, (), "Pending MDT partitions."
+)
+TABLE_CHECKSUM = _option("hoodie.table.checksum", parse_int, None, "CRC32 of '<database>.<table>'.")
+TABLE_INITIAL_VERSION = _option(
+    "hoodie.table.initial.version", parse_int, None, "Version the table was created with."
+)
+PARTITION_METAFILE_USE_BASE_FORMAT = _option(
+    "hoodie.partition.metafile.use.base.format",
+    parse_bool,
+    False,
+    "Write .hoodie_partition_metadata as parquet (not supported: always text).",
+)
+BOOTSTRAP_INDEX_ENABLE = _option(
+    "hoodie.bootstrap.index.enable", parse_bool, None, "Bootstrap index (persisted by Hudi)."
+)
+TABLE_CDC_ENABLED = _option(
+    "hoodie.table.cdc.enabled", parse_bool, False, "CDC logging (not supported)."
+)
+
+# --- write options ----------------------------------------------------------------------------
+RECORDKEY_FIELD = _option(
+    "hoodie.datasource.write.recordkey.field",
+    parse_list,
+    None,
+    "Record key field(s); several fields make a complex key.",
+)
+PARTITIONPATH_FIELD = _option(
+    "hoodie.datasource.write.partitionpath.field",
+    parse_list,
+    (),
+    "Partition field(s); none means non-partitioned.",
+)
+WRITE_PRECOMBINE_FIELD = _option(
+    "hoodie.datasource.write.precombine.field",
+    parse_str,
+    None,
+    "Ordering field deciding which version of a record wins.",
+)
+OPERATION = _option(
+    "hoodie.datasource.write.operation", choice(*OPERATIONS), "upsert", "Write operation."
+)
+WRITE_TABLE_TYPE = _option(
+    "hoodie.datasource.write.table.type",
+    _TABLE_TYPE,
+    "COPY_ON_WRITE",
+    "Table type used when the write creates the table.",
+)
+WRITE_KEYGENERATOR_CLASS = _option(
+    "hoodie.datasource.write.keygenerator.class",
+    _KEYGEN_CLASS,
+    None,
+    "Key generator class; inferred from the key and partition fields when absent.",
+)
+WRITE_KEYGENERATOR_TYPE = _option(
+    "hoodie.datasource.write.keygenerator.type",
+    choice(*KEYGEN_TYPES),
+    None,
+    "Key generator type (SIMPLE, COMPLEX, NON_PARTITION, TIMESTAMP).",
+)
+WRITE_PAYLOAD_CLASS = _option(
+    "hoodie.datasource.write.payload.class",
+    _PAYLOAD,
+    None,
+    "Payload class for this write; persisted as the table's payload on creation.",
+)
+PARTITIONS_TO_DELETE = _option(
+    "hoodie.datasource.write.partitions.to.delete",
+    parse_list,
+    (),
+    "Partitions removed by delete_partition.",
+)
+PARQUET_MAX_FILE_SIZE = _option(
+    "hoodie.parquet.max.file.size", parse_int, 120 * 1024 * 1024, "Target base file size."
+)
+PARQUET_SMALL_FILE_LIMIT = _option(
+    "hoodie.parquet.small.file.limit",
+    parse_int,
+    100 * 1024 * 1024,
+    "Base files below this size receive new inserts (0 disables).",
+)
+COPY_ON_WRITE_RECORD_SIZE_ESTIMATE = _option(
+    "hoodie.copyonwrite.record.size.estimate",
+    parse_int,
+    1024,
+    "Record size used before any commit gives a measured average.",
+)
+PARQUET_COMPRESSION_CODEC = _option(
+    "hoodie.parquet.compression.codec",
+    choice("gzip", "snappy", "zstd", "uncompressed"),
+    "gzip",
+    "Base file compression.",
+)
+COMBINE_BEFORE_INSERT = _option(
+    "hoodie.combine.before.insert",
+    parse_bool,
+    False,
+    "Precombine duplicate keys within an insert batch.",
+)
+COMBINE_BEFORE_UPSERT = _option(
+    "hoodie.combine.before.upsert",
+    parse_bool,
+    True,
+    "Precombine duplicate keys within an upsert batch.",
+)
+TIMESTAMP_TYPE = _option(
+    "hoodie.keygen.timebased.timestamp.type",
+    choice("UNIX_TIMESTAMP", "EPOCHMILLISECONDS", "EPOCHMICROSECONDS", "DATE_STRING", "SCALAR"),
+    None,
+    "How the timestamp-based key generator reads the partition field.",
+    aliases=("hoodie.deltastreamer.keygen.timebased.timestamp.type",),
+)
+TIMESTAMP_SCALAR_TIME_UNIT = _option(
+    "hoodie.keygen.timebased.timestamp.scalar.time.unit",
+    choice("NANOSECONDS", "MICROSECONDS", "MILLISECONDS", "SECONDS", "MINUTES", "HOURS", "DAYS"),
+    "SECONDS",
+    "Unit of SCALAR timestamps.",
+    aliases=("hoodie.deltastreamer.keygen.timebased.timestamp.scalar.time.unit",),
+)
+TIMESTAMP_INPUT_DATE_FORMAT = _option(
+    "hoodie.keygen.timebased.input.dateformat",
+    parse_str,
+    "",
+    "Input pattern(s) for DATE_STRING timestamps.",
+    aliases=("hoodie.deltastreamer.keygen.timebased.input.dateformat",),
+)
+TIMESTAMP_INPUT_DATE_FORMAT_LIST_DELIMITER = _option(
+    "hoodie.keygen.timebased.input.dateformat.list.delimiter.regex",
+    parse_str,
+    ",",
+    "Separator between several input patterns.",
+    aliases=("hoodie.deltastreamer.keygen.timebased.input.dateformat.list.delimiter.regex",),
+)
+TIMESTAMP_OUTPUT_DATE_FORMAT = _option(
+    "hoodie.keygen.timebased.output.dateformat",
+    parse_str,
+    "",
+    "Output pattern of the partition path (Java date pattern).",
+    aliases=("hoodie.deltastreamer.keygen.timebased.output.dateformat",),
+)
+TIMESTAMP_TIMEZONE = _option(
+    "hoodie.keygen.timebased.timezone",
+    parse_str,
+    "UTC",
+    "Default key generator time zone.",
+    aliases=("hoodie.deltastreamer.keygen.timebased.timezone",),
+)
+TIMESTAMP_INPUT_TIMEZONE = _option(
+    "hoodie.keygen.timebased.input.timezone",
+    parse_str,
+    "",
+    "Time zone of input strings.",
+    aliases=("hoodie.deltastreamer.keygen.timebased.input.timezone",),
+)
+TIMESTAMP_OUTPUT_TIMEZONE = _option(
+    "hoodie.keygen.timebased.output.timezone",
+    parse_str,
+    "",
+    "Time zone of the output path.",
+    aliases=("hoodie.deltastreamer.keygen.timebased.output.timezone",),
+)
+
+# --- read options -----------------------------------------------------------------------------
+QUERY_TYPE = _option(
+    "hoodie.datasource.query.type",
+    choice("snapshot", "read_optimized", "incremental"),
+    "snapshot",
+    "Query type.",
+)
+READ_BEGIN_INSTANTTIME = _option(
+    "hoodie.datasource.read.begin.instanttime",
+    parse_str,
+    None,
+    "Incremental query start (exclusive).",
+)
+READ_END_INSTANTTIME = _option(
+    "hoodie.datasource.read.end.instanttime",
+    parse_str,
+    None,
+    "Incremental query end (inclusive).",
+)
+
+# Non-hoodie read key that Hudi's Spark datasource accepts for time travel.
+AS_OF_INSTANT = "as.of.instant"
+
+
+# ---------------------------------------------------------------------------------------------
+# parsed configuration
+
+
+@dataclass(frozen=True)
+class HoodieConfig:
+    """Parsed options keyed by canonical key; typed access through :meth:`get`."""
+
+    values: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, str] = field(default_factory=dict)  # non-hoodie keys, verbatim
+
+    def get(self, option: ConfigOption[T]) -> T | None:
+        """The parsed value of ``option``, else its default."""
+        if option.key in self.values:
+            return self.values[option.key]  # type: ignore[no-any-return]
+        return option.default
+
+    def require(self, option: ConfigOption[T]) -> T:
+        value = self.get(option)
+        if value is None or value == ():
+            raise ConfigError(f"Missing required config {option.key!r}")
+        return value
+
+    def is_set(self, option: ConfigOption[Any]) -> bool:
+        return option.key in self.values
+
+    def merged(self, other: HoodieConfig) -> HoodieConfig:
+        """``other``'s values override this config's."""
+        return HoodieConfig({**self.values, **other.values}, {**self.extra, **other.extra})
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.values)
+
+
+def lookup(key: str) -> ConfigOption[Any] | None:
+    """The option registered under ``key`` (exact key or alias), if any."""
+    return _REGISTRY.get(key)
+
+
+def known_options() -> list[ConfigOption[Any]]:
+    """Every registered option once (aliases folded)."""
+    seen: dict[str, ConfigOption[Any]] = {}
+    for opt in _REGISTRY.values():
+        seen.setdefault(opt.key, opt)
+    return list(seen.values())
+
+
+def parse_options(raw: Mapping[str, Any] | None) -> HoodieConfig:
+    """Validate and parse user options.
+
+    Raises:
+        ConfigError: for an unknown ``hoodie.*`` key or a malformed value; the message names
+            every offending key and value at once.
+    """
+    values: dict[str, Any] = {}
+    extra: dict[str, str] = {}
+    problems: list[str] = []
+    for key, value in (raw or {}).items():
+        opt = _REGISTRY.get(key)
+        if opt is None:
+            if key.startswith("hoodie."):
+                problems.append(f"Unknown config {key!r} (value {_to_text(value)!r})")
+            else:
+                extra[key] = _to_text(value)
+            continue
+        if value is None:
+            continue
+        try:
+            values[opt.key] = opt.parse(value, given_as=key)
+        except ConfigError as e:
+            problems.append(str(e))
+    if problems:
+        raise ConfigError("; ".join(problems))
+    return HoodieConfig(values, extra)
+
+
+def format_value(value: Any) -> str:
+    """Text form of a parsed value, as written to ``hoodie.properties``."""
+    return _to_text(value)

@@ -1,0 +1,47 @@
+"""Errors raised by the engine.
+
+Every error derives from :class:`HudiError` so callers (the dbt adapter, the CLI) can catch one
+type. Messages name the offending key, value, path or instant so a user can act on them.
+"""
+
+from __future__ import annotations
+
+
+class HudiError(Exception):
+    """Base class of every error the engine raises."""
+
+
+class ConfigError(HudiError):
+    """A ``hoodie.*`` option is unknown, malformed, or contradicts the table's properties."""
+
+
+class TableNotFoundError(HudiError):
+    """No Hudi table (``.hoodie/hoodie.properties``) exists at the given base path."""
+
+
+class TimelineError(HudiError):
+    """The timeline is inconsistent or an instant transition is not allowed."""
+
+
+class FileNameError(HudiError):
+    """A base or log file name does not follow Hudi's naming grammar."""
+
+
+class LogFormatError(HudiError):
+    """A log file or log block does not follow Hudi's log format."""
+
+
+class SchemaError(HudiError):
+    """Incoming data does not fit the table schema (missing key column, incompatible type)."""
+
+
+class RecordKeyError(HudiError):
+    """A record key or partition value cannot be generated (null/empty key field)."""
+
+
+class WriteConflictError(HudiError):
+    """Another writer committed changes to the same file groups meanwhile."""
+
+
+class LockTimeoutError(HudiError):
+    """The table lock could not be acquired in time."""

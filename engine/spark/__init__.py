@@ -1,0 +1,1 @@
+"""The Spark boundary: the only engine package that imports pyspark."""

@@ -1,0 +1,93 @@
+"""Shared fixtures: ONE local SparkSession for the whole run, and the Apache Hudi corpus.
+
+The corpus (real tables written by Apache Hudi) is used where it lies: each zip is unzipped once
+into a session temp dir; tests that write into a corpus table get their own copy.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+import zipfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+log = logging.getLogger("tests")
+
+
+def _shared_dir() -> Path | None:
+    candidates = [os.environ.get("HUDI_SHARED_DIR"), REPO.parent / "shared", "/work/shared"]
+    for c in candidates:
+        if c and (Path(c) / "corpus" / "tables").is_dir():
+            return Path(c)
+    return None
+
+
+SHARED = _shared_dir()
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    if SHARED is None:
+        pytest.skip("the Apache Hudi corpus (shared/corpus) is not on this machine")
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """The one SparkSession of the test run (local[2], in-memory catalog, quiet)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from engine.spark.session import local_session
+
+    work = tmp_path_factory.mktemp("spark")
+    session = local_session(str(work), app_name="dbt-hudi-tests")
+    log.warning("SparkSession started: %s", session.version)
+    print(f"\n[tests] SparkSession started (Spark {session.version})", file=sys.stderr)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def corpus_root(shared_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every corpus table unzipped once (read-only use: copy before writing)."""
+    root = tmp_path_factory.mktemp("corpus")
+    for zpath in sorted((shared_dir / "corpus" / "tables").glob("*.zip")):
+        dest = root / zpath.stem
+        with zipfile.ZipFile(zpath) as zf:
+            zf.extractall(dest)
+    return root
+
+
+def _table_dir(unzipped: Path) -> Path:
+    """The base path inside an unzipped corpus table (the folder holding `.hoodie`)."""
+    hits = sorted(p.parent for p in unzipped.rglob(".hoodie") if p.is_dir())
+    if not hits:
+        raise FileNotFoundError(f"no .hoodie folder under {unzipped}")
+    return min(hits, key=lambda p: len(p.parts))
+
+
+@pytest.fixture(scope="session")
+def corpus_table(corpus_root: Path) -> Callable[[str], Path]:
+    """Base path of corpus table ``name`` (read-only)."""
+
+    def get(name: str) -> Path:
+        return _table_dir(corpus_root / name)
+
+    return get
+
+
+@pytest.fixture
+def corpus_copy(corpus_table: Callable[[str], Path], tmp_path: Path) -> Callable[[str], Path]:
+    """A private, writable copy of corpus table ``name``."""
+
+    def get(name: str) -> Path:
+        dest = tmp_path / name
+        shutil.copytree(corpus_table(name), dest)
+        return dest
+
+    return get
