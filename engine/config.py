@@ -95,6 +95,9 @@ class ConfigOption(Generic[T]):
 _REGISTRY: dict[str, ConfigOption[Any]] = {}
 
 
+EMPTY: tuple[str, ...] = ()
+
+
 def _option(
     key: str,
     parser: Callable[[str], T],
@@ -195,7 +198,7 @@ RECORDKEY_FIELDS = _option(
     "hoodie.table.recordkey.fields", parse_list, None, "Record key fields, persisted."
 )
 PARTITION_FIELDS = _option(
-    "hoodie.table.partition.fields", parse_list, (), "Partition fields, persisted."
+    "hoodie.table.partition.fields", parse_list, EMPTY, "Partition fields, persisted."
 )
 PRECOMBINE_FIELD = _option(
     "hoodie.table.precombine.field", parse_str, None, "Ordering field, persisted."
@@ -260,12 +263,11 @@ TIMELINE_TIMEZONE = _option(
 CREATE_SCHEMA = _option("hoodie.table.create.schema", parse_str, None, "Avro schema at creation.")
 METADATA_PARTITIONS = _option(
     "hoodie.table.metadata.partitions",
-    parse_list,
-    (),
+    parse_list, EMPTY,
     "Metadata table partitions; kept empty: the engine maintains no metadata table.",
 )
 METADATA_PARTITIONS_INFLIGHT = _option(
-    "hoodie.table.metadata.partitions.inflight", parse_list, (), "Pending MDT partitions."
+    "hoodie.table.metadata.partitions.inflight", parse_list, EMPTY, "Pending MDT partitions."
 )
 TABLE_CHECKSUM = _option("hoodie.table.checksum", parse_int, None, "CRC32 of '<database>.<table>'.")
 TABLE_INITIAL_VERSION = _option(
@@ -293,8 +295,7 @@ RECORDKEY_FIELD = _option(
 )
 PARTITIONPATH_FIELD = _option(
     "hoodie.datasource.write.partitionpath.field",
-    parse_list,
-    (),
+    parse_list, EMPTY,
     "Partition field(s); none means non-partitioned.",
 )
 WRITE_PRECOMBINE_FIELD = _option(
@@ -332,8 +333,7 @@ WRITE_PAYLOAD_CLASS = _option(
 )
 PARTITIONS_TO_DELETE = _option(
     "hoodie.datasource.write.partitions.to.delete",
-    parse_list,
-    (),
+    parse_list, EMPTY,
     "Partitions removed by delete_partition.",
 )
 PARQUET_MAX_FILE_SIZE = _option(
@@ -464,7 +464,7 @@ class HoodieConfig:
     def get(self, option: ConfigOption[T]) -> T | None:
         """The parsed value of ``option``, else its default."""
         if option.key in self.values:
-            return self.values[option.key]  # type: ignore[no-any-return]
+            return self.values[option.key]  # type: ignore[no-any-return,unused-ignore]
         return option.default
 
     def require(self, option: ConfigOption[T]) -> T:
