@@ -263,7 +263,8 @@ TIMELINE_TIMEZONE = _option(
 CREATE_SCHEMA = _option("hoodie.table.create.schema", parse_str, None, "Avro schema at creation.")
 METADATA_PARTITIONS = _option(
     "hoodie.table.metadata.partitions",
-    parse_list, EMPTY,
+    parse_list,
+    EMPTY,
     "Metadata table partitions; kept empty: the engine maintains no metadata table.",
 )
 METADATA_PARTITIONS_INFLIGHT = _option(
@@ -295,7 +296,8 @@ RECORDKEY_FIELD = _option(
 )
 PARTITIONPATH_FIELD = _option(
     "hoodie.datasource.write.partitionpath.field",
-    parse_list, EMPTY,
+    parse_list,
+    EMPTY,
     "Partition field(s); none means non-partitioned.",
 )
 WRITE_PRECOMBINE_FIELD = _option(
@@ -333,7 +335,8 @@ WRITE_PAYLOAD_CLASS = _option(
 )
 PARTITIONS_TO_DELETE = _option(
     "hoodie.datasource.write.partitions.to.delete",
-    parse_list, EMPTY,
+    parse_list,
+    EMPTY,
     "Partitions removed by delete_partition.",
 )
 PARQUET_MAX_FILE_SIZE = _option(
