@@ -6,7 +6,6 @@ into a session temp dir; tests that write into a corpus table get their own copy
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import sys
@@ -17,7 +16,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-log = logging.getLogger("tests")
 
 
 def _shared_dir() -> Path | None:
@@ -46,8 +44,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
     work = tmp_path_factory.mktemp("spark")
     session = local_session(str(work), app_name="dbt-hudi-tests")
-    log.warning("SparkSession started: %s", session.version)
-    print(f"\n[tests] SparkSession started (Spark {session.version})", file=sys.stderr)
+    # Written past pytest's capture so a run's log shows how many sessions started (one).
+    print(f"\n[tests] SparkSession started (Spark {session.version})", file=sys.__stderr__)
     yield session
     session.stop()
 
