@@ -37,15 +37,19 @@ def shared_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+def spark(
+    tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+) -> Iterator[object]:
     """The one SparkSession of the test run (local[2], in-memory catalog, quiet)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from engine.spark.session import local_session
 
     work = tmp_path_factory.mktemp("spark")
     session = local_session(str(work), app_name="dbt-hudi-tests")
-    # Written past pytest's capture so a run's log shows how many sessions started (one).
-    print(f"\n[tests] SparkSession started (Spark {session.version})", file=sys.__stderr__)
+    # Shown past pytest's capture so a run's log tells how many sessions started (one).
+    reporter = pytestconfig.pluginmanager.getplugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"[tests] SparkSession started (Spark {session.version})")
     yield session
     session.stop()
 
