@@ -47,9 +47,9 @@ def spark(
     work = tmp_path_factory.mktemp("spark")
     session = local_session(str(work), app_name="dbt-hudi-tests")
     # Shown past pytest's capture so a run's log tells how many sessions started (one).
-    reporter = pytestconfig.pluginmanager.getplugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(f"[tests] SparkSession started (Spark {session.version})")
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        print(f"\n[tests] SparkSession started (Spark {session.version})", file=sys.stderr)
     yield session
     session.stop()
 
