@@ -1,0 +1,349 @@
+"""File system view: the file groups and file slices of a table, as of an instant (pure).
+
+::
+
+    <partition_path>/{file_id}_{write_token}_{instant_time}.parquet              base file
+    <partition_path>/.{file_id}_{base_instant_time}.log.{version}_{write_token}  log file
+    file group = (partition_path, file_id)
+    file slice = one base file (optional) + the log files sharing its base instant time
+
+Visibility follows Java's ``HoodieTableFileSystemView`` for table version 6:
+
+* A partition is a directory holding a ``.hoodie_partition_metadata*`` file; listing does not
+  descend below a partition (the base path itself is the partition ``""`` of non-partitioned
+  tables).
+* A slice is visible as of instant ``T`` when its base instant is ``<= T`` and is a completed
+  commit/deltacommit/replacecommit, a pending compaction, or older than the active timeline
+  (archived, hence committed). Files of inflight or rolled-back instants are thereby invisible.
+* File groups named by a completed replacecommit ``<= T`` are dropped whole.
+* A pending compaction opens a new slice before its base file exists: that slice's (partial)
+  base file is ignored and its log files are merged onto the previous slice
+  (``getLatestMergedFileSlicesBeforeOrOn``). hudi-rs 0.5.0 ignores such logs instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from engine.errors import FileNameError
+from engine.filenames import (
+    PARTITION_METAFILE_PREFIX,
+    LogFileName,
+    parse_base_file_name,
+    parse_log_file_name,
+)
+from engine.instant import Action
+from engine.properties import METAFOLDER
+from engine.storage import FileEntry, Storage
+from engine.timeline import Timeline
+
+__all__ = [
+    "FileGroup",
+    "FileSlice",
+    "FileSystemView",
+    "Visibility",
+    "list_partition_paths",
+]
+
+PartitionFilter = Callable[[str], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class FileSlice:
+    """A base file (optional) plus log files of one file group, keyed by a base instant time.
+
+    Names only (no directory), so a slice is small, picklable and JSON-friendly for Spark tasks.
+    """
+
+    partition_path: str
+    file_id: str
+    base_instant_time: str
+    base_file: str | None = None
+    log_files: tuple[str, ...] = ()
+
+    @property
+    def base_file_path(self) -> str | None:
+        """Path of the base file relative to the table's base path."""
+        return _join(self.partition_path, self.base_file) if self.base_file else None
+
+    @property
+    def log_file_paths(self) -> list[str]:
+        """Paths of the log files relative to the base path, in Hudi's log file order."""
+        return [_join(self.partition_path, name) for name in self.log_files]
+
+    @property
+    def has_logs(self) -> bool:
+        return bool(self.log_files)
+
+
+@dataclass
+class FileGroup:
+    """All files of one file group found on storage, by base instant time."""
+
+    partition_path: str
+    file_id: str
+    base_files: dict[str, str] = field(default_factory=dict)
+    log_files: dict[str, list[LogFileName]] = field(default_factory=dict)
+
+    def base_instants(self) -> list[str]:
+        """Every slice key (base file instants and log files' base instants), oldest first."""
+        return sorted(set(self.base_files) | set(self.log_files))
+
+    def slice_at(self, base_instant_time: str, *, with_base_file: bool = True) -> FileSlice:
+        logs = sorted(self.log_files.get(base_instant_time, ()), key=LogFileName.sort_key)
+        return FileSlice(
+            self.partition_path,
+            self.file_id,
+            base_instant_time,
+            self.base_files.get(base_instant_time) if with_base_file else None,
+            tuple(log.name for log in logs),
+        )
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """Which instants a reader at ``max_instant`` sees (also shipped to log scanners).
+
+    Attributes:
+        max_instant: the query instant (latest completed commit, or the as-of instant); ``None``
+            when the table has no completed commit: then nothing is visible.
+        completed: completed commit/deltacommit/replacecommit instant times ``<= max_instant``.
+        pending_compactions: requested/inflight compaction instant times ``<= max_instant``.
+        timeline_start: first instant time of the active timeline; older data was archived.
+        on_timeline: every instant time on the active timeline, in any state.
+    """
+
+    max_instant: str | None
+    completed: frozenset[str]
+    pending_compactions: frozenset[str]
+    timeline_start: str | None
+    on_timeline: frozenset[str]
+
+    @classmethod
+    def of(cls, timeline: Timeline, as_of: str | None = None) -> Visibility:
+        last = timeline.last_completed()
+        max_instant = as_of if as_of is not None else (last.instant_time if last else None)
+        if max_instant is None:
+            return cls(None, frozenset(), frozenset(), None, frozenset())
+        completed = frozenset(
+            i.instant_time for i in timeline.commits_timeline() if i.instant_time <= max_instant
+        )
+        done = {i.instant_time for i in timeline.completed()}
+        pending = frozenset(
+            i.instant_time
+            for i in timeline.pending([Action.COMPACTION])
+            if i.instant_time <= max_instant and i.instant_time not in done
+        )
+        on_timeline = frozenset(i.instant_time for i in timeline.instants)
+        start = timeline.first_commit_time()
+        return cls(max_instant, completed, pending, start, on_timeline)
+
+    def is_committed(self, instant_time: str) -> bool:
+        """Data of ``instant_time`` is committed and not newer than the query instant."""
+        if self.max_instant is None or instant_time > self.max_instant:
+            return False
+        if instant_time in self.completed:
+            return True
+        # archived instants are committed (Java's containsOrBeforeTimelineStarts)
+        return (
+            self.timeline_start is not None
+            and instant_time < self.timeline_start
+            and instant_time not in self.on_timeline
+        )
+
+    def is_slice_visible(self, base_instant_time: str) -> bool:
+        return self.is_committed(base_instant_time) or (
+            base_instant_time in self.pending_compactions
+        )
+
+
+def _join(partition_path: str, name: str) -> str:
+    return f"{partition_path}/{name}" if partition_path else name
+
+
+def _is_partition(entries: Iterable[FileEntry]) -> bool:
+    return any(not e.is_dir and e.name.startswith(PARTITION_METAFILE_PREFIX) for e in entries)
+
+
+def list_partition_paths(
+    storage: Storage, partition_filter: PartitionFilter | None = None
+) -> dict[str, list[FileEntry]]:
+    """Every partition of the table with its directory entries.
+
+    A directory is a partition when it holds a partition metafile (Java's storage-backed
+    listing); listing stops there. Hidden directories (``.hoodie`` and others) are skipped.
+
+    Args:
+        storage: the table's storage.
+        partition_filter: called with each partition path; ``False`` drops the partition.
+    """
+    found: dict[str, list[FileEntry]] = {}
+    pending = [""]
+    while pending:
+        rel = pending.pop()
+        entries = storage.list_dir(rel)
+        if _is_partition(entries):
+            if partition_filter is None or partition_filter(rel):
+                found[rel] = entries
+            continue
+        for entry in entries:
+            if entry.is_dir and not entry.name.startswith(".") and entry.name != METAFOLDER:
+                pending.append(_join(rel, entry.name))
+    return dict(sorted(found.items()))
+
+
+def _group_files(partition_path: str, entries: Iterable[FileEntry]) -> dict[str, FileGroup]:
+    groups: dict[str, FileGroup] = {}
+    for entry in entries:
+        if entry.is_dir:
+            continue
+        name = entry.name
+        try:
+            if name.startswith("."):
+                if ".log." not in name or name.startswith(PARTITION_METAFILE_PREFIX):
+                    continue
+                log = parse_log_file_name(name)
+                if log.cdc:
+                    continue
+                group = groups.setdefault(log.file_id, FileGroup(partition_path, log.file_id))
+                group.log_files.setdefault(log.base_instant_time, []).append(log)
+            elif name.endswith(".parquet"):
+                base = parse_base_file_name(name)
+                group = groups.setdefault(base.file_id, FileGroup(partition_path, base.file_id))
+                group.base_files[base.instant_time] = name
+        except FileNameError:
+            # foreign files in a partition (e.g. Spark's _SUCCESS, crc files) are not Hudi files
+            continue
+    return groups
+
+
+class FileSystemView:
+    """File groups of (some) partitions of a table, resolved against its timeline."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        timeline: Timeline,
+        *,
+        partition_paths: Iterable[str] | None = None,
+        partition_filter: PartitionFilter | None = None,
+    ) -> None:
+        """List the table's partitions (or only ``partition_paths``) and group their files.
+
+        Args:
+            storage: the table's storage.
+            timeline: the active timeline the view resolves visibility against.
+            partition_paths: list only these partitions (incremental queries know them from the
+                commit metadata); missing ones are skipped.
+            partition_filter: partition pruning predicate on the partition path.
+        """
+        self.storage = storage
+        self.timeline = timeline
+        if partition_paths is not None:
+            listed = {
+                p: storage.list_dir(p)
+                for p in sorted(set(partition_paths))
+                if partition_filter is None or partition_filter(p)
+            }
+        else:
+            listed = list_partition_paths(storage, partition_filter)
+        self._groups: dict[tuple[str, str], FileGroup] = {}
+        for partition_path, entries in listed.items():
+            for file_id, group in _group_files(partition_path, entries).items():
+                self._groups[(partition_path, file_id)] = group
+        self._replaced_cache: dict[str | None, frozenset[tuple[str, str]]] = {}
+
+    @property
+    def partition_paths(self) -> list[str]:
+        return sorted({p for p, _ in self._groups})
+
+    def file_groups(self) -> list[FileGroup]:
+        return [self._groups[k] for k in sorted(self._groups)]
+
+    def replaced_file_groups(self, visibility: Visibility) -> frozenset[tuple[str, str]]:
+        """(partition_path, file_id) of groups replaced by completed replacecommits <= T."""
+        key = visibility.max_instant
+        if key not in self._replaced_cache:
+            replaced: set[tuple[str, str]] = set()
+            for instant in self.timeline.completed([Action.REPLACE_COMMIT]):
+                if instant.instant_time in visibility.completed:
+                    metadata = self.timeline.read_commit_metadata(instant)
+                    replaced |= metadata.replaced_file_ids()
+            self._replaced_cache[key] = frozenset(replaced)
+        return self._replaced_cache[key]
+
+    def _live_groups(
+        self, visibility: Visibility, file_groups: set[tuple[str, str]] | None
+    ) -> list[FileGroup]:
+        replaced = self.replaced_file_groups(visibility)
+        return [
+            group
+            for key, group in sorted(self._groups.items())
+            if key not in replaced and (file_groups is None or key in file_groups)
+        ]
+
+    def latest_file_slices(
+        self,
+        as_of: str | None = None,
+        *,
+        file_groups: set[tuple[str, str]] | None = None,
+        visibility: Visibility | None = None,
+    ) -> list[FileSlice]:
+        """The latest visible file slice of every live file group (snapshot reads).
+
+        Args:
+            as_of: query instant; default the latest completed commit.
+            file_groups: restrict to these (partition_path, file_id) pairs.
+            visibility: precomputed visibility (overrides ``as_of``).
+        """
+        vis = visibility or Visibility.of(self.timeline, as_of)
+        out: list[FileSlice] = []
+        for group in self._live_groups(vis, file_groups):
+            visible = [t for t in group.base_instants() if vis.is_slice_visible(t)]
+            if not visible:
+                continue
+            latest = visible[-1]
+            if latest in vis.pending_compactions:
+                # the compaction's base file is not committed yet: read the previous slice
+                # together with the logs already written against the compaction instant
+                head = group.slice_at(latest, with_base_file=False)
+                if len(visible) > 1:
+                    prev = group.slice_at(visible[-2])
+                    head = FileSlice(
+                        prev.partition_path,
+                        prev.file_id,
+                        prev.base_instant_time,
+                        prev.base_file,
+                        prev.log_files + head.log_files,
+                    )
+                if head.base_file is None and not head.log_files:
+                    continue
+                out.append(head)
+            else:
+                out.append(group.slice_at(latest))
+        return out
+
+    def latest_base_files(
+        self,
+        as_of: str | None = None,
+        *,
+        file_groups: set[tuple[str, str]] | None = None,
+        visibility: Visibility | None = None,
+    ) -> list[FileSlice]:
+        """The latest committed base file of every live file group (read-optimized reads).
+
+        Returned as slices without log files; groups with only log files are left out.
+        """
+        vis = visibility or Visibility.of(self.timeline, as_of)
+        out: list[FileSlice] = []
+        for group in self._live_groups(vis, file_groups):
+            committed = [
+                t
+                for t in sorted(group.base_files)
+                if vis.is_committed(t) and t not in vis.pending_compactions
+            ]
+            if committed:
+                t = committed[-1]
+                out.append(FileSlice(group.partition_path, group.file_id, t, group.base_files[t]))
+        return out

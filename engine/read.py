@@ -1,0 +1,513 @@
+"""Read queries: options, planning on the driver, and :func:`read_hudi` (Spark DataFrame).
+
+Query types and the keys Hudi's Spark datasource reads::
+
+    hoodie.datasource.query.type          snapshot (default) | read_optimized | incremental
+    as.of.instant                         time travel: the table as of this instant
+    hoodie.datasource.read.begin.instanttime   incremental start, exclusive
+    hoodie.datasource.read.end.instanttime     incremental end, inclusive (default: latest)
+
+Planning is pure (no Spark): the file system view picks the file slices, filters on partition
+columns prune partitions, and the resulting :class:`QueryPlan` drives both executors, the Arrow
+reader (``engine.read_arrow``) and the Spark reader (``engine.spark.reader``).
+
+Incremental queries read the latest slice (as of the end instant) of every file group written by
+a commit in ``(begin, end]`` and keep rows whose ``_hoodie_commit_time`` lies in that range, as
+Java's incremental relations do; log blocks outside the range are skipped.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import urllib.parse
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from engine import config
+from engine.errors import HudiError, TableNotFoundError
+from engine.fs_view import FileSlice, FileSystemView, Visibility
+from engine.properties import read_properties
+from engine.storage import Storage
+from engine.timeline import Timeline
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = [
+    "FILTER_OPS",
+    "QueryPlan",
+    "ReadFilter",
+    "ReadQuery",
+    "TableInfo",
+    "normalize_instant_time",
+    "parse_filter",
+    "parse_read_query",
+    "plan_query",
+    "read_hudi",
+]
+
+QueryType = Literal["snapshot", "read_optimized", "incremental"]
+FILTER_OPS = ("=", "!=", "<", "<=", ">", ">=", "IN", "NOT IN")
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+COMMIT_TIME_COLUMN = "_hoodie_commit_time"
+META_COLUMNS = (
+    COMMIT_TIME_COLUMN,
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+)
+
+
+class QueryError(HudiError):
+    """A read option or filter is malformed, or the table cannot be read by this engine."""
+
+
+@dataclass(frozen=True)
+class ReadFilter:
+    """``field op value``; ``value`` is a scalar, or a tuple for ``IN`` / ``NOT IN``."""
+
+    field: str
+    op: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class ReadQuery:
+    """What to read: the query type, its instants and filters (for pruning and rows)."""
+
+    query_type: QueryType = "snapshot"
+    as_of: str | None = None
+    begin: str | None = None
+    end: str | None = None
+    filters: tuple[ReadFilter, ...] = ()
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """The table properties a reader needs; small and picklable for Spark tasks."""
+
+    base_path: str
+    table_name: str
+    table_type: str
+    record_key_fields: tuple[str, ...]
+    partition_fields: tuple[str, ...]
+    ordering_field: str | None
+    payload_class: str
+    keygen_class: str | None
+    hive_style: bool
+    url_encode: bool
+    populate_meta_fields: bool
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def is_mor(self) -> bool:
+        return self.table_type == "MERGE_ON_READ"
+
+    @property
+    def storage(self) -> Storage:
+        return Storage(self.base_path)
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """The exact work of one query.
+
+    Attributes:
+        table: the table's properties.
+        query: the query as asked.
+        file_slices: slices to read, one task each on Spark.
+        visibility: instants the reader sees; log blocks of other instants are skipped.
+        begin: exclusive lower bound of instants (incremental), else ``None``.
+        merge_logs: merge log files onto base files (MOR snapshot and incremental).
+        avro_schema: the table's latest Avro schema (without meta fields), if any commit has one.
+    """
+
+    table: TableInfo
+    query: ReadQuery
+    file_slices: tuple[FileSlice, ...]
+    visibility: Visibility
+    begin: str | None
+    merge_logs: bool
+    avro_schema: str | None
+
+    @property
+    def end(self) -> str | None:
+        return self.visibility.max_instant
+
+    @property
+    def filters_commit_time(self) -> bool:
+        return self.query.query_type == "incremental"
+
+
+# ---- options ------------------------------------------------------------------------------------
+
+_DATE_FORMATS = (
+    "%Y-%m-%d %H:%M:%S.%f",
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%dT%H:%M:%S.%f",
+    "%Y-%m-%dT%H:%M:%S",
+    "%Y-%m-%d",
+)
+
+
+def normalize_instant_time(value: str, *, key: str = "instant") -> str:
+    """An instant time as 17 digits (``yyyyMMddHHmmssSSS``) so it compares as a string.
+
+    Accepts 17 digits, 14 digits (seconds; ``000`` appended, as hudi-rs parses them), ``0``
+    (before everything), and ``yyyy-MM-dd[ HH:mm:ss[.SSS]]`` in UTC.
+
+    Raises:
+        QueryError: the value is none of these; the message names ``key`` and the value.
+    """
+    text = str(value).strip()
+    if text.isdigit():
+        if len(text) == 14:
+            return text + "000"
+        if len(text) == 17 or int(text) == 0:
+            return text
+    for fmt in _DATE_FORMATS:
+        try:
+            moment = dt.datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+        return moment.strftime("%Y%m%d%H%M%S%f")[:17]
+    raise QueryError(
+        f"Invalid {key} {value!r}: expected yyyyMMddHHmmss[SSS] or yyyy-MM-dd[ HH:mm:ss[.SSS]]"
+    )
+
+
+def parse_filter(text: str) -> ReadFilter:
+    """Parse ``'FIELD OP VALUE'`` (the hudi_rs_read CLI form); IN lists are comma-separated."""
+    m = re.match(r"^\s*(\S+)\s+(NOT\s+IN|IN|!=|<=|>=|=|<|>)\s+(.*?)\s*$", text, re.IGNORECASE)
+    if m is None:
+        raise QueryError(f"Invalid filter {text!r}: expected 'FIELD OP VALUE'")
+    name, op, value = m.group(1), " ".join(m.group(2).upper().split()), m.group(3)
+    if op in ("IN", "NOT IN"):
+        return ReadFilter(name, op, tuple(v.strip() for v in value.split(",")))
+    return ReadFilter(name, op, value)
+
+
+def parse_read_query(
+    options: Mapping[str, Any] | None, filters: Iterable[ReadFilter] = ()
+) -> ReadQuery:
+    """Build a :class:`ReadQuery` from Hudi's read keys.
+
+    Raises:
+        ConfigError: an unknown ``hoodie.*`` key or a malformed value.
+        QueryError: an incremental query without a begin instant, or a bad instant time.
+    """
+    raw = dict(options or {})
+    as_of = raw.pop(config.AS_OF_INSTANT, None)
+    cfg = config.parse_options(raw)
+    query_type = cfg.get(config.QUERY_TYPE) or "snapshot"
+    begin = cfg.get(config.READ_BEGIN_INSTANTTIME)
+    end = cfg.get(config.READ_END_INSTANTTIME)
+    if query_type == "incremental":
+        if begin is None:
+            raise QueryError(
+                f"Incremental query needs {config.READ_BEGIN_INSTANTTIME.key!r} (exclusive start)"
+            )
+        begin = normalize_instant_time(begin, key=config.READ_BEGIN_INSTANTTIME.key)
+        if end is not None:
+            end = normalize_instant_time(end, key=config.READ_END_INSTANTTIME.key)
+    return ReadQuery(
+        query_type=query_type,  # type: ignore[arg-type]
+        as_of=normalize_instant_time(as_of, key=config.AS_OF_INSTANT) if as_of else None,
+        begin=begin,
+        end=end,
+        filters=tuple(filters),
+    )
+
+
+# ---- table ------------------------------------------------------------------------------------
+
+
+def _prop(props: Mapping[str, str], option: config.ConfigOption[Any]) -> Any:
+    for key in (option.key, *option.aliases):
+        if key in props and props[key] != "":
+            return option.parse(props[key])
+    return option.default
+
+
+def load_table_info(storage: Storage) -> TableInfo:
+    """Read ``hoodie.properties`` into a :class:`TableInfo`.
+
+    Raises:
+        TableNotFoundError: no table at the base path.
+        QueryError: the table version or timeline layout is not one this reader handles.
+    """
+    props = read_properties(storage)
+    version = _prop(props, config.TABLE_VERSION)
+    layout = _prop(props, config.TIMELINE_LAYOUT_VERSION)
+    if version not in (5, 6) or layout != 1:
+        raise QueryError(
+            f"Unsupported table at {storage.base_path}: {config.TABLE_VERSION.key}={version}, "
+            f"{config.TIMELINE_LAYOUT_VERSION.key}={layout} (table version 6 with layout 1 only)"
+        )
+    name = _prop(props, config.TABLE_NAME)
+    if not name:
+        raise TableNotFoundError(f"{config.TABLE_NAME.key} missing in {storage.base_path}")
+    keygen = _prop(props, config.KEYGENERATOR_CLASS)
+    if keygen is None and _prop(props, config.KEYGENERATOR_TYPE_TABLE):
+        keygen = config.KEYGEN_TYPES[_prop(props, config.KEYGENERATOR_TYPE_TABLE)]
+    return TableInfo(
+        base_path=storage.base_path,
+        table_name=name,
+        table_type=_prop(props, config.TABLE_TYPE),
+        record_key_fields=_prop(props, config.RECORDKEY_FIELDS) or (),
+        partition_fields=_prop(props, config.PARTITION_FIELDS) or (),
+        ordering_field=_prop(props, config.PRECOMBINE_FIELD),
+        payload_class=_prop(props, config.PAYLOAD_CLASS),
+        keygen_class=keygen,
+        hive_style=bool(_prop(props, config.HIVE_STYLE_PARTITIONING)),
+        url_encode=bool(_prop(props, config.URL_ENCODE_PARTITIONING)),
+        populate_meta_fields=bool(_prop(props, config.POPULATE_META_FIELDS)),
+        properties=dict(props),
+    )
+
+
+# ---- partition pruning ----------------------------------------------------------------------
+
+
+def _avro_field_kinds(avro_schema: str | None) -> dict[str, str]:
+    """Top-level field name -> coarse kind (int, float, bool, str, date) from an Avro schema."""
+    if not avro_schema:
+        return {}
+    try:
+        fields = json.loads(avro_schema).get("fields", [])
+    except ValueError:
+        return {}
+    kinds: dict[str, str] = {}
+    for f in fields:
+        t = f.get("type")
+        if isinstance(t, list):
+            t = next((b for b in t if b != "null"), None)
+        logical = t.get("logicalType") if isinstance(t, dict) else None
+        base = t.get("type") if isinstance(t, dict) else t
+        if logical == "date":
+            kinds[f["name"]] = "date"
+        elif logical is not None:
+            continue
+        elif base in ("int", "long"):
+            kinds[f["name"]] = "int"
+        elif base in ("float", "double"):
+            kinds[f["name"]] = "float"
+        elif base == "boolean":
+            kinds[f["name"]] = "bool"
+        elif base == "string":
+            kinds[f["name"]] = "str"
+    return kinds
+
+
+def _coerce(value: Any, kind: str) -> Any:
+    """``value`` in the Python type of ``kind``; ValueError when it does not fit."""
+    if value is None:
+        return None
+    if kind == "int":
+        if isinstance(value, bool):
+            raise ValueError(value)
+        return int(value) if not isinstance(value, str) else int(value.strip())
+    if kind == "float":
+        return float(value)
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("true", "false"):
+            return text == "true"
+        raise ValueError(value)
+    if kind == "date":
+        if isinstance(value, dt.datetime):
+            return value.date()
+        if isinstance(value, dt.date):
+            return value
+        return dt.date.fromisoformat(str(value).strip())
+    return str(value)
+
+
+def compare(left: Any, op: str, right: Any) -> bool:
+    """Evaluate ``left op right`` with SQL-ish null handling (null never matches)."""
+    if op in ("IN", "NOT IN"):
+        if left is None:
+            return False
+        hit = left in right
+        return hit if op == "IN" else not hit
+    if left is None or right is None:
+        return False
+    if op == "=":
+        return bool(left == right)
+    if op == "!=":
+        return bool(left != right)
+    if op == "<":
+        return bool(left < right)
+    if op == "<=":
+        return bool(left <= right)
+    if op == ">":
+        return bool(left > right)
+    if op == ">=":
+        return bool(left >= right)
+    raise QueryError(f"Unsupported filter operator {op!r}; expected one of {FILTER_OPS}")
+
+
+def partition_values(table: TableInfo, partition_path: str) -> dict[str, str | None] | None:
+    """Partition field -> raw value of a partition path; ``None`` when it cannot be parsed."""
+    fields = table.partition_fields
+    if not fields:
+        return None
+    segments = partition_path.split("/") if partition_path else []
+    if len(segments) != len(fields):
+        return None
+    values: dict[str, str | None] = {}
+    for name, segment in zip(fields, segments, strict=True):
+        if table.hive_style:
+            key, sep, value = segment.partition("=")
+            if not sep or key != name:
+                return None
+        else:
+            value = segment
+        if table.url_encode:
+            value = urllib.parse.unquote(value)
+        values[name] = None if value == HIVE_DEFAULT_PARTITION else value
+    return values
+
+
+def partition_pruner(
+    table: TableInfo, filters: Sequence[ReadFilter], avro_schema: str | None
+) -> Any:
+    """A predicate on partition paths from the filters on partition columns, or ``None``.
+
+    Timestamp-based key generators format partition values, so their paths cannot be compared
+    with column values: no pruning then.
+    """
+    if table.keygen_class == config.TIMESTAMP_KEYGEN or not table.partition_fields:
+        return None
+    kinds = _avro_field_kinds(avro_schema)
+    relevant = [f for f in filters if f.field in table.partition_fields]
+    if not relevant:
+        return None
+
+    def keep(partition_path: str) -> bool:
+        values = partition_values(table, partition_path)
+        if values is None:
+            return True
+        for f in relevant:
+            kind = kinds.get(f.field, "str")
+            try:
+                left = _coerce(values[f.field], kind)
+                if f.op in ("IN", "NOT IN"):
+                    right: Any = tuple(_coerce(v, kind) for v in f.value)
+                else:
+                    right = _coerce(f.value, kind)
+            except (ValueError, TypeError):
+                continue  # cannot compare: keep the partition, rows are filtered later
+            if not compare(left, f.op, right):
+                return False
+        return True
+
+    return keep
+
+
+# ---- planning -----------------------------------------------------------------------------------
+
+
+def plan_query(base_path: str | Storage, query: ReadQuery | None = None) -> QueryPlan:
+    """Plan ``query`` on the table at ``base_path``: which slices, which instants.
+
+    Raises:
+        TableNotFoundError: no table at ``base_path``.
+        QueryError: unsupported table or malformed query.
+    """
+    query = query or ReadQuery()
+    storage = base_path if isinstance(base_path, Storage) else Storage(base_path)
+    table = load_table_info(storage)
+    timeline = Timeline.load(storage)
+    avro_schema = timeline.latest_schema() or _prop(table.properties, config.CREATE_SCHEMA)
+    pruner = partition_pruner(table, query.filters, avro_schema)
+
+    if query.query_type == "incremental":
+        return _plan_incremental(storage, table, timeline, query, pruner, avro_schema)
+
+    visibility = Visibility.of(timeline, query.as_of)
+    view = FileSystemView(storage, timeline, partition_filter=pruner)
+    read_optimized = query.query_type == "read_optimized"
+    if read_optimized:
+        slices = view.latest_base_files(visibility=visibility)
+    else:
+        slices = view.latest_file_slices(visibility=visibility)
+    return QueryPlan(
+        table=table,
+        query=query,
+        file_slices=tuple(slices),
+        visibility=visibility,
+        begin=None,
+        merge_logs=table.is_mor and not read_optimized,
+        avro_schema=avro_schema,
+    )
+
+
+def _plan_incremental(
+    storage: Storage,
+    table: TableInfo,
+    timeline: Timeline,
+    query: ReadQuery,
+    pruner: Any,
+    avro_schema: str | None,
+) -> QueryPlan:
+    begin = query.begin or "0"
+    last = timeline.last_completed()
+    end = query.end or (last.instant_time if last else None)
+    visibility = Visibility.of(timeline, end) if end is not None else Visibility.of(timeline)
+    in_range = [
+        i
+        for i in timeline.commits_timeline()
+        if begin < i.instant_time and i.instant_time <= (end or "")
+    ]
+    touched: set[tuple[str, str]] = set()
+    for instant in in_range:
+        touched |= timeline.read_commit_metadata(instant).file_ids_written()
+    slices: list[FileSlice] = []
+    if touched:
+        view = FileSystemView(
+            storage,
+            timeline,
+            partition_paths={p for p, _ in touched},
+            partition_filter=pruner,
+        )
+        slices = view.latest_file_slices(visibility=visibility, file_groups=touched)
+    return QueryPlan(
+        table=table,
+        query=query,
+        file_slices=tuple(slices),
+        visibility=visibility,
+        begin=begin,
+        merge_logs=table.is_mor,
+        avro_schema=avro_schema,
+    )
+
+
+# ---- Spark entry point --------------------------------------------------------------------------
+
+
+def read_hudi(
+    spark: SparkSession, path: str, options: Mapping[str, Any] | None = None
+) -> DataFrame:
+    """Read the Hudi table at ``path`` as a Spark DataFrame (meta columns included).
+
+    Args:
+        spark: the session to read with.
+        path: the table's base path (local path or URI).
+        options: Hudi read keys (``hoodie.datasource.query.type``, ``as.of.instant``,
+            ``hoodie.datasource.read.begin.instanttime`` / ``.end.instanttime``).
+
+    Raises:
+        TableNotFoundError: no table at ``path``.
+        ConfigError: an unknown or malformed option.
+        QueryError: an unsupported table or malformed query.
+    """
+    from engine.spark.reader import read_plan
+
+    return read_plan(spark, plan_query(path, parse_read_query(options)))

@@ -1,0 +1,202 @@
+"""The pure-Arrow reader: executes a :class:`~engine.read.QueryPlan` with pyarrow, no Spark.
+
+Used by the CLI, by tools and tests, and, one file slice at a time, inside the Spark tasks of
+merge-on-read queries (:func:`read_file_slice` is picklable-input, pure and deterministic).
+
+Per file slice::
+
+    base file (pyarrow.parquet)  ⊕  log records (engine.log_scanner)  ->  merged rows
+    merged rows  -> conform to the query schema -> keep (begin, end] commit times (incremental)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from engine.fs_view import FileSlice
+from engine.read import (
+    COMMIT_TIME_COLUMN,
+    META_COLUMNS,
+    QueryError,
+    QueryPlan,
+    ReadFilter,
+    parse_read_query,
+    plan_query,
+)
+from engine.schema import add_meta_fields, avro_to_arrow_schema
+from engine.storage import Storage
+
+__all__ = [
+    "apply_filters",
+    "conform",
+    "plan_schema",
+    "read_file_slice",
+    "read_plan",
+    "read_table",
+]
+
+
+def read_table(
+    path: str, options: Mapping[str, Any] | None = None, filters: Iterable[ReadFilter] = ()
+) -> pa.Table:
+    """Read the Hudi table at ``path`` into an Arrow table (meta columns included).
+
+    Args:
+        path: the table's base path.
+        options: Hudi read keys, as for :func:`engine.read.read_hudi`.
+        filters: row filters; those on partition columns also prune partitions.
+    """
+    plan = plan_query(path, parse_read_query(options, filters))
+    return apply_filters(read_plan(plan), plan.query.filters)
+
+
+def read_plan(plan: QueryPlan) -> pa.Table:
+    """Every row of the plan, slice after slice, in the plan's schema."""
+    schema = plan_schema(plan)
+    tables = [read_file_slice(plan, s, schema) for s in plan.file_slices]
+    tables = [t for t in tables if t.num_rows]
+    if not tables:
+        return schema.empty_table()
+    return pa.concat_tables(tables)
+
+
+def plan_schema(plan: QueryPlan) -> pa.Schema:
+    """The Arrow schema of the query result.
+
+    Taken from the newest base file's footer (the exact Parquet types Spark wrote), else from the
+    table's Avro schema (log-only or empty tables).
+    """
+    newest: tuple[str, str] | None = None
+    for s in plan.file_slices:
+        if s.base_file and (newest is None or s.base_instant_time > newest[0]):
+            newest = (s.base_instant_time, s.base_file_path or "")
+    storage = plan.table.storage
+    if newest is not None:
+        with storage.open_input(newest[1]) as f:
+            schema = pq.read_schema(f).remove_metadata()
+        if not plan.table.populate_meta_fields:
+            # Java and hudi-rs resolve such tables' schema without meta columns, even though
+            # Spark writes them (null) into the files
+            keep = [i for i, name in enumerate(schema.names) if name not in META_COLUMNS]
+            schema = pa.schema([schema.field(i) for i in keep])
+        return schema
+    if plan.avro_schema:
+        avro = add_meta_fields(plan.avro_schema) if plan.table.populate_meta_fields else None
+        return avro_to_arrow_schema(avro or plan.avro_schema)
+    return pa.schema([])
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with exactly ``schema``'s columns: reordered, cast, missing ones null."""
+    if table.schema.equals(schema):
+        return table
+    columns = []
+    for f in schema:
+        if f.name in table.column_names:
+            column = table[f.name]
+            if not column.type.equals(f.type):
+                column = column.cast(f.type)
+            columns.append(column)
+        else:
+            columns.append(pa.nulls(table.num_rows, f.type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def read_base_file(storage: Storage, file_slice: FileSlice) -> pa.Table | None:
+    path = file_slice.base_file_path
+    if path is None:
+        return None
+    with storage.open_input(path) as f:
+        return pq.read_table(f)
+
+
+def read_file_slice(
+    plan: QueryPlan, file_slice: FileSlice, schema: pa.Schema | None = None
+) -> pa.Table:
+    """The rows of one file slice: base file merged with its log records when the plan says so.
+
+    Args:
+        plan: the query plan (instants, payload, ordering field).
+        file_slice: the slice to read.
+        schema: the result schema (default: :func:`plan_schema`).
+    """
+    schema = schema if schema is not None else plan_schema(plan)
+    storage = plan.table.storage
+    base = read_base_file(storage, file_slice)
+    if plan.merge_logs and file_slice.has_logs:
+        result = merge_file_slice(plan, file_slice, base, schema)
+    else:
+        result = conform(base, schema) if base is not None else schema.empty_table()
+    if plan.filters_commit_time:
+        result = filter_commit_time(result, plan.begin, plan.end)
+    return result
+
+
+def filter_commit_time(table: pa.Table, begin: str | None, end: str | None) -> pa.Table:
+    """Rows with ``begin < _hoodie_commit_time <= end``; tables without meta columns pass."""
+    if COMMIT_TIME_COLUMN not in table.column_names or table.num_rows == 0:
+        return table
+    column = table[COMMIT_TIME_COLUMN]
+    mask = pc.greater(column, pa.scalar(begin or "", pa.string()))
+    if end is not None:
+        mask = pc.and_(mask, pc.less_equal(column, pa.scalar(end, pa.string())))
+    return table.filter(mask)
+
+
+def _literal(value: Any, dtype: pa.DataType, name: str) -> pa.Scalar:
+    try:
+        if isinstance(value, str) and not (
+            pa.types.is_string(dtype) or pa.types.is_large_string(dtype)
+        ):
+            return pa.scalar(value, pa.string()).cast(dtype)
+        return pa.scalar(value).cast(dtype)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise QueryError(f"Filter value {value!r} does not fit column {name!r} ({dtype})") from e
+
+
+def apply_filters(table: pa.Table, filters: Sequence[ReadFilter]) -> pa.Table:
+    """Keep rows matching every filter (nulls never match).
+
+    Raises:
+        QueryError: a filter names a missing column or a value that does not fit its type.
+    """
+    if not filters or table.num_rows == 0:
+        return table
+    mask: Any = None
+    for f in filters:
+        if f.field not in table.column_names:
+            raise QueryError(f"Filter column {f.field!r} is not in the table")
+        column = table[f.field]
+        if f.op in ("IN", "NOT IN"):
+            values = pa.array(
+                [_literal(v, column.type, f.field).as_py() for v in f.value], column.type
+            )
+            hit = pc.is_in(column, value_set=values)
+            cond = hit if f.op == "IN" else pc.and_(pc.invert(hit), pc.is_valid(column))
+        else:
+            literal = _literal(f.value, column.type, f.field)
+            op = {
+                "=": pc.equal,
+                "!=": pc.not_equal,
+                "<": pc.less,
+                "<=": pc.less_equal,
+                ">": pc.greater,
+                ">=": pc.greater_equal,
+            }.get(f.op)
+            if op is None:
+                raise QueryError(f"Unsupported filter operator {f.op!r}")
+            cond = op(column, literal)
+        cond = pc.fill_null(cond, False)
+        mask = cond if mask is None else pc.and_(mask, cond)
+    return table.filter(mask)
+
+
+def merge_file_slice(
+    plan: QueryPlan, file_slice: FileSlice, base: pa.Table | None, schema: pa.Schema
+) -> pa.Table:
+    raise QueryError("not yet implemented")
