@@ -429,6 +429,36 @@ TIMESTAMP_OUTPUT_TIMEZONE = _option(
     aliases=("hoodie.deltastreamer.keygen.timebased.output.timezone",),
 )
 
+# --- table services ---------------------------------------------------------------------------
+CLEANER_POLICIES = ("KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS")
+CLEANER_POLICY = _option(
+    "hoodie.cleaner.policy",
+    choice(*CLEANER_POLICIES),
+    "KEEP_LATEST_COMMITS",
+    "Which older file slices the cleaner deletes.",
+)
+CLEANER_COMMITS_RETAINED = _option(
+    "hoodie.cleaner.commits.retained",
+    parse_int,
+    10,
+    "KEEP_LATEST_COMMITS: commits whose file slices stay readable (time travel, incremental).",
+)
+CLEANER_FILEVERSIONS_RETAINED = _option(
+    "hoodie.cleaner.fileversions.retained",
+    parse_int,
+    3,
+    "KEEP_LATEST_FILE_VERSIONS: file slices kept per file group.",
+)
+CLEAN_AUTOMATIC = _option(
+    "hoodie.clean.automatic", parse_bool, True, "Clean after every commit when due."
+)
+KEEP_MIN_COMMITS = _option(
+    "hoodie.keep.min.commits", parse_int, 20, "Archival keeps at least this many instants."
+)
+KEEP_MAX_COMMITS = _option(
+    "hoodie.keep.max.commits", parse_int, 30, "Archival starts once this many are active."
+)
+
 # --- read options -----------------------------------------------------------------------------
 QUERY_TYPE = _option(
     "hoodie.datasource.query.type",
