@@ -459,6 +459,19 @@ KEEP_MAX_COMMITS = _option(
     "hoodie.keep.max.commits", parse_int, 30, "Archival starts once this many are active."
 )
 
+LOCK_WAIT_TIME_MS = _option(
+    "hoodie.write.lock.wait_time_ms",
+    parse_int,
+    60000,
+    "How long a writer waits for the table lock before failing.",
+)
+LOCK_FILESYSTEM_EXPIRE = _option(
+    "hoodie.write.lock.filesystem.expire",
+    parse_int,
+    0,
+    "Minutes after which a file lock counts as abandoned (0: only a dead local holder).",
+)
+
 # --- read options -----------------------------------------------------------------------------
 QUERY_TYPE = _option(
     "hoodie.datasource.query.type",
