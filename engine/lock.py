@@ -1,0 +1,148 @@
+"""The table lock: one writer at a time changes the timeline.
+
+A file ``.hoodie/lock`` (the place Hudi's file-system lock provider uses) created exclusively;
+its content names the holder (host, pid, time). Writers hold it around start-commit and around
+commit (conflict check + completing the instant), not while Spark writes data, so disjoint writers
+overlap their data work.
+
+A lock left behind by a killed writer is broken when its holder is provably gone: same host and
+the pid no longer alive, or older than ``hoodie.write.lock.filesystem.expire`` minutes.
+Exclusive creation is atomic on local and POSIX file systems; object stores offer no such
+primitive, so there the lock is best effort (write, then read back the owner token).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pyarrow.fs as pafs
+
+from engine import config
+from engine.config import HoodieConfig
+from engine.errors import LockTimeoutError
+from engine.properties import METAFOLDER
+from engine.storage import Storage
+
+LOCK_FILE = f"{METAFOLDER}/lock"
+_POLL_SECONDS = 0.1
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class TableLock:
+    """Exclusive lock on one table's timeline; use :meth:`hold` as a context manager."""
+
+    def __init__(self, storage: Storage, cfg: HoodieConfig) -> None:
+        self.storage = storage
+        self.wait_ms = cfg.get(config.LOCK_WAIT_TIME_MS) or 0
+        self.expire_minutes = cfg.get(config.LOCK_FILESYSTEM_EXPIRE) or 0
+        self.token = uuid.uuid4().hex
+        self._held = 0
+
+    def _owner_record(self) -> bytes:
+        return json.dumps(
+            {
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "acquired_at": time.time(),
+                "token": self.token,
+            }
+        ).encode()
+
+    def _try_create(self) -> bool:
+        if isinstance(self.storage.fs, pafs.LocalFileSystem):
+            path = self.storage.full_path(LOCK_FILE)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                return False
+            with os.fdopen(fd, "wb") as f:
+                f.write(self._owner_record())
+            return True
+        if self.storage.exists(LOCK_FILE):
+            return False
+        self.storage.write_bytes(LOCK_FILE, self._owner_record(), overwrite=True)
+        return self._read_owner().get("token") == self.token
+
+    def _read_owner(self) -> dict[str, object]:
+        try:
+            data = json.loads(self.storage.read_bytes(LOCK_FILE) or b"{}")
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _is_abandoned(self) -> bool:
+        owner = self._read_owner()
+        if not owner:
+            # a holder killed between create and write leaves an empty file; give it a moment
+            return self._age_seconds() > 5
+        pid, host = owner.get("pid"), owner.get("host")
+        if host == socket.gethostname() and isinstance(pid, int) and not _pid_alive(pid):
+            return True
+        acquired = owner.get("acquired_at")
+        return (
+            self.expire_minutes > 0
+            and isinstance(acquired, (int, float))
+            and time.time() - acquired > self.expire_minutes * 60
+        )
+
+    def _age_seconds(self) -> float:
+        info = self.storage.fs.get_file_info(self.storage.full_path(LOCK_FILE))
+        mtime = info.mtime.timestamp() if info.mtime is not None else time.time()
+        return time.time() - mtime
+
+    def acquire(self) -> None:
+        """Take the lock (re-entrant within this object).
+
+        Raises:
+            LockTimeoutError: another writer held it for ``hoodie.write.lock.wait_time_ms``.
+        """
+        if self._held:
+            self._held += 1
+            return
+        deadline = time.monotonic() + self.wait_ms / 1000
+        while not self._try_create():
+            if self._is_abandoned():
+                self.storage.delete(LOCK_FILE)
+                continue
+            if time.monotonic() >= deadline:
+                owner = self._read_owner()
+                raise LockTimeoutError(
+                    f"Timed out after {self.wait_ms} ms waiting for the lock of table "
+                    f"{self.storage.base_path} ({self.storage.full_path(LOCK_FILE)} held by "
+                    f"host {owner.get('host')!r} pid {owner.get('pid')!r}); raise "
+                    f"{config.LOCK_WAIT_TIME_MS.key} or remove the file if its holder is gone"
+                )
+            time.sleep(_POLL_SECONDS)
+        self._held = 1
+
+    def release(self) -> None:
+        if self._held > 1:
+            self._held -= 1
+            return
+        if self._held == 1 and self._read_owner().get("token") == self.token:
+            self.storage.delete(LOCK_FILE)
+        self._held = 0
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        self.acquire()
+        try:
+            yield
+        finally:
+            self.release()
