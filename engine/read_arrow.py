@@ -19,6 +19,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine.fs_view import FileSlice
+from engine.log_scanner import scan_log_records
+from engine.merge import DELETE_RECORD_COLUMN, MergeSpec, combine_with_stored
 from engine.read import (
     COMMIT_TIME_COLUMN,
     META_COLUMNS,
@@ -28,7 +30,7 @@ from engine.read import (
     parse_read_query,
     plan_query,
 )
-from engine.schema import add_meta_fields, avro_to_arrow_schema
+from engine.schema import RECORD_KEY_COLUMN, add_meta_fields, avro_to_arrow_schema
 from engine.storage import Storage
 
 __all__ = [
@@ -199,4 +201,44 @@ def apply_filters(table: pa.Table, filters: Sequence[ReadFilter]) -> pa.Table:
 def merge_file_slice(
     plan: QueryPlan, file_slice: FileSlice, base: pa.Table | None, schema: pa.Schema
 ) -> pa.Table:
-    raise QueryError("not yet implemented")
+    """Base rows ⊕ log records of one slice, as Java 0.14's Spark merge-on-read reader does.
+
+    The log records (one per key, see :mod:`engine.log_scanner`) are combined with the base
+    rows by :func:`engine.merge.combine_with_stored` under the table's payload class. A log
+    delete removes the base row whatever its ordering value (Java's Spark MOR path; hudi-rs
+    0.5.0 with an event-time payload keeps a base row whose ordering value is greater).
+
+    Raises:
+        QueryError: the table keeps no record key column (``populate.meta.fields=false``) and
+            the slice has log files: not yet implemented.
+    """
+    if RECORD_KEY_COLUMN not in schema.names:
+        raise QueryError(
+            f"Merging log files of {file_slice.partition_path}/{file_slice.file_id} needs the "
+            f"{RECORD_KEY_COLUMN} column (tables without meta fields: not yet implemented)"
+        )
+    spec = MergeSpec(plan.table.payload_class, plan.table.ordering_field)
+    scan = scan_log_records(
+        plan.table.storage,
+        file_slice.log_file_paths,
+        visibility=plan.visibility,
+        schema=schema,
+        spec=spec,
+        conform=conform,
+        begin=plan.begin,
+    )
+    stored = conform(base, schema) if base is not None else schema.empty_table()
+    if scan.records is None:
+        return stored
+    log = scan.records
+    field = spec.ordering_field
+    if field is not None and field in log.column_names:
+        is_delete = pc.fill_null(log.column(DELETE_RECORD_COLUMN), False)
+        ordering = log.column(field)
+        unordered = pc.if_else(is_delete, pa.nulls(log.num_rows, ordering.type), ordering)
+        log = log.set_column(log.schema.get_field_index(field), log.schema.field(field), unordered)
+    result = combine_with_stored(stored, log, spec)
+    changed = result.changed.select(schema.names)
+    if not result.unchanged.num_rows:
+        return changed
+    return pa.concat_tables([result.unchanged.select(schema.names), changed])

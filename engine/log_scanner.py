@@ -1,0 +1,344 @@
+"""Log records of a file slice: the merged view of its log blocks, as Java 0.14's scanner builds it.
+
+Blocks are visited in slice order (log files by base instant, version, write token; blocks in file
+order), following ``AbstractHoodieLogRecordReader`` / ``HoodieMergedLogRecordScanner``::
+
+    block instant > query instant            stop reading (later blocks are newer still)
+    CORRUPT_BLOCK (torn or damaged region)   skipped
+    data/delete block of an instant that     skipped (inflight, failed or rolled back; or outside
+      is not committed, or outside (b, e]      an incremental query's range)
+    COMMAND_BLOCK rollback(target)           drops every queued block whose instant == target
+    AVRO_DATA / PARQUET_DATA / DELETE        queued, then decoded in order
+
+Records of one key then fold left in arrival order:
+
+    data  after data    the payload's precombine (greater ordering value wins, ties: later)
+    data  after delete  the data record (a delete has an empty payload: natural order)
+    delete after any    the delete, unless its ordering value is not Integer 0, has the same
+                        type as the current record's, and is smaller: then the delete is dropped
+
+Keys without delete records go through :func:`engine.merge.precombine`, the one home of payload
+rules; keys with delete records are folded here because a delete is not associative with the
+precombine (a record after a delete wins whatever its ordering value).
+
+The result is one row per record key, data rows and delete rows (flag column
+``engine.merge.DELETE_RECORD_COLUMN``), ready for :func:`engine.merge.combine_with_stored`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.errors import LogFormatError
+from engine.fs_view import Visibility
+from engine.io.logfile import (
+    DeleteRecord,
+    HoodieLogBlockType,
+    LogBlock,
+    decode_avro_data_block,
+    decode_command_block,
+    decode_delete_block,
+    decode_parquet_data_block,
+    read_log_blocks,
+)
+from engine.merge import ARRIVAL_COLUMN, DELETE_RECORD_COLUMN, MergeSpec, precombine
+from engine.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
+from engine.storage import Storage
+
+__all__ = ["LogScanResult", "collect_log_blocks", "combine_log_records", "scan_log_records"]
+
+_DATA_BLOCK_TYPES = frozenset(
+    (
+        HoodieLogBlockType.AVRO_DATA_BLOCK,
+        HoodieLogBlockType.PARQUET_DATA_BLOCK,
+        HoodieLogBlockType.DELETE_BLOCK,
+    )
+)
+# Java wrapper class of each ordering field Arrow type family (ReflectionUtils.isSameClass)
+_INT_WRAPPER = "IntWrapper"
+
+
+@dataclass(frozen=True)
+class LogScanResult:
+    """Merged log records of a slice and what the scan saw.
+
+    Attributes:
+        records: one row per record key (data or delete), ``None`` when no record survived.
+        total_blocks: intact blocks read.
+        corrupt_blocks: damaged regions skipped.
+        rollback_blocks: rollback command blocks applied.
+        skipped_blocks: data/delete blocks of uncommitted or out-of-range instants.
+    """
+
+    records: pa.Table | None
+    total_blocks: int = 0
+    corrupt_blocks: int = 0
+    rollback_blocks: int = 0
+    skipped_blocks: int = 0
+
+
+@dataclass
+class _Counts:
+    total: int = 0
+    corrupt: int = 0
+    rollbacks: int = 0
+    skipped: int = 0
+
+
+def collect_log_blocks(
+    storage: Storage,
+    log_paths: Sequence[str],
+    visibility: Visibility,
+    begin: str | None = None,
+    counts: _Counts | None = None,
+) -> list[LogBlock]:
+    """The data and delete blocks to decode, in order, after visibility and rollbacks.
+
+    Args:
+        storage: the table's storage.
+        log_paths: log files of the slice (relative paths), in Hudi's log file order.
+        visibility: committed instants and the query instant.
+        begin: exclusive lower bound of an incremental query's instant range.
+    """
+    counts = counts if counts is not None else _Counts()
+    max_instant = visibility.max_instant
+    queue: list[LogBlock] = []
+    for path in log_paths:
+        for block in read_log_blocks(storage.read_bytes(path), include_corrupt=True):
+            if block.is_corrupt:
+                counts.corrupt += 1
+                continue
+            counts.total += 1
+            instant = block.instant_time
+            if instant is None:
+                raise LogFormatError(f"Log block at offset {block.offset} of {path} has no instant")
+            if max_instant is None or instant > max_instant:
+                return queue  # Java stops at the first block newer than the query instant
+            if block.block_type is HoodieLogBlockType.COMMAND_BLOCK:
+                target = decode_command_block(block)
+                counts.rollbacks += 1
+                queue = [b for b in queue if b.instant_time != target]
+                continue
+            if block.block_type not in _DATA_BLOCK_TYPES:
+                raise LogFormatError(
+                    f"Unsupported log block {block.block_type.name} at offset {block.offset} "
+                    f"of {path}"
+                )
+            in_range = begin is None or instant > begin
+            if not visibility.is_committed(instant) or not in_range:
+                counts.skipped += 1
+                continue
+            queue.append(block)
+    return queue
+
+
+def _delete_rows(
+    block: LogBlock, schema: pa.Schema, ordering_field: str | None
+) -> dict[str, list[Any]]:
+    """Delete records of a block as columns: key, partition path, ordering value."""
+    records = decode_delete_block(block)
+    ordering_type = (
+        schema.field(ordering_field).type
+        if ordering_field is not None and ordering_field in schema.names
+        else None
+    )
+    keys, partitions, orderings = [], [], []
+    for rec in records:
+        keys.append(rec.record_key)
+        partitions.append(rec.partition_path)
+        orderings.append(_delete_ordering(rec, ordering_type))
+    return {
+        RECORD_KEY_COLUMN: keys,
+        PARTITION_PATH_COLUMN: partitions,
+        "__ordering": orderings,
+    }
+
+
+def _same_java_class(value: Any, wrapper: str | None, dtype: pa.DataType) -> bool:
+    """Whether a delete's ordering value has the Java class the ordering field's values have."""
+    if wrapper is not None:
+        if pa.types.is_int64(dtype):
+            return wrapper == "LongWrapper"
+        if pa.types.is_integer(dtype):
+            return wrapper == _INT_WRAPPER
+        if pa.types.is_float32(dtype):
+            return wrapper == "FloatWrapper"
+        if pa.types.is_floating(dtype):
+            return wrapper == "DoubleWrapper"
+        if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+            return wrapper == "StringWrapper"
+        if pa.types.is_boolean(dtype):
+            return wrapper == "BooleanWrapper"
+        if pa.types.is_date(dtype):
+            return wrapper == "DateWrapper"
+        if pa.types.is_timestamp(dtype):
+            return wrapper == "TimestampMicrosWrapper"
+        if pa.types.is_decimal(dtype):
+            return wrapper == "DecimalWrapper"
+        return False
+    if isinstance(value, bool):
+        return pa.types.is_boolean(dtype)
+    if isinstance(value, int):
+        return pa.types.is_integer(dtype)
+    if isinstance(value, float):
+        return pa.types.is_floating(dtype)
+    if isinstance(value, str):
+        return pa.types.is_string(dtype) or pa.types.is_large_string(dtype)
+    return False
+
+
+def _delete_ordering(rec: DeleteRecord, dtype: pa.DataType | None) -> Any:
+    """The delete's ordering value where Java compares it, else ``None`` ("natural order").
+
+    Java keeps the current record only when the delete's value is not Integer 0 and has the
+    same class as the record's; every other delete wins. ``None`` makes the delete win.
+    """
+    if rec.is_natural_order or dtype is None:
+        return None
+    if not _same_java_class(rec.ordering_value, rec.ordering_wrapper, dtype):
+        return None
+    return rec.ordering_value
+
+
+def _data_table(
+    block: LogBlock, schema: pa.Schema, reader_schema: str | None, conform: Any
+) -> pa.Table:
+    if block.block_type is HoodieLogBlockType.AVRO_DATA_BLOCK:
+        table = decode_avro_data_block(block, reader_schema)
+    else:
+        table = decode_parquet_data_block(block)
+    return conform(table, schema)
+
+
+def scan_log_records(
+    storage: Storage,
+    log_paths: Sequence[str],
+    *,
+    visibility: Visibility,
+    schema: pa.Schema,
+    spec: MergeSpec,
+    conform: Any,
+    reader_schema: str | None = None,
+    begin: str | None = None,
+) -> LogScanResult:
+    """Read a slice's log files into one record per key.
+
+    Args:
+        storage: the table's storage.
+        log_paths: the slice's log files (relative paths) in Hudi's order.
+        visibility: committed instants and the query instant.
+        schema: Arrow schema of the result's data columns (the query schema).
+        spec: payload class and ordering field.
+        conform: ``(table, schema) -> table`` aligning decoded blocks with ``schema``.
+        reader_schema: Avro schema (with meta fields) that Avro data blocks resolve to.
+        begin: exclusive lower bound of an incremental query's range.
+
+    Raises:
+        LogFormatError: an intact block cannot be decoded.
+    """
+    counts = _Counts()
+    blocks = collect_log_blocks(storage, log_paths, visibility, begin, counts)
+    parts: list[pa.Table] = []
+    for block in blocks:
+        if block.block_type is HoodieLogBlockType.DELETE_BLOCK:
+            cols = _delete_rows(block, schema, spec.ordering_field)
+            n = len(cols[RECORD_KEY_COLUMN])
+            if n == 0:
+                continue
+            arrays = []
+            for f in schema:
+                if f.name in (RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN):
+                    arrays.append(pa.array(cols[f.name], pa.string()).cast(f.type))
+                elif f.name == spec.ordering_field:
+                    arrays.append(_ordering_array(cols["__ordering"], f.type))
+                else:
+                    arrays.append(pa.nulls(n, f.type))
+            table = pa.Table.from_arrays(arrays, schema=schema)
+            parts.append(table.append_column(DELETE_RECORD_COLUMN, pa.array([True] * n)))
+        else:
+            table = _data_table(block, schema, reader_schema, conform)
+            if table.num_rows:
+                flags = pa.array(np.zeros(table.num_rows, dtype=bool))
+                parts.append(table.append_column(DELETE_RECORD_COLUMN, flags))
+    stats = {
+        "total_blocks": counts.total,
+        "corrupt_blocks": counts.corrupt,
+        "rollback_blocks": counts.rollbacks,
+        "skipped_blocks": counts.skipped,
+    }
+    if not parts:
+        return LogScanResult(None, **stats)
+    records = pa.concat_tables(parts)
+    records = records.append_column(
+        ARRIVAL_COLUMN, pa.array(np.arange(records.num_rows, dtype=np.int64))
+    )
+    return LogScanResult(combine_log_records(records, spec), **stats)
+
+
+def _ordering_array(values: list[Any], dtype: pa.DataType) -> pa.Array:
+    try:
+        return (
+            pa.array(values).cast(dtype)
+            if any(v is not None for v in values)
+            else pa.nulls(len(values), dtype)
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return pa.nulls(len(values), dtype)
+
+
+def combine_log_records(
+    records: pa.Table, spec: MergeSpec, *, key_column: str = RECORD_KEY_COLUMN
+) -> pa.Table:
+    """Fold log records (arrival order in ``__arrival``) to one row per key, as Java does."""
+    is_delete = pc.fill_null(records.column(DELETE_RECORD_COLUMN), False)
+    if not pc.any(is_delete).as_py():
+        return precombine(records, spec, key_column=key_column)
+    deleted_keys = pc.unique(pc.filter(records.column(key_column), is_delete))
+    touched = pc.is_in(records.column(key_column), value_set=deleted_keys)
+    plain = records.filter(pc.invert(touched))
+    folded = _fold_with_deletes(records.filter(touched), spec, key_column)
+    if plain.num_rows:
+        plain = precombine(plain, spec, key_column=key_column)
+        return pa.concat_tables([plain, folded])
+    return folded
+
+
+def _fold_with_deletes(records: pa.Table, spec: MergeSpec, key_column: str) -> pa.Table:
+    """Left fold per key for keys that have delete records (see the module docstring)."""
+    order = pc.sort_indices(records, sort_keys=[(ARRIVAL_COLUMN, "ascending")])
+    records = records.take(order)
+    keys = records.column(key_column).to_pylist()
+    deletes = pc.fill_null(records.column(DELETE_RECORD_COLUMN), False).to_pylist()
+    field = spec.ordering_field
+    orderings: list[Any] = (
+        records.column(field).to_pylist()
+        if field is not None and field in records.column_names
+        else [None] * records.num_rows
+    )
+    state: dict[Any, int] = {}
+    for i, (key, is_delete) in enumerate(zip(keys, deletes, strict=True)):
+        current = state.get(key)
+        if current is None:
+            state[key] = i
+        elif is_delete:
+            # a delete whose ordering value is set (same class, not natural order) and smaller
+            # than the current record's is obsolete
+            cur, new = orderings[current], orderings[i]
+            if not (new is not None and cur is not None and cur > new):
+                state[key] = i
+        elif deletes[current]:
+            state[key] = i  # natural order after a delete (empty payload)
+        else:
+            pair = records.take(pa.array([current, i]))
+            winner = precombine(pair, spec, key_column=key_column)
+            winner_arrival = winner.column(ARRIVAL_COLUMN)[0].as_py()
+            state[key] = (
+                i if winner_arrival == records.column(ARRIVAL_COLUMN)[i].as_py() else current
+            )
+    return records.take(pa.array(sorted(state.values())))
