@@ -1,0 +1,171 @@
+"""Base files: Parquet with Hudi's five meta columns first.
+
+Layout of a base file this module writes::
+
+    columns   _hoodie_commit_time, _hoodie_commit_seqno, _hoodie_record_key,
+              _hoodie_partition_path, _hoodie_file_name, <data columns in table order>
+    footer    parquet.avro.schema     writer Avro schema including the meta fields
+              hoodie_min_record_key   lexicographic min of _hoodie_record_key
+              hoodie_max_record_key   lexicographic max
+    types     as the commit's Avro schema maps them (timestamps as INT64 micros, decimals with
+              the table's precision, int8/int16 widened to int32)
+
+The min/max keys let the index skip files whose key range misses the incoming keys; no reader
+needs them. Bloom filters are not written (Hudi's default Spark index in 0.14 is SIMPLE).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from engine.errors import SchemaError
+from engine.schema import (
+    META_COLUMNS,
+    RECORD_KEY_COLUMN,
+    arrow_to_avro_schema,
+    avro_to_arrow_schema,
+    schema_json,
+)
+from engine.storage import Storage
+
+__all__ = [
+    "AVRO_SCHEMA_KEY",
+    "MAX_RECORD_KEY",
+    "MIN_RECORD_KEY",
+    "align_to_schema",
+    "read_base_file",
+    "read_record_key_range",
+    "table_arrow_schema",
+    "write_base_file",
+]
+
+AVRO_SCHEMA_KEY = b"parquet.avro.schema"
+MIN_RECORD_KEY = b"hoodie_min_record_key"
+MAX_RECORD_KEY = b"hoodie_max_record_key"
+ROW_GROUP_ROWS = 1_000_000
+
+
+def _nullable(field: pa.Field) -> pa.Field:
+    return field.with_nullable(True)
+
+
+def table_arrow_schema(avro_schema: str | dict[str, Any]) -> pa.Schema:
+    """Arrow schema of a base file (meta columns first) for a commit's Avro schema."""
+    schema = avro_to_arrow_schema(avro_schema)
+    data = [f for f in schema if f.name not in META_COLUMNS]
+    meta = [pa.field(name, pa.string()) for name in META_COLUMNS]
+    return pa.schema([*meta, *data])
+
+
+def commit_schema_of(data_schema: pa.Schema, table_name: str) -> str:
+    """The commit (Avro, no meta fields) schema JSON of an incoming Arrow schema.
+
+    Top-level data fields are made nullable: Hudi tables written through Spark SQL are, and a
+    later batch whose column happens to hold nulls must still fit.
+    """
+    fields = [_nullable(f) for f in data_schema if f.name not in META_COLUMNS]
+    avro = arrow_to_avro_schema(pa.schema(fields), table_name, with_meta=False)
+    return schema_json(avro)
+
+
+def _cast_column(column: pa.ChunkedArray | pa.Array, target: pa.DataType, name: str) -> Any:
+    if column.type == target:
+        return column
+    try:
+        return column.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise SchemaError(
+            f"Column {name!r} of type {column.type} does not fit {target}: {e}"
+        ) from e
+
+
+def align_to_schema(table: pa.Table, schema: pa.Schema, *, keep: tuple[str, ...] = ()) -> pa.Table:
+    """Reorder and cast ``table`` to ``schema``; missing columns become nulls.
+
+    Columns named in ``keep`` (internal ones such as delete flags) are carried after the
+    schema's columns when present.
+
+    Raises:
+        SchemaError: a column cannot be cast to the table's type.
+    """
+    arrays: list[Any] = []
+    fields: list[pa.Field] = []
+    names = set(table.column_names)
+    for field in schema:
+        if field.name in names:
+            arrays.append(_cast_column(table.column(field.name), field.type, field.name))
+        else:
+            arrays.append(pa.nulls(table.num_rows, field.type))
+        fields.append(field.with_nullable(True))
+    for name in keep:
+        if name in names:
+            arrays.append(table.column(name))
+            fields.append(table.schema.field(name))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def write_base_file(
+    storage: Storage,
+    rel_path: str,
+    table: pa.Table,
+    *,
+    avro_schema_with_meta: str,
+    compression: str = "gzip",
+) -> int:
+    """Write a new base file (never overwriting) and return its size in bytes.
+
+    Args:
+        storage: Table storage.
+        rel_path: Path relative to the base path (``<partition>/<base file name>``).
+        table: Rows with the meta columns first, already aligned to the table schema.
+        avro_schema_with_meta: Writer schema recorded in the footer.
+        compression: Parquet codec (``hoodie.parquet.compression.codec``).
+    """
+    keys = table.column(RECORD_KEY_COLUMN)
+    metadata: dict[bytes, bytes] = {AVRO_SCHEMA_KEY: avro_schema_with_meta.encode()}
+    if table.num_rows:
+        bounds = pc.min_max(keys)
+        metadata[MIN_RECORD_KEY] = str(bounds["min"].as_py()).encode()
+        metadata[MAX_RECORD_KEY] = str(bounds["max"].as_py()).encode()
+    table = table.replace_schema_metadata(metadata)
+    codec = "none" if compression == "uncompressed" else compression
+    with storage.open_output(rel_path) as out:
+        pq.write_table(
+            table,
+            out,
+            compression=codec,
+            coerce_timestamps="us",
+            allow_truncated_timestamps=False,
+            row_group_size=ROW_GROUP_ROWS,
+            store_schema=False,
+        )
+    return storage.size(rel_path)
+
+
+def read_base_file(storage: Storage, rel_path: str, columns: list[str] | None = None) -> pa.Table:
+    """Read a base file (or some of its columns)."""
+    with storage.open_input(rel_path) as f:
+        table = pq.read_table(f, columns=columns)
+    return table.replace_schema_metadata(None)
+
+
+def read_record_key_range(storage: Storage, rel_path: str) -> tuple[str, str] | None:
+    """The footer's min/max record key, or ``None`` when the file carries none."""
+    with storage.open_input(rel_path) as f:
+        meta = pq.read_metadata(f).metadata or {}
+    lo, hi = meta.get(MIN_RECORD_KEY), meta.get(MAX_RECORD_KEY)
+    if lo is None or hi is None:
+        return None
+    return lo.decode(), hi.decode()
+
+
+def avro_schema_with_meta(commit_schema: str) -> str:
+    """Writer schema for footers and log headers: the commit schema plus the meta fields."""
+    from engine.schema import add_meta_fields
+
+    return schema_json(add_meta_fields(json.loads(commit_schema)))

@@ -1,0 +1,211 @@
+"""The Spark side of a copy-on-write write: key generation, index join, routing, file writes.
+
+Every function the executors run is a closure over frozen, picklable values (key generator spec,
+bucket plan, write context); no SparkSession travels. Data flow::
+
+    input ──mapInArrow(keygen)──► keyed (+ _hoodie_record_key, _hoodie_partition_path)   persisted
+    keyed ──groupBy(partition)──► per-partition count / min / max key        (driver: touched
+                                                                              partitions, pruning)
+    keyed ⟕ keys of candidate base files on (key, partition) ──► tagged (+ __file_id)  persisted
+    tagged ──groupBy(partition, __file_id).count──► workload profile          (driver: buckets)
+    tagged ⟕ broadcast insert ranges ──groupBy(target file id).applyInArrow(handle)──► write stats
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import pyarrow as pa
+from pyspark import StorageLevel, TaskContext
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from engine.bucketing import BucketPlan
+from engine.commit_metadata import HoodieWriteStat
+from engine.errors import HudiError, RecordKeyError, SchemaError
+from engine.index import IndexCandidate, PartitionKeyRange
+from engine.keygen import KeyGenSpec, generate_partition_paths, generate_record_keys
+from engine.merge import ARRIVAL_COLUMN, DELETE_RECORD_COLUMN
+from engine.schema import (
+    FILE_NAME_COLUMN,
+    META_COLUMNS,
+    PARTITION_PATH_COLUMN,
+    RECORD_KEY_COLUMN,
+)
+from engine.spark.schema import with_string_fields
+from engine.storage import Storage
+from engine.write.handles import TaskInfo, WriteContext, write_file_group
+
+__all__ = [
+    "FILE_ID_COLUMN",
+    "add_record_keys",
+    "partition_key_ranges",
+    "run_job",
+    "tag_locations",
+    "workload_counts",
+    "write_buckets",
+]
+
+FILE_ID_COLUMN = "__file_id"
+_TARGET_COLUMN = "__target_file_id"
+_HASH_BUCKETS = 1_000_000
+_TASK_ERROR = re.compile(r"(RecordKeyError|SchemaError|HudiError): (.+)")
+_ERRORS: dict[str, type[HudiError]] = {
+    "RecordKeyError": RecordKeyError,
+    "SchemaError": SchemaError,
+    "HudiError": HudiError,
+}
+
+T = TypeVar("T")
+
+
+def run_job(action: Callable[[], T]) -> T:
+    """Run a Spark action; an engine error raised inside a task is re-raised as itself."""
+    try:
+        return action()
+    except HudiError:
+        raise
+    except Exception as e:
+        match = _TASK_ERROR.search(str(e))
+        if match is None:
+            raise
+        raise _ERRORS[match.group(1)](match.group(2).strip()) from e
+
+
+def add_record_keys(df: DataFrame, spec: KeyGenSpec, *, delete_records: bool) -> DataFrame:
+    """``df`` (meta columns dropped) plus record key, partition path and arrival order.
+
+    The result is persisted: the driver reads its profile and the index joins it.
+    """
+    df = df.drop(*[c for c in df.columns if c in META_COLUMNS])
+    df = df.withColumn(ARRIVAL_COLUMN, F.monotonically_increasing_id())
+    if delete_records:
+        df = df.withColumn(DELETE_RECORD_COLUMN, F.lit(True))
+    out_struct = with_string_fields(df.schema, (RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN))
+
+    def keygen(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            keys = generate_record_keys(batch, spec)
+            paths = generate_partition_paths(batch, spec)
+            yield pa.RecordBatch.from_arrays(
+                [*batch.columns, keys, paths],
+                names=[*batch.schema.names, RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN],
+            )
+
+    keyed = df.mapInArrow(keygen, out_struct)
+    return keyed.persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def partition_key_ranges(keyed: DataFrame) -> list[PartitionKeyRange]:
+    """Count and key range of the incoming records per partition (one small collect)."""
+    rows = run_job(
+        lambda: (
+            keyed.groupBy(PARTITION_PATH_COLUMN)
+            .agg(
+                F.count(F.lit(1)).alias("n"),
+                F.min(RECORD_KEY_COLUMN).alias("lo"),
+                F.max(RECORD_KEY_COLUMN).alias("hi"),
+            )
+            .collect()
+        )
+    )
+    return [
+        PartitionKeyRange(r[PARTITION_PATH_COLUMN], int(r["n"]), r["lo"], r["hi"]) for r in rows
+    ]
+
+
+def _file_id_of(name: Column) -> Column:
+    return F.substring_index(name, "_", 1)
+
+
+def tag_locations(
+    keyed: DataFrame, candidates: list[IndexCandidate], storage: Storage
+) -> DataFrame:
+    """Join the batch's keys against the candidate base files: ``__file_id`` of stored keys.
+
+    Non-global simple index: a key matches only within its partition path. Records without a
+    match (inserts) get a null ``__file_id``.
+    """
+    if not candidates:
+        return keyed.withColumn(FILE_ID_COLUMN, F.lit(None).cast("string"))
+    spark = keyed.sparkSession
+    paths = [storage.uri(c.rel_path) for c in candidates]
+    stored = (
+        spark.read.parquet(*paths)
+        .select(
+            F.col(RECORD_KEY_COLUMN).alias("__k"),
+            F.col(PARTITION_PATH_COLUMN).alias("__p"),
+            _file_id_of(F.col(FILE_NAME_COLUMN)).alias(FILE_ID_COLUMN),
+        )
+        .dropDuplicates(["__k", "__p"])
+    )
+    cond = (keyed[RECORD_KEY_COLUMN] == stored["__k"]) & (
+        keyed[PARTITION_PATH_COLUMN] == stored["__p"]
+    )
+    return keyed.join(stored, cond, "left").drop("__k", "__p")
+
+
+def workload_counts(
+    tagged: DataFrame,
+) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
+    """(partition, file_id) -> tagged updates, and partition -> inserts."""
+    rows = run_job(lambda: tagged.groupBy(PARTITION_PATH_COLUMN, FILE_ID_COLUMN).count().collect())
+    updates: dict[tuple[str, str], int] = {}
+    inserts: dict[str, int] = {}
+    for r in rows:
+        partition, file_id, n = r[PARTITION_PATH_COLUMN], r[FILE_ID_COLUMN], int(r["count"])
+        if file_id is None:
+            inserts[partition] = inserts.get(partition, 0) + n
+        else:
+            updates[(partition, file_id)] = n
+    return updates, inserts
+
+
+def _route(tagged: DataFrame, plan: BucketPlan) -> DataFrame:
+    """Add the target file group of every record (updates keep theirs; inserts by key hash)."""
+    rows = plan.insert_rows()
+    if not rows:
+        return tagged.withColumn(_TARGET_COLUMN, F.col(FILE_ID_COLUMN))
+    spark = tagged.sparkSession
+    ranges = spark.createDataFrame(rows, "__rp string, __lo double, __hi double, __fid string")
+    frac = (F.pmod(F.xxhash64(RECORD_KEY_COLUMN), F.lit(_HASH_BUCKETS)) / _HASH_BUCKETS).alias(
+        "__frac"
+    )
+    with_frac = tagged.withColumn("__frac", frac)
+    cond = (
+        F.col(FILE_ID_COLUMN).isNull()
+        & (with_frac[PARTITION_PATH_COLUMN] == F.col("__rp"))
+        & (F.col("__frac") >= F.col("__lo"))
+        & (F.col("__frac") < F.col("__hi"))
+    )
+    joined = with_frac.join(F.broadcast(ranges), cond, "left")
+    return joined.withColumn(
+        _TARGET_COLUMN, F.coalesce(F.col(FILE_ID_COLUMN), F.col("__fid"))
+    ).drop("__rp", "__lo", "__hi", "__fid", "__frac")
+
+
+def write_buckets(tagged: DataFrame, plan: BucketPlan, ctx: WriteContext) -> list[HoodieWriteStat]:
+    """Write one new base file per bucket, one group (task call) per file group."""
+    if not plan.buckets:
+        return []
+    routed = _route(tagged, plan).drop(FILE_ID_COLUMN)
+    buckets = dict(plan.buckets)
+
+    def handle(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
+        file_id = key[0].as_py() if hasattr(key[0], "as_py") else key[0]
+        bucket = buckets[file_id]
+        context = TaskContext.get()
+        task = TaskInfo(
+            stage_id=context.stageId() if context else 0,
+            task_attempt_id=context.taskAttemptId() if context else 0,
+        )
+        records = table.drop_columns([_TARGET_COLUMN])
+        stat = write_file_group(records, bucket, ctx, task)
+        return pa.table({"stat": [json.dumps(stat.to_dict())]})
+
+    result = routed.groupBy(_TARGET_COLUMN).applyInArrow(handle, "stat string")
+    rows = run_job(result.collect)
+    return [HoodieWriteStat.from_dict(json.loads(r["stat"])) for r in rows]

@@ -1,0 +1,368 @@
+"""HudiTable: open or create a table at a base path and write Spark DataFrames into it.
+
+A copy-on-write write, on the driver (Spark does the data work, see :mod:`engine.spark.jobs`)::
+
+    options ──► validate against hoodie.properties ──► key generation (Spark) + batch profile
+      ──► [create table] ──► roll back failed writes ──► <t>.commit.requested
+      ──► index lookup (Spark join) ──► buckets (small files first) ──► <t>.inflight
+      ──► partition metafiles ──► one task per file group writes its base file
+      ──► <t>.commit (the commit point) ──► markers removed
+
+Errors found before the instant is requested (bad options, null record keys, unknown fields)
+leave the table untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from engine import config
+from engine.bucketing import plan_buckets
+from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.config import HoodieConfig, parse_options
+from engine.errors import ConfigError, HudiError
+from engine.filenames import new_file_id
+from engine.index import plan_index_lookup
+from engine.instant import Action, new_instant_time
+from engine.io.parquet import avro_schema_with_meta, commit_schema_of, table_arrow_schema
+from engine.keygen import keygen_spec_from_config
+from engine.merge import MergeSpec
+from engine.properties import (
+    METAFOLDER,
+    read_properties,
+    write_partition_metadata,
+    write_properties,
+)
+from engine.schema import avro_to_arrow_schema, remove_meta_fields, schema_json
+from engine.storage import Storage
+from engine.timeline import Timeline, create_requested, transition_to_inflight
+from engine.write.commit import OPERATION_TYPES, build_commit_metadata, commit_write
+from engine.write.handles import WriteContext
+from engine.write.plan import average_record_size, latest_base_files
+from engine.write.rollback import rollback_failed_writes
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["HudiTable", "WriteResult", "write_hudi"]
+
+_COW_OPERATIONS = ("upsert", "insert", "bulk_insert", "delete")
+# (write option, persisted table property) pairs that must agree on an existing table
+_MUST_MATCH: tuple[tuple[config.ConfigOption[Any], config.ConfigOption[Any]], ...] = (
+    (config.WRITE_TABLE_TYPE, config.TABLE_TYPE),
+    (config.RECORDKEY_FIELD, config.RECORDKEY_FIELDS),
+    (config.PARTITIONPATH_FIELD, config.PARTITION_FIELDS),
+    (config.WRITE_PRECOMBINE_FIELD, config.PRECOMBINE_FIELD),
+    (config.WRITE_KEYGENERATOR_CLASS, config.KEYGENERATOR_CLASS),
+    (config.WRITE_PAYLOAD_CLASS, config.PAYLOAD_CLASS),
+    (config.TABLE_NAME, config.TABLE_NAME),
+    (config.HIVE_STYLE_PARTITIONING, config.HIVE_STYLE_PARTITIONING),
+    (config.URL_ENCODE_PARTITIONING, config.URL_ENCODE_PARTITIONING),
+)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What a write committed."""
+
+    instant_time: str
+    operation: str
+    write_stats: list[HoodieWriteStat] = field(default_factory=list)
+    rolled_back: list[str] = field(default_factory=list)
+
+    @property
+    def commit_metadata(self) -> HoodieCommitMetadata:
+        return build_commit_metadata(self.write_stats, schema="", operation=self.operation)
+
+
+def _parse_table_properties(props: Mapping[str, str]) -> HoodieConfig:
+    """Persisted properties as a config; keys this engine does not know are kept out."""
+    known = {k: v for k, v in props.items() if config.lookup(k) is not None}
+    return parse_options(known)
+
+
+def _check_against_table(options: HoodieConfig, table: HoodieConfig, base_path: str) -> None:
+    problems = []
+    for write_opt, table_opt in _MUST_MATCH:
+        if not options.is_set(write_opt) or not table.is_set(table_opt):
+            continue
+        given, persisted = options.get(write_opt), table.get(table_opt)
+        if given != persisted:
+            problems.append(
+                f"config {write_opt.key!r}={config.format_value(given)!r} contradicts the table's "
+                f"{table_opt.key!r}={config.format_value(persisted)!r}"
+            )
+    if problems:
+        raise ConfigError(f"Table at {base_path}: " + "; ".join(problems))
+
+
+class HudiTable:
+    """A Hudi table (table version 6) at a base path; it may not exist yet."""
+
+    def __init__(self, base_path: str) -> None:
+        self.storage = Storage(base_path)
+        self.base_path = self.storage.base_path
+
+    @property
+    def exists(self) -> bool:
+        return self.storage.exists(f"{METAFOLDER}/hoodie.properties")
+
+    def properties(self) -> dict[str, str]:
+        return read_properties(self.storage)
+
+    def timeline(self) -> Timeline:
+        return Timeline.load(self.storage)
+
+    # ---- configuration ---------------------------------------------------------------------
+
+    def _resolve_config(self, options: HoodieConfig) -> tuple[HoodieConfig, dict[str, str] | None]:
+        if not self.exists:
+            return options, None
+        props = self.properties()
+        table_cfg = _parse_table_properties(props)
+        _check_against_table(options, table_cfg, self.base_path)
+        return table_cfg.merged(options), props
+
+    def _new_table_properties(
+        self, cfg: HoodieConfig, keygen_class: str, schema: str
+    ) -> dict[str, str]:
+        name = cfg.require(config.TABLE_NAME)
+        props: dict[str, str] = {
+            config.TABLE_NAME.key: name,
+            config.TABLE_TYPE.key: cfg.get(config.WRITE_TABLE_TYPE) or "COPY_ON_WRITE",
+            config.TABLE_VERSION.key: "6",
+            config.TIMELINE_LAYOUT_VERSION.key: "1",
+        }
+        record_fields: tuple[str, ...] = cfg.require(config.RECORDKEY_FIELD)
+        props[config.RECORDKEY_FIELDS.key] = ",".join(record_fields)
+        database = cfg.get(config.DATABASE_NAME)
+        if database:
+            props[config.DATABASE_NAME.key] = database
+        partition_fields = cfg.get(config.PARTITIONPATH_FIELD) or ()
+        if partition_fields and keygen_class != config.NON_PARTITIONED_KEYGEN:
+            props[config.PARTITION_FIELDS.key] = ",".join(partition_fields)
+        ordering = cfg.get(config.WRITE_PRECOMBINE_FIELD)
+        if ordering:
+            props[config.PRECOMBINE_FIELD.key] = ordering
+        props[config.KEYGENERATOR_CLASS.key] = keygen_class
+        for option in (config.HIVE_STYLE_PARTITIONING, config.URL_ENCODE_PARTITIONING):
+            props[option.key] = config.format_value(cfg.get(option))
+        props[config.DROP_PARTITION_COLUMNS.key] = "false"
+        props[config.ARCHIVELOG_FOLDER.key] = "archived"
+        payload = cfg.get(config.WRITE_PAYLOAD_CLASS) or config.OVERWRITE_WITH_LATEST_PAYLOAD
+        props[config.PAYLOAD_CLASS.key] = payload
+        props[config.RECORD_MERGER_STRATEGY.key] = str(cfg.get(config.RECORD_MERGER_STRATEGY))
+        props[config.BASE_FILE_FORMAT.key] = "PARQUET"
+        props[config.POPULATE_META_FIELDS.key] = "true"
+        props[config.TIMELINE_TIMEZONE.key] = "UTC"
+        if keygen_class == config.TIMESTAMP_KEYGEN:
+            timestamp_options: tuple[config.ConfigOption[Any], ...] = (
+                config.TIMESTAMP_TYPE,
+                config.TIMESTAMP_INPUT_DATE_FORMAT,
+                config.TIMESTAMP_OUTPUT_DATE_FORMAT,
+                config.TIMESTAMP_TIMEZONE,
+                config.TIMESTAMP_SCALAR_TIME_UNIT,
+            )
+            for ts_option in timestamp_options:
+                value = cfg.get(ts_option)
+                if value:
+                    props[ts_option.key] = config.format_value(value)
+        props[config.CREATE_SCHEMA.key] = schema
+        return props
+
+    def _take_over_metadata_table(self, props: dict[str, str]) -> None:
+        """Hudi's own writers may keep a metadata table this engine does not maintain: disable
+        it the way Hudi does with the metadata table switched off (empty partitions property,
+        then remove ``.hoodie/metadata``) so no reader trusts a stale file listing."""
+        keys = (config.METADATA_PARTITIONS.key, config.METADATA_PARTITIONS_INFLIGHT.key)
+        if any(props.get(k) for k in keys):
+            updated = dict(props)
+            for k in keys:
+                if k in updated:
+                    updated[k] = ""
+            write_properties(self.storage, updated)
+        self.storage.delete_dir(f"{METAFOLDER}/metadata")
+
+    # ---- write -----------------------------------------------------------------------------
+
+    def write(self, df: DataFrame, options: Mapping[str, Any] | None = None) -> WriteResult:
+        """Write ``df`` with a Hudi operation (``hoodie.datasource.write.operation``).
+
+        Raises:
+            ConfigError: an unknown/malformed option, or one contradicting the table.
+            RecordKeyError: a record key is null or empty (nothing is committed).
+            SchemaError: the data does not fit the table schema.
+        """
+        from engine.spark import jobs
+
+        user = parse_options(options)
+        cfg, props = self._resolve_config(user)
+        operation = str(cfg.get(config.OPERATION))
+        if operation not in _COW_OPERATIONS:
+            raise ConfigError(
+                f"Operation {operation!r} ({config.OPERATION.key}) is not yet implemented"
+            )
+        table_type = cfg.get(config.TABLE_TYPE) if props else cfg.get(config.WRITE_TABLE_TYPE)
+        if table_type != "COPY_ON_WRITE":
+            raise ConfigError(
+                f"Table type {table_type!r} ({config.WRITE_TABLE_TYPE.key}) is not written by "
+                "the copy-on-write writer"
+            )
+        if props is not None and cfg.get(config.POPULATE_META_FIELDS) is False:
+            raise ConfigError(
+                f"Table at {self.base_path} has {config.POPULATE_META_FIELDS.key}=false; "
+                "writing tables without meta fields is not yet implemented"
+            )
+        if props is None and not cfg.get(config.TABLE_NAME):
+            raise ConfigError(f"Missing required config {config.TABLE_NAME.key!r}")
+        spec = keygen_spec_from_config(cfg)
+        ordering = cfg.get(config.WRITE_PRECOMBINE_FIELD) or cfg.get(config.PRECOMBINE_FIELD)
+        payload = cfg.get(config.WRITE_PAYLOAD_CLASS) or cfg.get(config.PAYLOAD_CLASS)
+        merge_spec = MergeSpec(str(payload), ordering)
+        if ordering and operation != "delete" and ordering not in df.columns:
+            raise ConfigError(
+                f"Ordering field {ordering!r} ({config.WRITE_PRECOMBINE_FIELD.key}) "
+                f"is not a column of the data: {', '.join(df.columns)}"
+            )
+        for name in (*spec.record_key_fields, *spec.partition_fields):
+            if name not in df.columns:
+                raise ConfigError(f"Key field {name!r} is not a column of the data")
+
+        keyed = jobs.add_record_keys(df, spec, delete_records=operation == "delete")
+        try:
+            ranges = jobs.partition_key_ranges(keyed)  # raises RecordKeyError before any write
+            timeline = self.timeline() if props is not None else None
+            commit_schema = self._commit_schema(df, cfg, timeline, operation)
+            if props is None:
+                props = self._new_table_properties(cfg, spec.class_name, commit_schema)
+                self.storage.makedirs(METAFOLDER)
+                for folder in (".temp", ".aux", "archived"):
+                    self.storage.makedirs(f"{METAFOLDER}/{folder}")
+                write_properties(self.storage, props)
+            else:
+                self._take_over_metadata_table(props)
+            timeline = self.timeline()
+            rolled_back = rollback_failed_writes(self.storage, timeline)
+            if rolled_back:
+                timeline = self.timeline()
+            instant_time = new_instant_time(timeline.max_instant_time())
+            create_requested(self.storage, instant_time, Action.COMMIT)
+            stats = self._write_data(
+                keyed, ranges, cfg, timeline, operation, instant_time, merge_spec, commit_schema
+            )
+            commit_write(
+                self.storage,
+                instant_time,
+                Action.COMMIT,
+                stats,
+                schema=commit_schema,
+                operation=operation,
+            )
+        finally:
+            keyed.unpersist()
+        return WriteResult(instant_time, operation, stats, rolled_back)
+
+    def _commit_schema(
+        self, df: DataFrame, cfg: HoodieConfig, timeline: Timeline | None, operation: str
+    ) -> str:
+        from engine.spark.schema import data_arrow_schema
+
+        incoming = data_arrow_schema(df.schema)
+        name = str(cfg.require(config.TABLE_NAME))
+        latest = timeline.latest_schema() if timeline is not None else None
+        if latest is None:
+            if operation == "delete":
+                raise HudiError(f"Cannot delete from a table without data at {self.base_path}")
+            return commit_schema_of(incoming, name)
+        if operation == "delete":
+            return latest
+        current = avro_to_arrow_schema(latest)
+        added = [f for f in incoming if f.name not in current.names]
+        if not added:
+            return schema_json(remove_meta_fields(latest))
+        evolved = pa_schema_append(current, added)
+        return commit_schema_of(evolved, name)
+
+    def _write_data(
+        self,
+        keyed: DataFrame,
+        ranges: list[Any],
+        cfg: HoodieConfig,
+        timeline: Timeline,
+        operation: str,
+        instant_time: str,
+        merge_spec: MergeSpec,
+        commit_schema: str,
+    ) -> list[HoodieWriteStat]:
+        from pyspark.sql import functions as F
+
+        from engine.spark import jobs
+
+        touched = [r.partition_path for r in ranges]
+        latest = latest_base_files(timeline, touched)
+        if operation in ("upsert", "delete"):
+            candidates = plan_index_lookup(self.storage, latest, ranges)
+            tagged = jobs.tag_locations(keyed, candidates, self.storage)
+        else:
+            tagged = keyed.withColumn(jobs.FILE_ID_COLUMN, F.lit(None).cast("string"))
+        if operation == "delete":
+            tagged = tagged.filter(F.col(jobs.FILE_ID_COLUMN).isNotNull())
+        update_counts, insert_counts = jobs.workload_counts(tagged)
+        estimate: int = cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE) or 1024
+        max_file_size: int = cfg.get(config.PARQUET_MAX_FILE_SIZE) or 0
+        small_file_limit: int = cfg.get(config.PARQUET_SMALL_FILE_LIMIT) or 0
+        plan = plan_buckets(
+            update_counts=update_counts,
+            insert_counts=insert_counts,
+            latest_base_files=latest,
+            avg_record_size=average_record_size(timeline, estimate),
+            max_file_size=max_file_size,
+            small_file_limit=small_file_limit,
+            pack_small_files=operation in ("upsert", "insert"),
+            new_file_id=new_file_id,
+        )
+        transition_to_inflight(
+            self.storage,
+            instant_time,
+            Action.COMMIT,
+            HoodieCommitMetadata(operation_type=OPERATION_TYPES[operation]).to_json(),
+        )
+        for partition in sorted({b.partition_path for b in plan.buckets.values()}):
+            write_partition_metadata(self.storage, partition, instant_time)
+        combine_inserts: bool = cfg.get(config.COMBINE_BEFORE_INSERT) is True
+        combine = combine_inserts if operation in ("insert", "bulk_insert") else True
+        ctx = WriteContext(
+            base_path=self.base_path,
+            instant_time=instant_time,
+            operation=operation,
+            arrow_schema=table_arrow_schema(commit_schema),
+            avro_schema_with_meta=avro_schema_with_meta(commit_schema),
+            merge_spec=merge_spec,
+            combine=combine,
+            compression=str(cfg.get(config.PARQUET_COMPRESSION_CODEC)),
+        )
+        return jobs.write_buckets(tagged, plan, ctx)
+
+
+def pa_schema_append(schema: Any, fields: list[Any]) -> Any:
+    """``schema`` with ``fields`` appended (schema evolution by added columns)."""
+    import pyarrow as pa
+
+    return pa.schema([*schema, *(f.with_nullable(True) for f in fields)])
+
+
+def write_hudi(df: DataFrame, path: str, options: Mapping[str, Any] | None = None) -> WriteResult:
+    """Write a Spark DataFrame into the Hudi table at ``path`` (created on first write).
+
+    Args:
+        df: Records to write.
+        path: Table base path (local path or URI reachable from every Spark executor).
+        options: Hudi datasource options (``hoodie.*``), e.g. record key, partition path,
+            precombine field, operation, table type.
+
+    Returns:
+        The committed instant and its write stats.
+    """
+    return HudiTable(path).write(df, options)

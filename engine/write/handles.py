@@ -1,0 +1,186 @@
+"""Write handles: what one task does for one file group of a copy-on-write write.
+
+Pure functions over Arrow tables, run inside Spark tasks (nothing here touches Spark or the
+timeline). Given the incoming records routed to a bucket, a handle:
+
+1. precombines them (payload rules of :mod:`engine.merge`);
+2. create handle (new file group): writes them as a new base file;
+   merge handle (existing file group): reads the current base file, combines stored rows with
+   the batch, writes the union as the group's new base file;
+3. stamps the meta columns of every written record (untouched rows keep their commit time and
+   seqno, only ``_hoodie_file_name`` follows the new file);
+4. returns the :class:`~engine.commit_metadata.HoodieWriteStat` of the file.
+
+Sequence numbers are ``{instant_time}_{bucket_number}_{record_index}`` (Hudi uses the Spark
+partition, which is the bucket there). File names carry the write token
+``{bucket_number}-{stage_id}-{task_attempt_id}``, so a retried task writes another file.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.bucketing import Bucket
+from engine.commit_metadata import HoodieWriteStat
+from engine.filenames import format_base_file_name, make_write_token
+from engine.io.parquet import align_to_schema, read_base_file, write_base_file
+from engine.merge import (
+    DELETE_RECORD_COLUMN,
+    INTERNAL_COLUMNS,
+    MergeSpec,
+    combine_with_stored,
+    delete_mask,
+    precombine,
+)
+from engine.schema import (
+    COMMIT_SEQNO_COLUMN,
+    COMMIT_TIME_COLUMN,
+    FILE_NAME_COLUMN,
+    RECORD_KEY_COLUMN,
+)
+from engine.storage import Storage
+from engine.write.markers import create_marker
+
+__all__ = ["TaskInfo", "WriteContext", "write_file_group"]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteContext:
+    """Frozen snapshot of what every task of one write needs (picklable)."""
+
+    base_path: str
+    instant_time: str
+    operation: str  # upsert | insert | bulk_insert | delete
+    arrow_schema: pa.Schema  # base file schema, meta columns first
+    avro_schema_with_meta: str
+    merge_spec: MergeSpec
+    combine: bool
+    compression: str = "gzip"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskInfo:
+    """The Spark task attempt a handle runs in."""
+
+    stage_id: int = 0
+    task_attempt_id: int = 0
+
+
+def _stamp(rows: pa.Table, *, instant_time: str, bucket_number: int, start: int) -> pa.Table:
+    """Give newly written rows the instant's commit time and fresh sequence numbers."""
+    n = rows.num_rows
+    seq = pa.array(np.arange(start, start + n).astype(str))
+    seqno = pc.binary_join_element_wise(f"{instant_time}_{bucket_number}_", seq, "")
+    rows = rows.set_column(
+        rows.schema.get_field_index(COMMIT_TIME_COLUMN),
+        COMMIT_TIME_COLUMN,
+        pa.array([instant_time] * n, pa.string()),
+    )
+    return rows.set_column(
+        rows.schema.get_field_index(COMMIT_SEQNO_COLUMN), COMMIT_SEQNO_COLUMN, seqno
+    )
+
+
+def _with_file_name(rows: pa.Table, file_name: str) -> pa.Table:
+    return rows.set_column(
+        rows.schema.get_field_index(FILE_NAME_COLUMN),
+        FILE_NAME_COLUMN,
+        pa.array([file_name] * rows.num_rows, pa.string()),
+    )
+
+
+def write_file_group(
+    records: pa.Table, bucket: Bucket, ctx: WriteContext, task: TaskInfo
+) -> HoodieWriteStat:
+    """Write the new base file of one file group and return its write stat.
+
+    Args:
+        records: Incoming records routed to this bucket (data columns, ``_hoodie_record_key``,
+            ``_hoodie_partition_path`` and optional internal columns).
+        bucket: Target file group.
+        ctx: Write snapshot.
+        task: Spark task attempt (for the write token).
+    """
+    started = time.monotonic()
+    storage = Storage(ctx.base_path)
+    spec = ctx.merge_spec
+    if ctx.combine:
+        records = precombine(records, spec)
+    incoming = align_to_schema(records, ctx.arrow_schema, keep=INTERNAL_COLUMNS)
+    is_delete = delete_mask(incoming)
+
+    if bucket.base_file is not None:
+        rel_old = (
+            f"{bucket.partition_path}/{bucket.base_file}"
+            if bucket.partition_path
+            else bucket.base_file
+        )
+        stored = align_to_schema(read_base_file(storage, rel_old), ctx.arrow_schema)
+    else:
+        stored = ctx.arrow_schema.empty_table()
+
+    if ctx.operation in ("insert", "bulk_insert"):
+        # no index: records are appended; delete records have nothing to remove
+        unchanged = stored
+        changed = incoming.filter(pc.invert(is_delete))
+        num_updates, num_inserts, num_deletes = 0, changed.num_rows, 0
+    else:
+        result = combine_with_stored(stored, incoming, spec)
+        unchanged, changed = result.unchanged, result.changed
+        num_updates, num_inserts, num_deletes = (
+            result.num_updates,
+            result.num_inserts,
+            result.num_deletes,
+        )
+    changed = changed.drop_columns(
+        [c for c in (DELETE_RECORD_COLUMN, *INTERNAL_COLUMNS) if c in changed.column_names]
+    )
+    changed = align_to_schema(changed, ctx.arrow_schema)
+    if ctx.operation == "bulk_insert":
+        changed = changed.sort_by(RECORD_KEY_COLUMN)
+
+    write_token = make_write_token(bucket.number, task.stage_id, task.task_attempt_id)
+    file_name = format_base_file_name(bucket.file_id, write_token, ctx.instant_time)
+    changed = _stamp(changed, instant_time=ctx.instant_time, bucket_number=bucket.number, start=0)
+    out = pa.concat_tables([unchanged, changed]) if unchanged.num_rows else changed
+    out = _with_file_name(out, file_name)
+
+    rel = f"{bucket.partition_path}/{file_name}" if bucket.partition_path else file_name
+    create_marker(
+        storage,
+        ctx.instant_time,
+        bucket.partition_path,
+        file_name,
+        "MERGE" if bucket.base_file is not None else "CREATE",
+    )
+    size = write_base_file(
+        storage,
+        rel,
+        out,
+        avro_schema_with_meta=ctx.avro_schema_with_meta,
+        compression=ctx.compression,
+    )
+    elapsed = int((time.monotonic() - started) * 1000)
+    merged = bucket.base_file is not None
+    return HoodieWriteStat(
+        file_id=bucket.file_id,
+        path=rel,
+        partition_path=bucket.partition_path,
+        prev_commit=bucket.prev_commit,
+        num_writes=out.num_rows,
+        num_deletes=num_deletes,
+        num_update_writes=num_updates,
+        num_inserts=num_inserts,
+        total_write_bytes=size,
+        file_size_in_bytes=size,
+        runtime_stats={
+            "totalScanTime": 0,
+            "totalUpsertTime": elapsed if merged else 0,
+            "totalCreateTime": 0 if merged else elapsed,
+        },
+    )
