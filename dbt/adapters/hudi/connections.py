@@ -1,0 +1,67 @@
+"""Profile credentials and the connection manager of ``type: hudi``.
+
+Everything dbt-spark connects with keeps working (``method: session``, ``thrift``, ``http``,
+``odbc``, and Spark Connect through ``session`` with ``SPARK_REMOTE``); a Hudi write additionally
+needs the SparkSession to live in the dbt process, which only ``session`` provides.
+
+Before a statement runs, the connection registers the snapshot views of the merge-on-read Hudi
+models the statement names (see ``relation.py``), so SQL rendered in one process and run in a
+fresh one (``dbt run -s downstream_only``) reads the latest committed snapshot.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from dbt.adapters.contracts.connection import Connection
+from dbt.adapters.spark.connections import (
+    SparkConnectionManager,
+    SparkConnectionMethod,
+    SparkCredentials,
+)
+
+from dbt.adapters.hudi.relation import SNAPSHOT_VIEW_PREFIX
+
+_SNAPSHOT_VIEW_RE = re.compile(rf"`({re.escape(SNAPSHOT_VIEW_PREFIX)}[^`]+)`")
+
+
+@dataclass
+class HudiCredentials(SparkCredentials):
+    """dbt-spark's credentials plus the root under which Hudi tables are created.
+
+    Attributes:
+        hudi_base_path: default root of Hudi base paths (``<root>/<schema>/<alias>``); when
+            unset, the Spark warehouse directory is the root.
+    """
+
+    hudi_base_path: str | None = None
+
+    @property
+    def type(self) -> str:
+        return "hudi"
+
+    def _connection_keys(self) -> tuple[str, ...]:
+        return (*super()._connection_keys(), "method", "hudi_base_path")
+
+    @property
+    def has_session(self) -> bool:
+        """True when the SparkSession runs in this process (embedded, cluster or Connect)."""
+        return bool(self.method == SparkConnectionMethod.SESSION)
+
+
+class HudiConnectionManager(SparkConnectionManager):
+    """dbt-spark's connection manager; registers snapshot views a statement needs first."""
+
+    TYPE = "hudi"
+
+    def add_query(self, sql: str, *args: Any, **kwargs: Any) -> tuple[Connection, Any]:
+        names = set(_SNAPSHOT_VIEW_RE.findall(sql)) if SNAPSHOT_VIEW_PREFIX in sql else set()
+        if names:
+            credentials = self.get_thread_connection().credentials
+            if isinstance(credentials, HudiCredentials) and credentials.has_session:
+                from dbt.adapters.hudi.snapshot import ensure_snapshot_views
+
+                ensure_snapshot_views(sorted(names), credentials.server_side_parameters)
+        return super().add_query(sql, *args, **kwargs)

@@ -1,0 +1,315 @@
+"""The ``hudi`` adapter: dbt-spark plus the methods Hudi materializations call from Jinja.
+
+The macros stay thin (stage the SELECT as a temporary view, run hooks, grants, docs); the work is
+here, in Python: validate the model config, reconcile columns (``on_schema_change``), hand the
+staged rows to the engine, publish the committed snapshot for downstream ``ref()``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from dbt.adapters.base import available
+from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.spark.impl import SparkAdapter
+from dbt_common.exceptions import CompilationError, DbtRuntimeError
+
+from dbt.adapters.hudi.connections import HudiConnectionManager, HudiCredentials
+from dbt.adapters.hudi.options import META_COLUMNS, HudiModelConfig, parse_model_config
+from dbt.adapters.hudi.relation import HudiRelation
+from dbt.adapters.hudi.schema_change import plan_columns
+from dbt.adapters.hudi.snapshot import PublishedTable, catalog_base_path, get_session, publish
+from engine.errors import ConfigError, HudiError, SchemaError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+logger = AdapterLogger("Hudi")
+
+SESSION_METHODS_HINT = (
+    "Hudi models are written by a SparkSession inside the dbt process: use `method: session` "
+    "(embedded Spark, or a cluster through `spark.master` in server_side_parameters, or Spark "
+    "Connect with SPARK_REMOTE=sc://host:15002). The thrift, http and odbc methods send SQL to a "
+    "remote server, where this adapter's engine does not run"
+)
+_BACKUP_SUFFIX = ".__dbt_hudi_previous"
+
+
+def _model_name(relation: Any) -> str:
+    return str(getattr(relation, "identifier", None) or relation)
+
+
+def _columns_of(df: DataFrame) -> list[tuple[str, str]]:
+    return [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+
+
+class HudiAdapter(SparkAdapter):
+    """dbt-spark's adapter with Hudi materializations (``hudi_upsert``, ``hudi_mor``, ...)."""
+
+    Relation = HudiRelation
+    ConnectionManager = HudiConnectionManager
+
+    # ---- session -------------------------------------------------------------------------------
+
+    @property
+    def _credentials(self) -> HudiCredentials:
+        return self.config.credentials
+
+    @available
+    def hudi_require_session(self) -> str:
+        """Stop at once unless the SparkSession lives in this process.
+
+        Raises:
+            DbtRuntimeError: naming the methods that work.
+        """
+        creds = self._credentials
+        if not creds.has_session:
+            raise DbtRuntimeError(
+                f"Cannot write Hudi models with `method: {creds.method}`. {SESSION_METHODS_HINT}."
+            )
+        return str(creds.method)
+
+    def _spark(self) -> SparkSession:
+        self.hudi_require_session()
+        return get_session(self._credentials.server_side_parameters)
+
+    # ---- config --------------------------------------------------------------------------------
+
+    def _parse(
+        self, relation: Any, materialization: str, config: Mapping[str, Any]
+    ) -> HudiModelConfig:
+        try:
+            return parse_model_config(_model_name(relation), materialization, dict(config or {}))
+        except ConfigError as e:
+            raise CompilationError(str(e)) from None
+
+    @available
+    def hudi_validate_config(
+        self, relation: Any, materialization: str, config: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Validate a model's config; every problem is reported in one compiler error."""
+        cfg = self._parse(relation, materialization, config)
+        return {
+            "table_type": cfg.table_type,
+            "unique_key": list(cfg.record_key_fields),
+            "partition_by": list(cfg.partition_fields),
+            "on_schema_change": cfg.on_schema_change,
+        }
+
+    @available
+    def hudi_catalog_relation(self, relation: HudiRelation) -> HudiRelation:
+        """``relation`` as its catalog table (what DDL, grants and docs address)."""
+        catalog = relation.catalog_relation() if isinstance(relation, HudiRelation) else relation
+        return catalog.incorporate(type=self.Relation.Table)
+
+    def _base_path(self, relation: Any, cfg: HudiModelConfig, spark: SparkSession) -> str:
+        """location > location_root/alias > profile hudi_base_path/schema/alias > warehouse."""
+        if cfg.location:
+            return cfg.location
+        if cfg.location_root:
+            return f"{cfg.location_root.rstrip('/')}/{relation.identifier}"
+        root = self._credentials.hudi_base_path
+        if not root:
+            root = spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse"
+            if root.startswith("file:"):
+                root = root[len("file:") :]
+                root = "/" + root.lstrip("/")
+        return f"{root.rstrip('/')}/{relation.schema}/{relation.identifier}"
+
+    # ---- write ---------------------------------------------------------------------------------
+
+    @available
+    def hudi_write(
+        self,
+        relation: HudiRelation,
+        source_view: str,
+        materialization: str,
+        config: Mapping[str, Any],
+        full_refresh: bool = False,
+    ) -> dict[str, Any]:
+        """Write the rows of temporary view ``source_view`` to the model's Hudi table.
+
+        Validates first (config, then the SELECT's columns), so bad input leaves the table
+        untouched; ``full_refresh`` recreates the table and restores the old one if the write
+        fails.
+        """
+        from engine.storage import Storage
+
+        started = time.monotonic()
+        cfg = self._parse(relation, materialization, config)
+        spark = self._spark()
+        df = spark.table(source_view)
+        meta = [c for c in df.columns if c.lower() in META_COLUMNS]
+        if meta:
+            df = df.drop(*meta)
+        problems = cfg.check_columns(dict(_columns_of(df)))
+        if problems:
+            raise CompilationError(str(_config_error(cfg, problems)))
+        base_path = self._base_path(relation, cfg, spark)
+        storage = Storage(base_path)
+        table_exists = _table_exists(storage)
+        if table_exists and not full_refresh:
+            _check_table_type(cfg, storage)
+            df = self._reconcile_columns(cfg, spark, base_path, df)
+        backup = _move_aside(storage) if full_refresh and table_exists else None
+        operation = cfg.operation(table_exists=table_exists and backup is None)
+        options = cfg.write_options(
+            table_name=str(relation.identifier), database=relation.schema, operation=operation
+        )
+        try:
+            result = _write(df, base_path, options)
+        except HudiError as e:
+            if backup is not None:
+                _restore(storage, backup)
+            raise DbtRuntimeError(
+                f"Hudi {operation} of model '{relation.identifier}' failed: {e}"
+            ) from e
+        if backup is not None:
+            storage.fs.delete_dir(backup)
+        published = self._publish(relation, base_path, cfg.table_type)
+        summary = _summary(result, operation, published, time.monotonic() - started)
+        logger.debug(f"hudi_write {relation}: {summary}")
+        return summary
+
+    def _reconcile_columns(
+        self, cfg: HudiModelConfig, spark: SparkSession, base_path: str, df: DataFrame
+    ) -> DataFrame:
+        """Apply ``on_schema_change`` against the table's current columns."""
+        from pyspark.sql import functions as F
+
+        from engine import read_hudi
+
+        existing = [
+            (n, t)
+            for n, t in _columns_of(read_hudi(spark, base_path))
+            if n.lower() not in META_COLUMNS
+        ]
+        try:
+            plan = plan_columns(existing, _columns_of(df), cfg.on_schema_change)
+        except SchemaError as e:
+            raise DbtRuntimeError(f"Model '{cfg.model}': {e}") from None
+        projection = []
+        for column in plan:
+            if column.source is None:
+                projection.append(F.lit(None).cast(column.data_type).alias(column.name))
+            elif column.cast_to is not None:
+                projection.append(F.col(column.source).cast(column.cast_to).alias(column.name))
+            else:
+                projection.append(F.col(column.source).alias(column.name))
+        return df.select(*projection)
+
+    # ---- downstream ref() ----------------------------------------------------------------------
+
+    def _publish(self, relation: Any, base_path: str, table_type: str) -> PublishedTable:
+        from engine import read_hudi
+
+        spark = self._spark()
+        return publish(
+            spark,
+            schema=str(relation.schema),
+            identifier=str(relation.identifier),
+            base_path=base_path,
+            table_type=table_type,
+            columns=read_hudi(spark, base_path).schema,
+        )
+
+    @available
+    def hudi_publish(self, relation: HudiRelation, base_path: str | None = None) -> dict[str, Any]:
+        """Make ``relation`` read the table's latest committed snapshot (after any commit).
+
+        The one entry point of the ``ref()`` mechanism (see ``snapshot.py``): the catalog table
+        lists the latest base files; a merge-on-read model also gets its snapshot view.
+        """
+        from engine import config as hc
+        from engine.properties import read_properties
+        from engine.storage import Storage
+
+        spark = self._spark()
+        path = base_path or catalog_base_path(spark, str(relation.schema), str(relation.identifier))
+        if path is None:
+            raise DbtRuntimeError(f"{relation} is not a Hudi model's table (no base path recorded)")
+        props = read_properties(Storage(path))
+        table_type = props.get(hc.TABLE_TYPE.key, "COPY_ON_WRITE")
+        published = self._publish(relation, path, table_type)
+        return dict(published.__dict__)
+
+
+def _config_error(cfg: HudiModelConfig, problems: list[str]) -> ConfigError:
+    from dbt.adapters.hudi.options import ModelConfigError
+
+    return ModelConfigError(cfg.model, cfg.materialization, problems)
+
+
+def _table_exists(storage: Any) -> bool:
+    from engine.properties import PROPERTIES_FILE
+
+    return bool(storage.exists(PROPERTIES_FILE))
+
+
+def _check_table_type(cfg: HudiModelConfig, storage: Any) -> None:
+    from engine import config as hc
+    from engine.properties import read_properties
+
+    current = read_properties(storage).get(hc.TABLE_TYPE.key, "COPY_ON_WRITE")
+    if current != cfg.table_type:
+        raise CompilationError(
+            f"Model '{cfg.model}': the table at {storage.base_path} is {current}, but "
+            f"{cfg.materialization} writes {cfg.table_type}; run with --full-refresh to "
+            "recreate it, or keep the materialization that created it"
+        )
+
+
+def _move_aside(storage: Any) -> str:
+    """Move the table's files aside for a full refresh (restored if the new write fails)."""
+    backup = storage.root + _BACKUP_SUFFIX
+    try:
+        storage.fs.delete_dir(backup)
+    except FileNotFoundError:
+        pass
+    storage.fs.move(storage.root, backup)
+    return str(backup)
+
+
+def _restore(storage: Any, backup: str) -> None:
+    try:
+        storage.fs.delete_dir(storage.root)
+    except FileNotFoundError:
+        pass
+    storage.fs.move(backup, storage.root)
+
+
+def _write(df: DataFrame, base_path: str, options: Mapping[str, str]) -> Any:
+    from engine import write_hudi
+
+    return write_hudi(df, base_path, options=dict(options))
+
+
+def _summary(
+    result: Any, operation: str, published: PublishedTable, seconds: float
+) -> dict[str, Any]:
+    stats = list(getattr(result, "write_stats", None) or [])
+    inserted = sum(getattr(s, "num_inserts", 0) for s in stats)
+    updated = sum(getattr(s, "num_update_writes", 0) for s in stats)
+    deleted = sum(getattr(s, "num_deletes", 0) for s in stats)
+    files = len({getattr(s, "path", None) or getattr(s, "file_id", "") for s in stats})
+    instant_time = str(getattr(result, "instant_time", published.instant_time or ""))
+    message = (
+        f"{operation} committed {instant_time}: {inserted} inserted, {updated} updated, "
+        f"{deleted} deleted, {files} file(s) written in {seconds:.1f}s"
+    )
+    return {
+        "operation": operation,
+        "instant_time": instant_time,
+        "inserted": inserted,
+        "updated": updated,
+        "deleted": deleted,
+        "files": files,
+        "seconds": round(seconds, 2),
+        "rows_affected": inserted + updated + deleted,
+        "base_path": published.base_path,
+        "table_type": published.table_type,
+        "message": message,
+        "code": operation.upper(),
+    }

@@ -1,0 +1,367 @@
+"""dbt model config → engine write options, validated before anything is written.
+
+A model's config comes from ``config()``, ``schema.yml`` and ``dbt_project.yml``; this module
+checks every key the Hudi materializations read and reports **every** problem at once (a user
+fixing one mistake per ``dbt run`` would pay the Spark start-up each time). It imports neither
+dbt nor Spark, so it is unit-tested on plain dicts; the adapter turns :class:`ModelConfigError`
+into a dbt compiler error naming the model.
+
+Mapping (Hudi's own keys live in ``engine.config``)::
+
+    unique_key (str | list)       -> record key field(s)
+    partition_by (str | list)     -> partition path field(s)
+    precombine_key                -> ordering (precombine) field
+    payload                       -> payload class: overwrite_latest | event_time | partial_update
+    hive_style_partitioning       -> hive-style partition paths (default true)
+    compaction_delta_commits      -> inline compaction every N deltacommits (hudi_mor, default 5)
+    overwrite_scope               -> partitions | table (hudi_insert_overwrite)
+    hudi_options (dict)           -> raw hoodie.* keys, parsed by engine.config
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from engine import config as hc
+from engine.errors import ConfigError, HudiError
+
+Materialization = Literal["hudi_upsert", "hudi_insert_overwrite", "hudi_mor"]
+MATERIALIZATIONS: tuple[str, ...] = ("hudi_upsert", "hudi_insert_overwrite", "hudi_mor")
+
+PAYLOADS: Mapping[str, str] = {
+    "overwrite_latest": hc.OVERWRITE_WITH_LATEST_PAYLOAD,
+    "event_time": hc.EVENT_TIME_PAYLOAD,
+    "partial_update": hc.PARTIAL_UPDATE_PAYLOAD,
+}
+ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
+OVERWRITE_SCOPES = ("partitions", "table")
+DEFAULT_COMPACTION_DELTA_COMMITS = 5
+
+# The Hudi column that marks a row as a delete (Hudi's own convention, not a hoodie.* key).
+IS_DELETED_COLUMN = "_hoodie_is_deleted"
+META_COLUMNS = (
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+)
+
+# Keys the materialization decides; setting them through hudi_options would contradict it.
+_RESERVED = {
+    hc.OPERATION.key: "the materialization chooses the write operation",
+    hc.TABLE_TYPE.key: "the materialization chooses the table type (hudi_mor for MERGE_ON_READ)",
+    hc.WRITE_TABLE_TYPE.key: (
+        "the materialization chooses the table type (hudi_mor for MERGE_ON_READ)"
+    ),
+}
+
+
+class ModelConfigError(ConfigError):
+    """One or more config values of a model are invalid; ``problems`` lists each one."""
+
+    def __init__(self, model: str, materialization: str, problems: Sequence[str]) -> None:
+        self.model = model
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(
+            f"Invalid config for {materialization} model '{model}' "
+            f"({len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}):\n{lines}"
+        )
+
+
+@dataclass(frozen=True)
+class HudiModelConfig:
+    """A validated model config: what the adapter hands the engine."""
+
+    model: str
+    materialization: str
+    record_key_fields: tuple[str, ...]
+    partition_fields: tuple[str, ...]
+    ordering_field: str | None
+    payload: str
+    hive_style_partitioning: bool
+    location: str | None
+    location_root: str | None
+    on_schema_change: str
+    overwrite_scope: str
+    compaction_delta_commits: int
+    hudi_options: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def table_type(self) -> str:
+        return "MERGE_ON_READ" if self.materialization == "hudi_mor" else "COPY_ON_WRITE"
+
+    @property
+    def payload_class(self) -> str:
+        return PAYLOADS[self.payload]
+
+    def operation(self, *, table_exists: bool) -> str:
+        """Hudi's write operation for this run."""
+        if self.materialization == "hudi_insert_overwrite":
+            if not table_exists:
+                return "bulk_insert"
+            if self.overwrite_scope == "table" or not self.partition_fields:
+                return "insert_overwrite_table"
+            return "insert_overwrite"
+        return "upsert" if table_exists else "bulk_insert"
+
+    def write_options(
+        self, *, table_name: str, database: str | None, operation: str
+    ) -> dict[str, str]:
+        """The ``hoodie.*`` options of one write (raw ``hudi_options`` first, configs over them)."""
+        opts: dict[str, str] = dict(self.hudi_options)
+        opts[hc.TABLE_NAME.key] = table_name
+        if database:
+            opts[hc.DATABASE_NAME.key] = database
+        opts[hc.OPERATION.key] = operation
+        opts[hc.WRITE_TABLE_TYPE.key] = self.table_type
+        opts[hc.RECORDKEY_FIELD.key] = ",".join(self.record_key_fields)
+        if self.partition_fields:
+            opts[hc.PARTITIONPATH_FIELD.key] = ",".join(self.partition_fields)
+        if self.ordering_field:
+            opts[hc.WRITE_PRECOMBINE_FIELD.key] = self.ordering_field
+        opts[hc.WRITE_PAYLOAD_CLASS.key] = self.payload_class
+        opts[hc.HIVE_STYLE_PARTITIONING.key] = "true" if self.hive_style_partitioning else "false"
+        compact_key = _inline_compaction_key()
+        if self.materialization == "hudi_mor" and compact_key is not None:
+            opts[compact_key] = str(self.compaction_delta_commits)
+        return opts
+
+    def check_columns(self, columns: Mapping[str, str]) -> list[str]:
+        """Problems with the model's SELECT columns (``name -> simple type``)."""
+        lowered = {c.lower(): t for c, t in columns.items()}
+        problems = []
+        for role, names in (
+            ("unique_key", self.record_key_fields),
+            ("partition_by", self.partition_fields),
+            ("precombine_key", (self.ordering_field,) if self.ordering_field else ()),
+        ):
+            missing = [n for n in names if n.lower() not in lowered]
+            if missing:
+                problems.append(
+                    f"{role}: column(s) {', '.join(repr(m) for m in missing)} not in the "
+                    f"model's columns ({', '.join(columns)})"
+                )
+        deleted_type = lowered.get(IS_DELETED_COLUMN)
+        if deleted_type is not None and deleted_type != "boolean":
+            problems.append(
+                f"{IS_DELETED_COLUMN}: must be a boolean column (marks deletes), got {deleted_type}"
+            )
+        return problems
+
+
+def _inline_compaction_key() -> str | None:
+    option = getattr(hc, "INLINE_COMPACT_NUM_DELTA_COMMITS", None)
+    return option.key if option is not None else None
+
+
+def _names(value: Any, key: str, problems: list[str], *, required: bool) -> tuple[str, ...]:
+    """A column name or list of names; blanks and non-strings are problems."""
+    if value is None or value == "" or value == []:
+        if required:
+            problems.append(f"{key}: required (a column name or a list of column names)")
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        problems.append(f"{key}: expected a column name or a list of names, got {value!r}")
+        return ()
+    bad = [v for v in items if not isinstance(v, str) or not v.strip()]
+    if bad:
+        problems.append(f"{key}: every entry must be a non-empty column name, got {value!r}")
+        return ()
+    names = tuple(v.strip() for v in items)
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        problems.append(f"{key}: column(s) listed twice: {', '.join(dupes)}")
+    return names
+
+
+def _choice(value: Any, key: str, allowed: Sequence[str], default: str, problems: list[str]) -> str:
+    if value is None:
+        return default
+    if not isinstance(value, str) or value.strip().lower() not in allowed:
+        problems.append(f"{key}: {value!r} is not one of {', '.join(allowed)}")
+        return default
+    return value.strip().lower()
+
+
+def _bool(value: Any, key: str, default: bool, problems: list[str]) -> bool:
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    problems.append(f"{key}: expected true or false, got {value!r}")
+    return default
+
+
+def _text(value: Any, key: str, problems: list[str]) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        problems.append(f"{key}: expected a non-empty string, got {value!r}")
+        return None
+    return value.strip()
+
+
+def _positive_int(value: Any, key: str, default: int, problems: list[str]) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        problems.append(f"{key}: expected a positive integer, got {value!r}")
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        problems.append(f"{key}: expected a positive integer, got {value!r}")
+        return default
+    if number < 1:
+        problems.append(f"{key}: expected a positive integer, got {value!r}")
+        return default
+    return number
+
+
+def _hudi_options(value: Any, problems: list[str]) -> dict[str, str]:
+    """Raw ``hoodie.*`` options: dict, known keys, parseable values, none reserved."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        problems.append(f"hudi_options: expected a mapping of hoodie.* keys, got {value!r}")
+        return {}
+    raw: dict[str, Any] = {}
+    for key, item in value.items():
+        if not isinstance(key, str) or (hc.lookup(key) is None and not _is_hoodie(key)):
+            problems.append(f"hudi_options: {key!r} is not a Hudi (hoodie.*) config key")
+            continue
+        option = hc.lookup(key)
+        if option is not None and option.key in _RESERVED:
+            problems.append(f"hudi_options: {key!r} cannot be set: {_RESERVED[option.key]}")
+            continue
+        raw[key] = item
+    # parse key by key so that every bad key is reported, not only the first
+    parsed: dict[str, str] = {}
+    for key, item in raw.items():
+        try:
+            hc.parse_options({key: item})
+        except HudiError as e:
+            problems.append(f"hudi_options: {e}")
+            continue
+        option = hc.lookup(key)
+        canonical = option.key if option is not None else key
+        parsed[canonical] = hc.format_value(item)
+    return parsed
+
+
+def _is_hoodie(key: str) -> bool:
+    return key.startswith(hc.TABLE_NAME.key.split(".", 1)[0] + ".")
+
+
+def _conflicts(cfg: HudiModelConfig, problems: list[str]) -> None:
+    """A raw option that contradicts a model config is ambiguous: report it."""
+    given = {
+        hc.RECORDKEY_FIELD.key: ("unique_key", ",".join(cfg.record_key_fields)),
+        hc.RECORDKEY_FIELDS.key: ("unique_key", ",".join(cfg.record_key_fields)),
+        hc.PARTITIONPATH_FIELD.key: ("partition_by", ",".join(cfg.partition_fields)),
+        hc.PARTITION_FIELDS.key: ("partition_by", ",".join(cfg.partition_fields)),
+        hc.WRITE_PRECOMBINE_FIELD.key: ("precombine_key", cfg.ordering_field or ""),
+        hc.PRECOMBINE_FIELD.key: ("precombine_key", cfg.ordering_field or ""),
+        hc.HIVE_STYLE_PARTITIONING.key: (
+            "hive_style_partitioning",
+            "true" if cfg.hive_style_partitioning else "false",
+        ),
+    }
+    for key, raw in cfg.hudi_options.items():
+        if key in given:
+            config_key, value = given[key]
+            if raw.replace(" ", "") != value:
+                problems.append(
+                    f"hudi_options: {key!r}={raw!r} contradicts {config_key}={value!r}; "
+                    f"set it once, with {config_key}"
+                )
+        if key in (hc.WRITE_PAYLOAD_CLASS.key, hc.PAYLOAD_CLASS.key) and raw != cfg.payload_class:
+            problems.append(
+                f"hudi_options: {key!r}={raw!r} contradicts payload={cfg.payload!r}; "
+                f"use the payload config ({', '.join(PAYLOADS)})"
+            )
+
+
+def parse_model_config(
+    model: str, materialization: str, config: Mapping[str, Any]
+) -> HudiModelConfig:
+    """Validate ``config`` for ``materialization``; every problem is collected first.
+
+    Raises:
+        ModelConfigError: listing each invalid key with its value.
+    """
+    problems: list[str] = []
+    if materialization not in MATERIALIZATIONS:
+        problems.append(
+            f"materialized: {materialization!r} is not one of {', '.join(MATERIALIZATIONS)}"
+        )
+    keys = _names(config.get("unique_key"), "unique_key", problems, required=True)
+    parts = _names(config.get("partition_by"), "partition_by", problems, required=False)
+    ordering = _text(config.get("precombine_key"), "precombine_key", problems)
+    payload = _choice(
+        config.get("payload"), "payload", tuple(PAYLOADS), "overwrite_latest", problems
+    )
+    if payload in ("event_time", "partial_update") and ordering is None:
+        problems.append(f"payload: {payload!r} orders records by precombine_key, which is not set")
+    hive_style = _bool(
+        config.get("hive_style_partitioning"), "hive_style_partitioning", True, problems
+    )
+    location = _text(config.get("location"), "location", problems)
+    location_root = _text(config.get("location_root"), "location_root", problems)
+    if location and location_root:
+        problems.append(
+            f"location: {location!r} and location_root {location_root!r} are both set; "
+            "set one (location is the full base path)"
+        )
+    on_schema_change = _choice(
+        config.get("on_schema_change"), "on_schema_change", ON_SCHEMA_CHANGE, "ignore", problems
+    )
+    scope = _choice(
+        config.get("overwrite_scope"), "overwrite_scope", OVERWRITE_SCOPES, "partitions", problems
+    )
+    if config.get("overwrite_scope") is not None and materialization != "hudi_insert_overwrite":
+        problems.append(
+            f"overwrite_scope: only applies to hudi_insert_overwrite, not {materialization}"
+        )
+    compaction = _positive_int(
+        config.get("compaction_delta_commits"),
+        "compaction_delta_commits",
+        DEFAULT_COMPACTION_DELTA_COMMITS,
+        problems,
+    )
+    if config.get("compaction_delta_commits") is not None and materialization != "hudi_mor":
+        problems.append(
+            f"compaction_delta_commits: only applies to hudi_mor, not {materialization}"
+        )
+    file_format = config.get("file_format")
+    if file_format not in (None, "parquet", "hudi"):
+        problems.append(
+            f"file_format: {file_format!r} does not apply to Hudi models (base files are parquet)"
+        )
+    raw = _hudi_options(config.get("hudi_options"), problems)
+    cfg = HudiModelConfig(
+        model=model,
+        materialization=materialization,
+        record_key_fields=keys,
+        partition_fields=parts,
+        ordering_field=ordering,
+        payload=payload,
+        hive_style_partitioning=hive_style,
+        location=location,
+        location_root=location_root,
+        on_schema_change=on_schema_change,
+        overwrite_scope=scope,
+        compaction_delta_commits=compaction,
+        hudi_options=raw,
+    )
+    _conflicts(cfg, problems)
+    if problems:
+        raise ModelConfigError(model, materialization, problems)
+    return cfg

@@ -1,0 +1,89 @@
+{#
+  The body every Hudi materialization shares. Logic lives in the adapter (Python); this macro
+  only orders the steps:
+    1. stop unless the SparkSession is in this process, then validate the config (all errors)
+    2. pre-hooks
+    3. stage the model's SELECT as a temporary view
+    4. adapter.hudi_write: checks columns, writes through the engine, commits, publishes
+       the snapshot for downstream ref()
+    5. drop the staging view, record the result, post-hooks, grants, docs
+#}
+
+{% macro dbt_hudi_materialize(materialization) %}
+  {%- do adapter.hudi_require_session() -%}
+  {%- do dbt_hudi_validate_config(materialization) -%}
+
+  {%- set target_relation = adapter.hudi_catalog_relation(this) -%}
+  {%- set existing_relation = load_cached_relation(target_relation) -%}
+  {%- set full_refresh = should_full_refresh() -%}
+  {%- set grant_config = config.get('grants') -%}
+
+  {{ dbt_hudi_run_hooks(pre_hooks) }}
+
+  {%- set source_view = dbt_hudi_stage_source(target_relation, compiled_code) -%}
+  {%- set result = adapter.hudi_write(target_relation, source_view.identifier, materialization,
+                                      model.config, full_refresh) -%}
+  {%- do dbt_hudi_drop_source(source_view) -%}
+  {%- do log(dbt_hudi_format_progress(target_relation, result), info=True) -%}
+  {%- do store_raw_result(name='main', message='HUDI ' ~ result['code'] ~ ' ' ~ result['rows_affected'],
+                          code=result['code'], rows_affected=result['rows_affected']) -%}
+
+  {{ dbt_hudi_run_hooks(post_hooks) }}
+
+  {%- set should_revoke = should_revoke(existing_relation, full_refresh_mode=True) -%}
+  {%- do apply_grants(target_relation, grant_config, should_revoke) -%}
+  {%- do persist_docs(target_relation, model) -%}
+
+  {{ return({'relations': [target_relation]}) }}
+{% endmacro %}
+
+
+{% macro dbt_hudi_stage_source(target_relation, sql) %}
+  {#- unique per model: concurrent threads share the session's temporary views -#}
+  {%- set source_view = make_temp_relation(target_relation, '__dbt_hudi_src') -%}
+  {% call statement('dbt_hudi_stage_source') -%}
+    create or replace temporary view {{ source_view }} as
+    {{ sql }}
+  {%- endcall %}
+  {{ return(source_view) }}
+{% endmacro %}
+
+
+{% macro dbt_hudi_drop_source(source_view) %}
+  {% call statement('dbt_hudi_drop_source') -%}
+    drop view if exists {{ source_view }}
+  {%- endcall %}
+{% endmacro %}
+
+
+{#- Spark has no transactions: dbt's run_hooks(inside_transaction=False) would send `commit`,
+    which Spark rejects, so every hook runs here in its configured order. -#}
+{% macro dbt_hudi_run_hooks(hooks) %}
+  {% for hook in hooks %}
+    {% set rendered = render(hook.get('sql')) | trim %}
+    {% if (rendered | length) > 0 %}
+      {% call statement(auto_begin=False) %}
+        {{ rendered }}
+      {% endcall %}
+    {% endif %}
+  {% endfor %}
+{% endmacro %}
+
+
+{% macro dbt_hudi_format_progress(relation, result) %}
+  {{ return('Hudi ' ~ relation ~ ' (' ~ result['table_type'] ~ '): ' ~ result['message']) }}
+{% endmacro %}
+
+
+{#- Hudi models are incremental by nature: is_incremental() is true once the table exists. -#}
+{% macro is_incremental() %}
+  {% if not execute %}
+    {{ return(False) }}
+  {% else %}
+    {% set relation = adapter.get_relation(this.database, this.schema, this.table) %}
+    {{ return(relation is not none
+              and relation.type == 'table'
+              and model.config.materialized in ['incremental', 'hudi_upsert', 'hudi_mor', 'hudi_insert_overwrite']
+              and not should_full_refresh()) }}
+  {% endif %}
+{% endmacro %}

@@ -1,0 +1,20 @@
+{#- Every config error of a Hudi model, at once, as a compiler error naming the model. -#}
+{% macro dbt_hudi_validate_config(materialization) %}
+  {{ return(adapter.hudi_validate_config(this, materialization, model.config)) }}
+{% endmacro %}
+
+
+{#- A persistent view cannot read a merge-on-read model: its snapshot is a session view, and
+    Spark refuses persistent views over temporary objects. Fail before any DDL, saying what
+    works instead. -#}
+{% macro hudi__create_view_as(relation, sql) -%}
+  {%- if 'hudi_snapshot__' in sql -%}
+    {%- do exceptions.raise_compiler_error(
+        "View model '" ~ relation.identifier ~ "' selects from a hudi_mor model. Spark cannot "
+        ~ "keep a persistent view over a merge-on-read snapshot (it is read by the engine in "
+        ~ "each session). Materialize '" ~ relation.identifier ~ "' as 'table' (or "
+        ~ "'ephemeral'), or make the upstream model hudi_upsert, whose catalog table a view can read."
+    ) -%}
+  {%- endif -%}
+  {{ spark__create_view_as(relation, sql) }}
+{%- endmacro %}
