@@ -189,6 +189,8 @@ def _as_text(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     t = arr.type
     if pa.types.is_string(t):
         return arr
+    if pa.types.is_null(t):
+        return pa.nulls(len(arr), pa.string())
     if pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return arr.cast(pa.string())
     if pa.types.is_dictionary(t):
@@ -226,7 +228,7 @@ def generate_record_keys(batch: pa.RecordBatch | pa.Table, spec: KeyGenSpec) -> 
     single = len(fields) == 1 and spec.kind in ("simple", "non_partitioned", "timestamp")
     if single:
         text = _as_text(_column(batch, fields[0]))
-        bad = pc.or_(pc.is_null(text), pc.equal(text, ""))
+        bad = pc.or_(pc.is_null(text), pc.fill_null(pc.equal(text, ""), False))
         if pc.any(bad).as_py():
             raise RecordKeyError(
                 f"recordKey value for field {fields[0]!r} cannot be null or empty "

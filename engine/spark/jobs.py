@@ -52,6 +52,10 @@ __all__ = [
 FILE_ID_COLUMN = "__file_id"
 _TARGET_COLUMN = "__target_file_id"
 _HASH_BUCKETS = 1_000_000
+# the index reads three meta columns; a fixed schema spares Spark a footer-inference job
+_INDEX_SCHEMA = (
+    f"{RECORD_KEY_COLUMN} string, {PARTITION_PATH_COLUMN} string, {FILE_NAME_COLUMN} string"
+)
 _TASK_ERROR = re.compile(r"(RecordKeyError|SchemaError|HudiError): (.+)")
 _ERRORS: dict[str, type[HudiError]] = {
     "RecordKeyError": RecordKeyError,
@@ -134,7 +138,8 @@ def tag_locations(
     spark = keyed.sparkSession
     paths = [storage.uri(c.rel_path) for c in candidates]
     stored = (
-        spark.read.parquet(*paths)
+        spark.read.schema(_INDEX_SCHEMA)
+        .parquet(*paths)
         .select(
             F.col(RECORD_KEY_COLUMN).alias("__k"),
             F.col(PARTITION_PATH_COLUMN).alias("__p"),

@@ -1,0 +1,168 @@
+"""A row-at-a-time model of a copy-on-write table, and hudi-rs reads to compare against it.
+
+The model is written independently of ``engine.merge`` (plain dicts, one record at a time) from
+the payload rules of the issue: it is what the engine's vectorised merge must agree with.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+OVERWRITE = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+DEFAULT = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+PARTIAL = "org.apache.hudi.common.model.PartialUpdateAvroPayload"
+NON_DEFAULTS = "org.apache.hudi.common.model.OverwriteNonDefaultsWithLatestAvroPayload"
+PAYLOADS = (OVERWRITE, DEFAULT, PARTIAL, NON_DEFAULTS)
+
+Row = dict[str, Any]
+
+
+def _ord_newer(new: Any, old: Any) -> bool:
+    """Ordering comparison with ties to the newer arrival; None is the smallest value."""
+    if new is None:
+        return old is None
+    if old is None:
+        return True
+    return bool(new >= old)
+
+
+class Oracle:
+    """Expected table content after each commit.
+
+    Args:
+        payload: payload class name.
+        ordering: ordering field, or None.
+        identity: row -> (record key, partition path).
+        fields: data column names (order irrelevant).
+    """
+
+    def __init__(
+        self,
+        payload: str,
+        ordering: str | None,
+        identity: Callable[[Row], tuple[str, str]],
+        fields: Sequence[str],
+    ) -> None:
+        self.payload = payload
+        self.ordering = ordering
+        self.identity = identity
+        self.fields = list(fields)
+        self.rows: dict[tuple[str, str], Row] = {}
+        self.history: list[tuple[str, dict[tuple[str, str], Row]]] = []
+
+    # ---- one batch ------------------------------------------------------------------------
+
+    def _is_delete(self, row: Row) -> bool:
+        return bool(row.get("_hoodie_is_deleted")) or bool(row.get("__hard_delete"))
+
+    def _ord(self, row: Row) -> Any:
+        return row.get(self.ordering) if self.ordering else None
+
+    def _fill(self, newer: Row, older: Row) -> Row:
+        out = dict(newer)
+        for name in self.fields:
+            if name in ("_hoodie_is_deleted",):
+                continue
+            if out.get(name) is None:
+                out[name] = older.get(name)
+        return out
+
+    def precombine(self, batch: Iterable[Row]) -> dict[tuple[str, str], Row]:
+        merged: dict[tuple[str, str], Row] = {}
+        for row in batch:
+            ident = self.identity(row)
+            cur = merged.get(ident)
+            if cur is None:
+                merged[ident] = dict(row)
+                continue
+            hard_unordered = row.get("__hard_delete") and self._ord(row) is None
+            cur_hard_unordered = cur.get("__hard_delete") and self._ord(cur) is None
+            if cur_hard_unordered and not hard_unordered:
+                newer = False
+            elif hard_unordered:
+                newer = True
+            else:
+                newer = _ord_newer(self._ord(row), self._ord(cur))
+            if self.payload == PARTIAL:
+                merged[ident] = self._fill(row, cur) if newer else self._fill(cur, row)
+                if newer:
+                    merged[ident]["_hoodie_is_deleted"] = row.get("_hoodie_is_deleted")
+                    merged[ident]["__hard_delete"] = row.get("__hard_delete")
+            elif newer:
+                merged[ident] = dict(row)
+        return merged
+
+    def apply(self, batch: Sequence[Row], operation: str, instant: str) -> None:
+        """Apply one committed write."""
+        if operation == "delete":
+            batch = [{**r, "__hard_delete": True} for r in batch]
+        incoming = self.precombine(batch)
+        event_time = self.payload in (DEFAULT, PARTIAL) and self.ordering is not None
+        for ident, row in incoming.items():
+            stored = self.rows.get(ident)
+            if stored is None:
+                if not self._is_delete(row) and operation != "delete":
+                    self.rows[ident] = self._stamp(row, instant)
+                continue
+            stored_newer = False
+            if event_time:
+                s_ord, i_ord = self._ord(stored), self._ord(row)
+                hard_unordered = row.get("__hard_delete") and i_ord is None
+                if not hard_unordered and s_ord is not None and (i_ord is None or s_ord > i_ord):
+                    stored_newer = True
+            if stored_newer:
+                continue
+            if self._is_delete(row):
+                del self.rows[ident]
+                continue
+            if self.payload in (PARTIAL, NON_DEFAULTS):
+                row = self._fill(row, stored)
+            self.rows[ident] = self._stamp(row, instant)
+        self.history.append((instant, copy.deepcopy(self.rows)))
+
+    def _stamp(self, row: Row, instant: str) -> Row:
+        out = {name: row.get(name) for name in self.fields}
+        out["_hoodie_commit_time"] = instant
+        return out
+
+    # ---- expectations ----------------------------------------------------------------------
+
+    @staticmethod
+    def as_set(rows: dict[tuple[str, str], Row], columns: Sequence[str]) -> list[tuple[Any, ...]]:
+        out = []
+        for (key, partition), row in rows.items():
+            out.append((key, partition, *(row.get(c) for c in columns)))
+        return sorted(out, key=repr)
+
+    def expected(self, columns: Sequence[str], as_of: str | None = None) -> list[tuple[Any, ...]]:
+        if as_of is None:
+            return self.as_set(self.rows, columns)
+        state: dict[tuple[str, str], Row] = {}
+        for instant, snapshot in self.history:
+            if instant <= as_of:
+                state = snapshot
+        return self.as_set(state, columns)
+
+
+def hudi_rs_rows(path: str, as_of: str | None = None) -> list[Row]:
+    """Rows hudi-rs (the judge) reads from the table, meta columns included."""
+    from hudi import HudiReadOptions, HudiTableBuilder
+
+    table = HudiTableBuilder.from_base_uri(str(path)).build()
+    options = HudiReadOptions()
+    if as_of is not None:
+        options = options.with_as_of_timestamp(as_of)
+    batches = table.read(options)
+    return pa.Table.from_batches(batches).to_pylist() if batches else []
+
+
+def actual_set(rows: Iterable[Row], columns: Sequence[str]) -> list[tuple[Any, ...]]:
+    out = [
+        (r["_hoodie_record_key"], r["_hoodie_partition_path"], *(r.get(c) for c in columns))
+        for r in rows
+    ]
+    return sorted(out, key=repr)

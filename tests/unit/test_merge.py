@@ -1,0 +1,140 @@
+"""Payload semantics: precombine and combine-with-stored, checked case by case and against the
+row-at-a-time model in tests/property/oracle.py."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine import config
+from engine.merge import MergeSpec, combine_with_stored, precombine
+from tests.property.oracle import PAYLOADS, Oracle
+
+pytestmark = pytest.mark.unit
+
+K = "_hoodie_record_key"
+
+
+def rows_by_key(table: pa.Table) -> dict[str, dict]:  # type: ignore[type-arg]
+    return {r[K]: r for r in table.to_pylist()}
+
+
+def test_precombine_greatest_ordering_wins_ties_to_later_arrival() -> None:
+    t = pa.table({K: ["a", "a", "a", "b"], "ts": [5, 7, 7, 1], "v": ["x", "y", "z", "b"]})
+    out = rows_by_key(precombine(t, MergeSpec(config.OVERWRITE_WITH_LATEST_PAYLOAD, "ts")))
+    assert out["a"]["v"] == "z" and out["b"]["v"] == "b"
+
+
+def test_precombine_without_ordering_field_latest_arrival_wins() -> None:
+    t = pa.table({K: ["a", "a"], "v": ["first", "second"]})
+    assert rows_by_key(precombine(t, MergeSpec()))["a"]["v"] == "second"
+
+
+def test_precombine_partial_update_fills_nulls_from_older_versions() -> None:
+    t = pa.table(
+        {K: ["a", "a", "a"], "ts": [1, 3, 2], "v": ["old", None, "mid"], "w": [1, 2, None]}
+    )
+    out = rows_by_key(precombine(t, MergeSpec(config.PARTIAL_UPDATE_PAYLOAD, "ts")))
+    assert out["a"] == {K: "a", "ts": 3, "v": "mid", "w": 2}
+
+
+def test_combine_default_payload_keeps_stored_row_with_greater_ordering() -> None:
+    stored = pa.table({K: ["a", "b"], "ts": [10, 10], "v": ["s", "s"]})
+    incoming = pa.table({K: ["a", "b", "c"], "ts": [5, 20, 1], "v": ["i", "i", "i"]})
+    result = combine_with_stored(stored, incoming, MergeSpec(config.DEFAULT_PAYLOAD, "ts"))
+    assert rows_by_key(result.unchanged) == {"a": {K: "a", "ts": 10, "v": "s"}}
+    assert set(rows_by_key(result.changed)) == {"b", "c"}
+    assert (result.num_updates, result.num_inserts, result.num_deletes) == (1, 1, 0)
+
+
+def test_combine_overwrite_latest_incoming_wins_regardless_of_ordering() -> None:
+    stored = pa.table({K: ["a"], "ts": [10], "v": ["s"]})
+    incoming = pa.table({K: ["a"], "ts": [5], "v": ["i"]})
+    result = combine_with_stored(
+        stored, incoming, MergeSpec(config.OVERWRITE_WITH_LATEST_PAYLOAD, "ts")
+    )
+    assert result.unchanged.num_rows == 0 and rows_by_key(result.changed)["a"]["v"] == "i"
+
+
+def test_combine_soft_delete_removes_stored_row() -> None:
+    stored = pa.table({K: ["a", "b"], "ts": [1, 1], "_hoodie_is_deleted": [False, False]})
+    incoming = pa.table({K: ["a", "z"], "ts": [2, 2], "_hoodie_is_deleted": [True, True]})
+    result = combine_with_stored(stored, incoming, MergeSpec(config.DEFAULT_PAYLOAD, "ts"))
+    assert list(rows_by_key(result.unchanged)) == ["b"]
+    assert result.changed.num_rows == 0 and result.num_deletes == 1
+
+
+def test_combine_hard_delete_without_ordering_always_deletes() -> None:
+    stored = pa.table({K: ["a"], "ts": [100]})
+    incoming = pa.table({K: ["a"], "ts": pa.array([None], pa.int64()), "__delete_record": [True]})
+    result = combine_with_stored(stored, incoming, MergeSpec(config.DEFAULT_PAYLOAD, "ts"))
+    assert result.unchanged.num_rows == 0 and result.num_deletes == 1
+
+
+def test_combine_non_defaults_payload_null_fields_keep_stored_values() -> None:
+    stored = pa.table({K: ["a"], "ts": [10], "v": ["s"], "w": [1]})
+    incoming = pa.table({K: ["a"], "ts": [1], "v": pa.array([None], pa.string()), "w": [2]})
+    result = combine_with_stored(
+        stored, incoming, MergeSpec(config.OVERWRITE_NON_DEFAULTS_PAYLOAD, "ts")
+    )
+    assert rows_by_key(result.changed)["a"] == {K: "a", "ts": 1, "v": "s", "w": 2}
+
+
+# ---- agreement with the row-at-a-time model -------------------------------------------------
+
+batch_rows = st.lists(
+    st.fixed_dictionaries(
+        {
+            "k": st.sampled_from(["a", "b", "c", "d"]),
+            "ts": st.one_of(st.none(), st.integers(0, 5)),
+            "v": st.one_of(st.none(), st.sampled_from(["x", "y", "z"])),
+            "w": st.one_of(st.none(), st.integers(0, 3)),
+            "_hoodie_is_deleted": st.booleans(),
+        }
+    ),
+    max_size=8,
+)
+FIELDS = ["k", "ts", "v", "w", "_hoodie_is_deleted"]
+SCHEMA = pa.schema(
+    [
+        (K, pa.string()),
+        ("k", pa.string()),
+        ("ts", pa.int64()),
+        ("v", pa.string()),
+        ("w", pa.int64()),
+        ("_hoodie_is_deleted", pa.bool_()),
+    ]
+)
+
+
+def to_table(rows: list[dict]) -> pa.Table:  # type: ignore[type-arg]
+    return pa.Table.from_pylist([{K: r["k"], **r} for r in rows], schema=SCHEMA)
+
+
+@settings(max_examples=150, deadline=None)
+@given(payload=st.sampled_from(PAYLOADS), first=batch_rows, second=batch_rows)
+def test_merge_two_batches_agrees_with_row_model(payload: str, first: list, second: list) -> None:  # type: ignore[type-arg]
+    spec = MergeSpec(payload, "ts")
+    oracle = Oracle(payload, "ts", lambda r: (r["k"], ""), FIELDS)
+    oracle.apply(first, "upsert", "1")
+    oracle.apply(second, "upsert", "2")
+
+    with_time = SCHEMA.append(pa.field("_t", pa.string()))
+    stored = with_time.empty_table()
+    for instant, batch in (("1", first), ("2", second)):
+        incoming = to_table(batch).append_column("_t", pa.nulls(len(batch), pa.string()))
+        result = combine_with_stored(stored, precombine(incoming, spec), spec)
+        changed = result.changed.set_column(
+            result.changed.schema.get_field_index("_t"),
+            "_t",
+            pa.array([instant] * result.changed.num_rows, pa.string()),
+        )
+        stored = pa.concat_tables([result.unchanged, changed])
+    actual = sorted((r["k"], r["ts"], r["v"], r["w"], r["_t"]) for r in stored.to_pylist())
+    expected = sorted(
+        (k, row["ts"], row["v"], row["w"], row["_hoodie_commit_time"])
+        for (k, _), row in oracle.rows.items()
+    )
+    assert actual == expected
