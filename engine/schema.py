@@ -45,6 +45,7 @@ __all__ = [
     "COMMIT_SEQNO_COLUMN",
     "COMMIT_TIME_COLUMN",
     "FILE_NAME_COLUMN",
+    "LONG_LOGICAL_TYPES",
     "META_COLUMNS",
     "PARTITION_PATH_COLUMN",
     "RECORD_KEY_COLUMN",
@@ -354,8 +355,8 @@ def _arrow_type(
         return pa.date32()
     if kind == "int" and logical == "time-millis":
         return pa.time32("ms")
-    if kind == "long" and logical in _LONG_LOGICAL:
-        return _LONG_LOGICAL[logical]
+    if kind == "long" and logical in LONG_LOGICAL_TYPES:
+        return LONG_LOGICAL_TYPES[logical]
     if kind == "bytes" and logical == "decimal":
         return _decimal(node, path)
     if isinstance(kind, str) and kind in _PRIMITIVES:
@@ -363,7 +364,8 @@ def _arrow_type(
     raise SchemaError(f"field {path!r}: Avro type {kind!r} has no Arrow mapping")
 
 
-_LONG_LOGICAL: dict[str, pa.DataType] = {
+# Arrow type of each logical type on an Avro long.
+LONG_LOGICAL_TYPES: dict[str, pa.DataType] = {
     "timestamp-micros": pa.timestamp("us", tz="UTC"),
     "timestamp-millis": pa.timestamp("ms", tz="UTC"),
     "timestamp-nanos": pa.timestamp("ns", tz="UTC"),
