@@ -318,3 +318,70 @@ def test_encode_length_prefixed_random_rows_match_fastavro(rows: list[dict]) -> 
     ours, reference = both_encoders(table, schema)
     assert ours == reference
     assert decode_length_prefixed(ours, len(rows), json.dumps(schema)).equals(table)
+
+
+_FLAT_SCHEMA = {
+    "type": "record",
+    "name": "flat",
+    "fields": [
+        {"name": "b", "type": ["null", "boolean"], "default": None},
+        {"name": "i", "type": ["int", "null"]},
+        {"name": "l", "type": "long"},
+        {"name": "f", "type": ["null", "float"], "default": None},
+        {"name": "s", "type": ["null", "string"], "default": None},
+        {"name": "bin", "type": "bytes"},
+        {
+            "name": "dec",
+            "type": [
+                "null",
+                {
+                    "type": "fixed",
+                    "name": "fixed",
+                    "size": 5,
+                    "logicalType": "decimal",
+                    "precision": 10,
+                    "scale": 5,
+                },
+            ],
+        },
+        {"name": "day", "type": ["null", {"type": "int", "logicalType": "date"}]},
+        {"name": "ts", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}]},
+        {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B", "C"]}},
+        {"name": "fx", "type": ["null", {"type": "fixed", "name": "F2", "size": 2}]},
+    ],
+}
+_flat_rows = st.fixed_dictionaries(
+    {
+        "b": st.none() | st.booleans(),
+        "i": st.none() | st.integers(-(2**31), 2**31 - 1),
+        "l": st.integers(-(2**63), 2**63 - 1),
+        "f": st.none() | st.floats(width=32, allow_nan=False),
+        "s": st.none() | st.text(max_size=30),
+        "bin": st.binary(max_size=30),
+        "dec": st.none()
+        | st.decimals(min_value=-99999, max_value=99999, places=5, allow_nan=False),
+        "day": st.none() | st.dates(),
+        "ts": st.none() | st.datetimes(min_value=dt.datetime(1, 1, 2), timezones=st.just(UTC)),
+        "e": st.sampled_from(["A", "B", "C"]),
+        "fx": st.none() | st.binary(min_size=2, max_size=2),
+    }
+)
+
+
+@pytest.mark.unit
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_flat_rows, min_size=0, max_size=40))
+def test_decode_length_prefixed_flat_records_match_fastavro(rows: list[dict]) -> None:
+    parsed = fastavro.parse_schema(_FLAT_SCHEMA)
+    out = io.BytesIO()
+    for row in rows:
+        datum = io.BytesIO()
+        fastavro.schemaless_writer(datum, parsed, row)
+        out.write(struct.pack(">i", len(datum.getvalue())) + datum.getvalue())
+    decoded = decode_length_prefixed(out.getvalue(), len(rows), _FLAT_SCHEMA)
+    expected = pa.Table.from_pylist(rows, schema=avro_to_arrow_schema(_FLAT_SCHEMA))
+    assert decoded.equals(expected)
+    if rows:
+        table = decoded.slice(1) if len(rows) > 1 else decoded
+        again = encode_length_prefixed(table, _FLAT_SCHEMA)
+        assert again == encode_length_prefixed_fastavro(table, _FLAT_SCHEMA)
