@@ -113,7 +113,7 @@ def latest_base_file_names(base_path: str) -> tuple[list[str], str | None]:
 def _drop_catalog_object(spark: SparkSession, schema: str, identifier: str) -> None:
     """Drop what holds the name now: external tables lose metadata only, never Hudi files."""
     name = format_catalog_name(schema, identifier)
-    if not spark.catalog.tableExists(identifier, schema):
+    if not spark.catalog.tableExists(f"{schema}.{identifier}"):
         return
     table = spark.catalog.getTable(f"{schema}.{identifier}")
     if (table.tableType or "").upper() == "VIEW":
@@ -193,7 +193,7 @@ def register_snapshot_view(
 
 def catalog_base_path(spark: SparkSession, schema: str, identifier: str) -> str | None:
     """The base path recorded on ``schema.identifier``'s catalog table, if it is a Hudi model's."""
-    if not spark.catalog.tableExists(identifier, schema):
+    if not spark.catalog.tableExists(f"{schema}.{identifier}"):
         return None
     rows = spark.sql(f"SHOW TBLPROPERTIES {format_catalog_name(schema, identifier)}").collect()
     props = {r["key"]: r["value"] for r in rows}

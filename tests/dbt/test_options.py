@@ -1,0 +1,163 @@
+"""Model config → engine options: validation reports every problem at once (pure, no JVM)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dbt.adapters.hudi.options import ModelConfigError, parse_model_config
+from dbt.adapters.hudi.schema_change import plan_columns
+from dbt.adapters.hudi.snapshot import format_base_file_filter
+from engine import config as hc
+from engine.errors import SchemaError
+
+pytestmark = pytest.mark.unit
+
+
+def test_parse_model_config_minimal_upsert_defaults() -> None:
+    cfg = parse_model_config("orders", "hudi_upsert", {"unique_key": "id"})
+    assert cfg.record_key_fields == ("id",)
+    assert cfg.partition_fields == ()
+    assert cfg.table_type == "COPY_ON_WRITE"
+    assert cfg.payload == "overwrite_latest"
+    assert cfg.hive_style_partitioning is True
+    assert cfg.on_schema_change == "ignore"
+    assert cfg.operation(table_exists=False) == "bulk_insert"
+    assert cfg.operation(table_exists=True) == "upsert"
+
+
+def test_parse_model_config_many_errors_all_reported_with_model_name() -> None:
+    with pytest.raises(ModelConfigError) as e:
+        parse_model_config(
+            "orders",
+            "hudi_upsert",
+            {
+                "payload": "newest_wins",
+                "on_schema_change": "explode",
+                "hive_style_partitioning": "yes",
+                "partition_by": ["", "x"],
+                "hudi_options": {"hoodie.no.such.key": 1, "hoodie.parquet.max.file.size": "big"},
+            },
+        )
+    text = str(e.value)
+    assert "'orders'" in text and "hudi_upsert" in text
+    for needle in (
+        "unique_key: required",
+        "'newest_wins'",
+        "'explode'",
+        "'yes'",
+        "partition_by",
+        "hoodie.no.such.key",
+        "'big'",
+    ):
+        assert needle in text, needle
+    assert len(e.value.problems) == 7
+
+
+def test_parse_model_config_list_key_and_partitions_map_to_options() -> None:
+    cfg = parse_model_config(
+        "events",
+        "hudi_mor",
+        {
+            "unique_key": ["id", "kind"],
+            "partition_by": "day",
+            "precombine_key": "ts",
+            "payload": "event_time",
+            "hive_style_partitioning": False,
+            "hudi_options": {"hoodie.parquet.compression.codec": "snappy"},
+        },
+    )
+    opts = cfg.write_options(table_name="events", database="analytics", operation="upsert")
+    assert opts[hc.RECORDKEY_FIELD.key] == "id,kind"
+    assert opts[hc.PARTITIONPATH_FIELD.key] == "day"
+    assert opts[hc.WRITE_PRECOMBINE_FIELD.key] == "ts"
+    assert opts[hc.WRITE_PAYLOAD_CLASS.key] == hc.EVENT_TIME_PAYLOAD
+    assert opts[hc.HIVE_STYLE_PARTITIONING.key] == "false"
+    assert opts[hc.WRITE_TABLE_TYPE.key] == "MERGE_ON_READ"
+    assert opts[hc.TABLE_NAME.key] == "events"
+    assert opts[hc.DATABASE_NAME.key] == "analytics"
+    assert opts[hc.PARQUET_COMPRESSION_CODEC.key] == "snappy"
+    hc.parse_options(opts)  # every produced key is one the engine accepts
+
+
+def test_parse_model_config_reserved_and_contradicting_hudi_options_rejected() -> None:
+    with pytest.raises(ModelConfigError) as e:
+        parse_model_config(
+            "t",
+            "hudi_upsert",
+            {
+                "unique_key": "id",
+                "hudi_options": {
+                    hc.OPERATION.key: "insert",
+                    hc.WRITE_TABLE_TYPE.key: "MERGE_ON_READ",
+                    hc.RECORDKEY_FIELD.key: "other_id",
+                    "spark.sql.shuffle.partitions": 4,
+                },
+            },
+        )
+    text = str(e.value)
+    assert hc.OPERATION.key in text and "write operation" in text
+    assert "hudi_mor" in text
+    assert "'other_id'" in text and "unique_key" in text
+    assert "spark.sql.shuffle.partitions" in text
+
+
+def test_parse_model_config_event_time_without_precombine_key_rejected() -> None:
+    with pytest.raises(ModelConfigError, match="precombine_key"):
+        parse_model_config("t", "hudi_upsert", {"unique_key": "id", "payload": "event_time"})
+
+
+def test_parse_model_config_mor_only_and_overwrite_only_keys_rejected_elsewhere() -> None:
+    with pytest.raises(ModelConfigError) as e:
+        parse_model_config(
+            "t",
+            "hudi_upsert",
+            {"unique_key": "id", "compaction_delta_commits": 0, "overwrite_scope": "table"},
+        )
+    assert len(e.value.problems) == 3  # bad value, mor-only, overwrite-only
+
+
+def test_insert_overwrite_operation_follows_partitions_and_scope() -> None:
+    part = parse_model_config("t", "hudi_insert_overwrite", {"unique_key": "id", "partition_by": "p"})
+    assert part.operation(table_exists=True) == "insert_overwrite"
+    whole = parse_model_config(
+        "t",
+        "hudi_insert_overwrite",
+        {"unique_key": "id", "partition_by": "p", "overwrite_scope": "table"},
+    )
+    assert whole.operation(table_exists=True) == "insert_overwrite_table"
+    flat = parse_model_config("t", "hudi_insert_overwrite", {"unique_key": "id"})
+    assert flat.operation(table_exists=True) == "insert_overwrite_table"
+
+
+def test_check_columns_missing_key_and_non_boolean_delete_marker_reported() -> None:
+    cfg = parse_model_config(
+        "t", "hudi_upsert", {"unique_key": ["id", "k2"], "precombine_key": "ts"}
+    )
+    problems = cfg.check_columns({"ID": "bigint", "_hoodie_is_deleted": "string"})
+    assert len(problems) == 3
+    assert "'k2'" in problems[0] and "'ts'" in problems[1] and "boolean" in problems[2]
+
+
+def test_plan_columns_modes() -> None:
+    existing = [("id", "bigint"), ("name", "string"), ("old", "int")]
+    incoming = [("id", "bigint"), ("name", "varchar"), ("new", "double")]
+    ignore = plan_columns(existing, incoming, "ignore")
+    assert [(c.name, c.source, c.cast_to) for c in ignore] == [
+        ("id", "id", None),
+        ("name", "name", "string"),
+        ("old", None, "int"),
+    ]
+    append = plan_columns(existing, incoming, "append_new_columns")
+    assert [c.name for c in append] == ["id", "name", "old", "new"]
+    sync = plan_columns(existing, incoming, "sync_all_columns")
+    assert [c.name for c in sync] == ["id", "name", "new"]
+    with pytest.raises(SchemaError) as e:
+        plan_columns(existing, incoming, "fail")
+    assert "added: new" in str(e.value) and "removed: old" in str(e.value)
+    assert plan_columns(existing, existing, "fail")[1].source == "name"
+
+
+def test_format_base_file_filter_exact_names_escaped_and_empty() -> None:
+    assert format_base_file_filter(["b.parquet", "a.parquet", "a.parquet"]) == "{a.parquet,b.parquet}"
+    assert format_base_file_filter(["x{1}.parquet"]) == "{x\\{1\\}.parquet}"
+    assert format_base_file_filter([]) == "__dbt_hudi_no_base_files__"
