@@ -3,17 +3,17 @@
 Hudi keeps the table schema as Avro JSON: in every commit (``extraMetadata.schema``, without the
 meta columns), in every log data block header (``SCHEMA``, with them) and in the Parquet footer
 (``parquet.avro.schema``). Spark-written tables use the converter of Hudi's Spark client, so the
-schema text is predictable::
+schema text is predictable (NS = hoodie.<table>)::
 
-    {"type":"record","name":"<table>_record","namespace":"hoodie.<table>","fields":[
+    {"type":"record","name":"<table>_record","namespace":NS,"fields":[
       {"name":"_hoodie_commit_time","type":["null","string"],"doc":"","default":null},  (meta, x5)
       {"name":"id","type":["null","int"],"default":null},                  nullable -> ["null", T]
       {"name":"id2","type":"int"},                                         not null -> T
       {"name":"d","type":["null",{"type":"fixed","name":"fixed",
-          "namespace":"hoodie.<table>.<table>_record.d","size":5,
+          "namespace":NS.<table>_record.d,"size":5,
           "logicalType":"decimal","precision":10,"scale":5}],"default":null},
       {"name":"s","type":["null",{"type":"record","name":"s",
-          "namespace":"hoodie.<table>.<table>_record","fields":[...]}],"default":null}]}
+          "namespace":NS.<table>_record,"fields":[...]}],"default":null}]}
 
 Nested records are named after their field, in the namespace of the enclosing record's full name;
 array items and map values keep the field's name; decimals are ``fixed`` of the minimal size for
@@ -79,6 +79,8 @@ META_COLUMNS: tuple[str, ...] = (
 AvroSchema = dict[str, Any] | list[Any] | str
 """A parsed Avro schema node: a record/complex dict, a union list or a primitive/named ref."""
 
+# Hudi's Spark writers put every table schema under this namespace root (not a config key).
+_NAMESPACE_ROOT = "hoodie"
 _PRIMITIVES = frozenset(("null", "boolean", "int", "long", "float", "double", "bytes", "string"))
 _NAMED = frozenset(("record", "error", "enum", "fixed"))
 _VALID_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -98,7 +100,7 @@ def sanitize_avro_name(name: str) -> str:
 def record_name_and_namespace(table_name: str) -> tuple[str, str]:
     """Record name and namespace of a table's schema: ``<table>_record``, ``hoodie.<table>``."""
     name = sanitize_avro_name(table_name)
-    return f"{name}_record", f"hoodie.{name}"
+    return f"{name}_record", f"{_NAMESPACE_ROOT}.{name}"
 
 
 def decimal_fixed_size(precision: int) -> int:
