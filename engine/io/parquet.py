@@ -132,18 +132,22 @@ def write_base_file(
         bounds = pc.min_max(keys)
         metadata[MIN_RECORD_KEY] = str(bounds["min"].as_py()).encode()
         metadata[MAX_RECORD_KEY] = str(bounds["max"].as_py()).encode()
-    table = table.replace_schema_metadata(metadata)
+    table = table.replace_schema_metadata(None)
     codec = "none" if compression == "uncompressed" else compression
-    with storage.open_output(rel_path) as out:
-        pq.write_table(
-            table,
+    with (
+        storage.open_output(rel_path) as out,
+        pq.ParquetWriter(
             out,
+            table.schema,
             compression=codec,
             coerce_timestamps="us",
             allow_truncated_timestamps=False,
-            row_group_size=ROW_GROUP_ROWS,
             store_schema=False,
-        )
+        ) as writer,
+    ):
+        writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+        # footer key/values as Hudi writes them (no ARROW:schema blob)
+        writer.add_key_value_metadata({k.decode(): v.decode() for k, v in metadata.items()})
     return storage.size(rel_path)
 
 
