@@ -30,7 +30,6 @@ from engine.commit_metadata import HoodieWriteStat
 from engine.filenames import format_base_file_name, make_write_token
 from engine.io.parquet import align_to_schema, read_base_file, write_base_file
 from engine.merge import (
-    DELETE_RECORD_COLUMN,
     INTERNAL_COLUMNS,
     MergeSpec,
     combine_with_stored,
@@ -137,9 +136,7 @@ def write_file_group(
             result.num_inserts,
             result.num_deletes,
         )
-    changed = changed.drop_columns(
-        [c for c in (DELETE_RECORD_COLUMN, *INTERNAL_COLUMNS) if c in changed.column_names]
-    )
+    changed = changed.drop_columns([c for c in INTERNAL_COLUMNS if c in changed.column_names])
     changed = align_to_schema(changed, ctx.arrow_schema)
     if ctx.operation == "bulk_insert":
         changed = changed.sort_by(RECORD_KEY_COLUMN)
