@@ -2,9 +2,10 @@
 
 Options are Hudi's read keys (see :mod:`engine.read`); ``path`` is the table's base path::
 
+    from engine import config
     spark.read.format("hudi")
-         .option("hoodie.datasource.query.type", "incremental")
-         .option("hoodie.datasource.read.begin.instanttime", "20240101000000000")
+         .option(config.QUERY_TYPE.key, "incremental")
+         .option(config.READ_BEGIN_INSTANTTIME.key, "20240101000000000")
          .load("/warehouse/trips")
 
 Planning runs once, when Spark asks for the schema; filters Spark pushes down that name partition
