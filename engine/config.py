@@ -459,6 +459,51 @@ KEEP_MAX_COMMITS = _option(
     "hoodie.keep.max.commits", parse_int, 30, "Archival starts once this many are active."
 )
 
+# --- merge-on-read: log files and compaction --------------------------------------------------
+LOGFILE_DATA_BLOCK_MAX_SIZE = _option(
+    "hoodie.logfile.data.block.max.size",
+    parse_int,
+    256 * 1024 * 1024,
+    "Estimated bytes of records buffered before a log data block is flushed.",
+)
+LOGFILE_MAX_SIZE = _option(
+    "hoodie.logfile.max.size",
+    parse_int,
+    1024 * 1024 * 1024,
+    "A log file past this size rolls over to the next log version.",
+)
+MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT = _option(
+    "hoodie.merge.small.file.group.candidates.limit",
+    parse_int,
+    1,
+    "Merge-on-read: how many small file groups (without log files) may take inserts.",
+)
+COMPACTION_TRIGGER_STRATEGIES = ("NUM_COMMITS", "TIME_ELAPSED", "NUM_AND_TIME", "NUM_OR_TIME")
+INLINE_COMPACT = _option(
+    "hoodie.compact.inline",
+    parse_bool,
+    False,
+    "Schedule and run compaction right after a merge-on-read write when it is due.",
+)
+INLINE_COMPACT_NUM_DELTA_COMMITS = _option(
+    "hoodie.compact.inline.max.delta.commits",
+    parse_int,
+    5,
+    "Delta commits since the last compaction that make a compaction due.",
+)
+INLINE_COMPACT_TIME_DELTA_SECONDS = _option(
+    "hoodie.compact.inline.max.delta.seconds",
+    parse_int,
+    3600,
+    "Seconds since the last compaction that make a compaction due.",
+)
+INLINE_COMPACT_TRIGGER_STRATEGY = _option(
+    "hoodie.compact.inline.trigger.strategy",
+    choice(*COMPACTION_TRIGGER_STRATEGIES),
+    "NUM_COMMITS",
+    "How delta commits and elapsed time combine into 'compaction due'.",
+)
+
 LOCK_WAIT_TIME_MS = _option(
     "hoodie.write.lock.wait_time_ms",
     parse_int,
