@@ -26,12 +26,21 @@ from engine.fs_view import FileSlice
 from engine.read import COMMIT_TIME_COLUMN, QueryPlan
 from engine.read_arrow import plan_schema, read_file_slice
 
-__all__ = ["plan_spark_schema", "read_plan"]
+__all__ = ["escape_glob", "plan_spark_schema", "read_plan"]
 
 
 def plan_spark_schema(plan: QueryPlan, arrow_schema: pa.Schema | None = None) -> StructType:
     """The Spark schema of the query result (from the plan's Arrow schema)."""
     return from_arrow_schema(arrow_schema if arrow_schema is not None else plan_schema(plan))
+
+
+_GLOB_CHARS = frozenset("\\*?[]{}")
+
+
+def escape_glob(path: str) -> str:
+    """``path`` with Hadoop glob characters escaped: Spark expands the paths it is given, and a
+    partition value may contain ``[``, ``{`` or ``*``."""
+    return "".join("\\" + ch if ch in _GLOB_CHARS else ch for ch in path)
 
 
 def read_plan(spark: SparkSession, plan: QueryPlan) -> DataFrame:
@@ -54,7 +63,7 @@ def _native_frame(
     spark: SparkSession, plan: QueryPlan, slices: Sequence[FileSlice], schema: StructType
 ) -> DataFrame:
     storage = plan.table.storage
-    paths = [storage.uri(s.base_file_path or "") for s in slices]
+    paths = [escape_glob(storage.uri(s.base_file_path or "")) for s in slices]
     df = spark.read.schema(schema).parquet(*paths)
     if plan.filters_commit_time and COMMIT_TIME_COLUMN in schema.fieldNames():
         column = F.col(COMMIT_TIME_COLUMN)

@@ -154,3 +154,14 @@ def test_read_hudi_written_by_engine_matches_arrow_and_hudi_rs(spark: Any, tmp_p
     changes = spark_rows(read_hudi(spark, path, incremental))
     assert changes == arrow_rows(path, incremental)
     assert len(changes) == 2
+
+
+def test_read_hudi_glob_characters_in_partition_path_read_literally(
+    spark: Any, corpus_copy: Callable[[str], Path]
+) -> None:
+    root = corpus_copy("cow__v6_simplekeygen_nonhivestyle")
+    (root / "10").rename(root / "1[0]{a,b}*")
+    path = str(root)
+    ours = spark_rows(read_hudi(spark, path))
+    assert ours == arrow_rows(path)
+    assert len(ours) == 4
