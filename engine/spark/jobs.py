@@ -23,7 +23,7 @@ from pyspark import StorageLevel, TaskContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from engine.bucketing import BucketPlan
+from engine.bucketing import Bucket, BucketPlan
 from engine.commit_metadata import HoodieWriteStat
 from engine.errors import HudiError, RecordKeyError, SchemaError
 from engine.index import IndexCandidate, PartitionKeyRange
@@ -64,6 +64,10 @@ _ERRORS: dict[str, type[HudiError]] = {
 }
 
 T = TypeVar("T")
+# task-side writer of one bucket: (records, bucket, write context, task) -> stat(s)
+GroupWriter = Callable[
+    [pa.Table, Bucket, WriteContext, TaskInfo], HoodieWriteStat | list[HoodieWriteStat]
+]
 
 
 def run_job(action: Callable[[], T]) -> T:
@@ -192,8 +196,18 @@ def _route(tagged: DataFrame, plan: BucketPlan) -> DataFrame:
     ).drop("__rp", "__lo", "__hi", "__fid", "__frac")
 
 
-def write_buckets(tagged: DataFrame, plan: BucketPlan, ctx: WriteContext) -> list[HoodieWriteStat]:
-    """Write one new base file per bucket, one group (task call) per file group."""
+def write_buckets(
+    tagged: DataFrame,
+    plan: BucketPlan,
+    ctx: WriteContext,
+    *,
+    write_group: GroupWriter = write_file_group,
+) -> list[HoodieWriteStat]:
+    """Write one new base file per bucket, one group (task call) per file group.
+
+    ``write_group`` is the task-side handle of a bucket (merge-on-read writes pass one that
+    appends log files, and may return several stats for one bucket).
+    """
     if not plan.buckets:
         return []
     routed = _route(tagged, plan).drop(FILE_ID_COLUMN)
@@ -208,8 +222,9 @@ def write_buckets(tagged: DataFrame, plan: BucketPlan, ctx: WriteContext) -> lis
             task_attempt_id=context.taskAttemptId() if context else 0,
         )
         records = table.drop_columns([_TARGET_COLUMN])
-        stat = write_file_group(records, bucket, ctx, task)
-        return pa.table({"stat": [json.dumps(stat.to_dict())]})
+        written = write_group(records, bucket, ctx, task)
+        stats = written if isinstance(written, list) else [written]
+        return pa.table({"stat": [json.dumps(s.to_dict()) for s in stats]})
 
     result = routed.groupBy(_TARGET_COLUMN).applyInArrow(handle, "stat string")
     rows = run_job(result.collect)
