@@ -1,0 +1,321 @@
+"""Append handle: what one task does for one file slice of a merge-on-read write.
+
+Updates and deletes of keys a file group already holds are not merged into its base file; they
+are appended to the file slice as log blocks (Hudi's ``HoodieAppendHandle``), object-store style:
+every append writes a NEW log file version of the slice, never re-opens an existing one::
+
+    .{file_id}_{base_instant_time}.log.{version}_{write_token}      version = max existing + 1
+      AVRO_DATA_BLOCK  records with meta columns (commit time, seqno, key, partition, file_id)
+      AVRO_DATA_BLOCK  ... one per ~hoodie.logfile.data.block.max.size of estimated bytes
+      DELETE_BLOCK     one, after the data blocks: deleted keys with their ordering values
+
+Block sizing follows the append handle: every record has a size estimate; the running estimate
+starts at the first record's and is refined (``0.8 * old + 0.2 * record``) every 100 buffered
+records and whenever the block looks full; a data block is flushed once the buffered count
+reaches ``max_block_size / estimate``. After each flush the log file rolls over to the next
+version when it has grown past ``hoodie.logfile.max.size`` (the last data block and the delete
+block are written together, as Hudi does). Each log file written gets its own
+``HoodieDeltaWriteStat``.
+
+Records whose payload is a delete (``_hoodie_is_deleted`` true, or a hard delete of operation
+``delete``) become delete records; their ordering value goes into the Java wrapper union (a hard
+delete without one is IntWrapper 0, "natural order"), as Hudi's ``DeleteRecord`` does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.commit_metadata import HoodieWriteStat
+from engine.filenames import format_log_file_name, make_write_token
+from engine.io.logfile import (
+    DeleteRecord,
+    encode_avro_data_block,
+    encode_delete_block,
+)
+from engine.io.parquet import align_to_schema
+from engine.merge import INTERNAL_COLUMNS, delete_mask, precombine
+from engine.schema import (
+    COMMIT_SEQNO_COLUMN,
+    COMMIT_TIME_COLUMN,
+    FILE_NAME_COLUMN,
+    PARTITION_PATH_COLUMN,
+    RECORD_KEY_COLUMN,
+)
+from engine.storage import Storage
+from engine.write.handles import TaskInfo, WriteContext
+from engine.write.markers import create_marker
+
+__all__ = [
+    "AppendSlice",
+    "LogWriteConfig",
+    "append_to_file_slice",
+    "estimate_record_sizes",
+    "plan_data_blocks",
+]
+
+# HoodieAppendHandle refines its record size estimate every this many buffered records
+_ESTIMATE_EVERY = 100
+# per-field overhead of the Avro encoding (union branch, length varint)
+_FIELD_OVERHEAD = 2
+
+
+@dataclass(frozen=True, slots=True)
+class AppendSlice:
+    """The file slice an append writes its log file(s) to.
+
+    Attributes:
+        partition_path: Partition of the file group.
+        file_id: File group id.
+        base_instant_time: Base instant of the slice; the log file names carry it.
+        base_file: The slice's base file name, ``None`` for a log-only slice.
+        log_files: Log file names the slice already has, in Hudi's log file order.
+        next_log_version: First version this append may use (greater than every version of
+            the slice found on storage).
+    """
+
+    partition_path: str
+    file_id: str
+    base_instant_time: str
+    base_file: str | None = None
+    log_files: tuple[str, ...] = ()
+    next_log_version: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class LogWriteConfig:
+    """Log sizing of a write (``hoodie.logfile.data.block.max.size``, ``.max.size``)."""
+
+    data_block_max_size: int = 256 * 1024 * 1024
+    log_file_max_size: int = 1024 * 1024 * 1024
+
+
+def estimate_record_sizes(table: pa.Table) -> np.ndarray:
+    """Estimated encoded bytes of every row, column by column (no encoding done).
+
+    Variable-width values count their length, fixed-width ones their width, nested values
+    the average bytes per row of their column; each field adds its Avro framing overhead.
+    """
+    n = table.num_rows
+    sizes = np.zeros(n, dtype=np.int64)
+    for column in table.columns:
+        dtype = column.type
+        if (
+            pa.types.is_string(dtype)
+            or pa.types.is_large_string(dtype)
+            or pa.types.is_binary(dtype)
+            or pa.types.is_large_binary(dtype)
+        ):
+            lengths = pc.fill_null(pc.binary_length(column), 0)
+            sizes += np.asarray(lengths.to_numpy(zero_copy_only=False), dtype=np.int64)
+        elif pa.types.is_boolean(dtype):
+            sizes += 1
+        elif hasattr(dtype, "bit_width") and dtype.bit_width:
+            sizes += max(1, dtype.bit_width // 8)
+        elif n:
+            sizes += int(column.nbytes // n)
+        sizes += _FIELD_OVERHEAD
+    return sizes
+
+
+def plan_data_blocks(sizes: Sequence[int] | np.ndarray, max_block_size: int) -> list[int]:
+    """Record counts of the data blocks the append handle flushes, in order.
+
+    Args:
+        sizes: Size estimate of each record, in arrival order.
+        max_block_size: ``hoodie.logfile.data.block.max.size``.
+    """
+    n = len(sizes)
+    if n == 0:
+        return []
+    estimates = np.asarray(sizes, dtype=np.int64)
+    average = max(1, int(estimates[0]))
+    blocks: list[int] = []
+    buffered = 0
+    i = 0
+    while i < n:
+        # jump over records where neither a refinement nor a flush can happen
+        limit = max_block_size // average
+        next_sample = buffered + (-buffered % _ESTIMATE_EVERY)
+        stop = min(next_sample, max(limit, buffered))
+        if stop > buffered:
+            step = min(stop - buffered, n - i)
+            buffered += step
+            i += step
+            continue
+        if buffered >= limit or buffered % _ESTIMATE_EVERY == 0:
+            average = max(1, int(average * 0.8 + int(estimates[i]) * 0.2))
+            limit = max_block_size // average
+        if buffered >= limit and buffered > 0:
+            blocks.append(buffered)
+            buffered = 0
+        buffered += 1
+        i += 1
+    if buffered:
+        blocks.append(buffered)
+    return blocks
+
+
+def _stamp_log_records(
+    rows: pa.Table, *, instant_time: str, bucket_number: int, file_id: str
+) -> pa.Table:
+    """Meta columns of appended records: this instant, fresh seqnos, file id as file name."""
+    n = rows.num_rows
+    seq = pa.array(np.arange(n).astype(str))
+    seqno = pc.binary_join_element_wise(f"{instant_time}_{bucket_number}_", seq, "")
+    for name, values in (
+        (COMMIT_TIME_COLUMN, pa.array([instant_time] * n, pa.string())),
+        (COMMIT_SEQNO_COLUMN, seqno),
+        (FILE_NAME_COLUMN, pa.array([file_id] * n, pa.string())),
+    ):
+        rows = rows.set_column(rows.schema.get_field_index(name), name, values)
+    return rows
+
+
+def _delete_records(deletes: pa.Table, ordering_field: str | None) -> list[DeleteRecord]:
+    keys = deletes.column(RECORD_KEY_COLUMN).to_pylist()
+    partitions = deletes.column(PARTITION_PATH_COLUMN).to_pylist()
+    if ordering_field is not None and ordering_field in deletes.column_names:
+        column = deletes.column(ordering_field)
+        if pa.types.is_timestamp(column.type):
+            # Java reads ordering values without logical conversion: epoch micros
+            column = column.cast(pa.timestamp("us")).cast(pa.int64())
+        orderings = column.to_pylist()
+    else:
+        orderings = [None] * deletes.num_rows
+    return [
+        DeleteRecord(str(key), str(partition or ""), ordering)
+        for key, partition, ordering in zip(keys, partitions, orderings, strict=True)
+    ]
+
+
+@dataclass
+class _LogFileBuffer:
+    version: int
+    name: str
+    parts: list[bytes]
+    size: int = 0
+    records: int = 0
+    deletes: int = 0
+    blocks: int = 0
+
+
+def append_to_file_slice(
+    records: pa.Table,
+    file_slice: AppendSlice,
+    ctx: WriteContext,
+    task: TaskInfo,
+    *,
+    bucket_number: int,
+    log_config: LogWriteConfig,
+) -> list[HoodieWriteStat]:
+    """Append the records routed to one file slice as log blocks; one stat per log file.
+
+    Args:
+        records: Incoming updates/deletes of keys the file group holds (data columns,
+            record key, partition path and optional internal columns).
+        file_slice: The latest slice of the file group.
+        ctx: Write snapshot (instant, schemas, payload).
+        task: Spark task attempt (for the write token).
+        bucket_number: The bucket's number in the write (seqnos, write token).
+        log_config: Block and log file sizing.
+    """
+    started = time.monotonic()
+    storage = Storage(ctx.base_path)
+    spec = ctx.merge_spec
+    if ctx.combine:
+        records = precombine(records, spec)
+    incoming = align_to_schema(records, ctx.arrow_schema, keep=INTERNAL_COLUMNS)
+    is_delete = delete_mask(incoming)
+    data = incoming.filter(pc.invert(is_delete))
+    deletes = incoming.filter(is_delete)
+    data = align_to_schema(data, ctx.arrow_schema)
+    data = _stamp_log_records(
+        data, instant_time=ctx.instant_time, bucket_number=bucket_number, file_id=file_slice.file_id
+    )
+    if data.num_rows == 0 and deletes.num_rows == 0:
+        return []
+
+    write_token = make_write_token(bucket_number, task.stage_id, task.task_attempt_id)
+    files: list[_LogFileBuffer] = []
+
+    def current() -> _LogFileBuffer:
+        if not files or (files[-1].size > log_config.log_file_max_size and files[-1].blocks):
+            version = file_slice.next_log_version + len(files)
+            name = format_log_file_name(
+                file_slice.file_id, file_slice.base_instant_time, version, write_token
+            )
+            files.append(_LogFileBuffer(version, name, []))
+        return files[-1]
+
+    block_counts = plan_data_blocks(
+        estimate_record_sizes(data), log_config.data_block_max_size
+    ) or [0]
+    start = 0
+    for k, count in enumerate(block_counts):
+        target = current()
+        if count:
+            block = encode_avro_data_block(
+                data.slice(start, count), ctx.avro_schema_with_meta, ctx.instant_time
+            )
+            target.parts.append(block)
+            target.size += len(block)
+            target.records += count
+            target.blocks += 1
+            start += count
+        if k == len(block_counts) - 1 and deletes.num_rows:
+            block = encode_delete_block(
+                _delete_records(deletes, spec.ordering_field),
+                ctx.instant_time,
+                ctx.avro_schema_with_meta,
+                ordering_field=spec.ordering_field,
+            )
+            target.parts.append(block)
+            target.size += len(block)
+            target.deletes += deletes.num_rows
+            target.blocks += 1
+
+    stats: list[HoodieWriteStat] = []
+    known = list(file_slice.log_files)
+    elapsed = int((time.monotonic() - started) * 1000)
+    for log_file in files:
+        if not log_file.blocks:
+            continue
+        rel = (
+            f"{file_slice.partition_path}/{log_file.name}"
+            if file_slice.partition_path
+            else log_file.name
+        )
+        create_marker(storage, ctx.instant_time, file_slice.partition_path, log_file.name, "APPEND")
+        storage.write_bytes(rel, b"".join(log_file.parts))
+        known.append(log_file.name)
+        stats.append(
+            HoodieWriteStat(
+                file_id=file_slice.file_id,
+                path=rel,
+                partition_path=file_slice.partition_path,
+                prev_commit=file_slice.base_instant_time,
+                num_writes=log_file.records,
+                num_deletes=log_file.deletes,
+                num_update_writes=log_file.records,
+                num_inserts=0,
+                total_write_bytes=log_file.size,
+                file_size_in_bytes=log_file.size,
+                runtime_stats={
+                    "totalScanTime": 0,
+                    "totalUpsertTime": elapsed,
+                    "totalCreateTime": 0,
+                },
+                log_version=log_file.version,
+                log_offset=0,
+                base_file=file_slice.base_file or "",
+                log_files=tuple(known),
+            )
+        )
+    return stats

@@ -1,0 +1,317 @@
+"""The merge-on-read branch of a write: a ``deltacommit`` whose updates become log blocks.
+
+Timeline of one write (the driver; the data work runs on Spark)::
+
+    roll back failed writes ──► finish a pending compaction (synchronous compaction only)
+      ──► <t>.deltacommit.requested ──► index lookup ──► buckets ──► <t>.deltacommit.inflight
+      ──► tasks: create / merge / append handles ──► <t>.deltacommit ──► inline compaction if due
+
+Routing follows Hudi 0.14's Spark ``SparkUpsertDeltaCommitPartitioner`` with an index that cannot
+find keys in log files (SIMPLE, the Spark default)::
+
+    updates / deletes of a file group     append handle: log blocks on the latest file slice
+    inserts                               first the small-file candidates of the partition:
+                                          latest slices WITHOUT log files whose base file is
+                                          below hoodie.parquet.small.file.limit, smallest first,
+                                          at most hoodie.merge.small.file.group.candidates.limit
+                                          of them; such a group is rewritten by the merge
+                                          handle (its updates too) into a new base file
+                                        then new file groups (create handle, new base files)
+
+The average record size that sizes inserts comes from completed ``commit``/``replacecommit``
+instants only (compactions), as Hudi's partitioner reads it; delta commits hold log sizes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from engine import config
+from engine.bucketing import Bucket, BucketPlan, SmallFile, plan_buckets
+from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.config import HoodieConfig
+from engine.filenames import new_file_id
+from engine.fs_view import FileSystemView
+from engine.index import PartitionKeyRange, plan_index_lookup
+from engine.instant import Action
+from engine.io.parquet import avro_schema_with_meta, table_arrow_schema
+from engine.merge import MergeSpec
+from engine.properties import write_partition_metadata
+from engine.storage import Storage
+from engine.timeline import Timeline, transition_to_inflight
+from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
+from engine.write.commit import OPERATION_TYPES
+from engine.write.handles import TaskInfo, WriteContext, write_file_group
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+__all__ = [
+    "MergeOnReadHandle",
+    "TableSlices",
+    "average_record_size",
+    "latest_table_slices",
+    "plan_merge_on_read_buckets",
+    "write_merge_on_read",
+]
+
+# Hudi's hoodie.record.size.estimation.threshold: a commit informs the record size only when it
+# wrote more than this fraction of the small file limit
+_RECORD_SIZE_ESTIMATION_THRESHOLD = 1.0
+
+
+def _int_option(cfg: HoodieConfig, option: config.ConfigOption[int], default: int) -> int:
+    value = cfg.get(option)
+    return default if value is None else value
+
+
+@dataclass(frozen=True)
+class TableSlices:
+    """The latest file slices of the touched partitions, in the two shapes a write needs.
+
+    Attributes:
+        base_files: (partition, file_id) -> latest base file with its size (index, sizing).
+        slices: (partition, file_id) -> the slice an append would write to.
+    """
+
+    base_files: dict[tuple[str, str], SmallFile]
+    slices: dict[tuple[str, str], AppendSlice]
+
+    def has_logs(self, key: tuple[str, str]) -> bool:
+        file_slice = self.slices.get(key)
+        return bool(file_slice and file_slice.log_files)
+
+
+def latest_table_slices(
+    storage: Storage, timeline: Timeline, partition_paths: list[str]
+) -> TableSlices:
+    """List the touched partitions once: latest slices, base file sizes, next log versions."""
+    partitions = sorted(set(partition_paths))
+    if not partitions or timeline.last_completed() is None:
+        return TableSlices({}, {})
+    view = FileSystemView(storage, timeline, partition_paths=partitions)
+    sizes: dict[str, int] = {}
+    for partition in view.partition_paths:
+        for entry in storage.list_dir(partition):
+            sizes[f"{partition}/{entry.name}" if partition else entry.name] = entry.size
+    groups = {(g.partition_path, g.file_id): g for g in view.file_groups()}
+    base_files: dict[tuple[str, str], SmallFile] = {}
+    slices: dict[tuple[str, str], AppendSlice] = {}
+    for file_slice in view.latest_file_slices():
+        key = (file_slice.partition_path, file_slice.file_id)
+        group = groups[key]
+        # every log file of the slice on storage counts, visible or not: versions never repeat
+        versions = [log.version for log in group.log_files.get(file_slice.base_instant_time, ())]
+        slices[key] = AppendSlice(
+            partition_path=file_slice.partition_path,
+            file_id=file_slice.file_id,
+            base_instant_time=file_slice.base_instant_time,
+            base_file=file_slice.base_file,
+            log_files=file_slice.log_files,
+            next_log_version=max(versions, default=0) + 1,
+        )
+        rel = file_slice.base_file_path
+        if rel is not None and file_slice.base_file is not None:
+            base_files[key] = SmallFile(
+                file_id=file_slice.file_id,
+                base_file=file_slice.base_file,
+                instant_time=file_slice.base_instant_time,
+                size_bytes=sizes.get(rel, 0),
+            )
+    return TableSlices(base_files, slices)
+
+
+def average_record_size(timeline: Timeline, default: int, small_file_limit: int) -> int:
+    """Bytes per record of the latest compaction/replace commit that wrote enough data."""
+    threshold = int(_RECORD_SIZE_ESTIMATION_THRESHOLD * small_file_limit)
+    for instant in reversed(timeline.commits_timeline()):
+        if instant.action not in (Action.COMMIT, Action.REPLACE_COMMIT):
+            continue
+        stats = timeline.read_commit_metadata(instant).write_stats()
+        records = sum(s.num_writes for s in stats)
+        written = sum(s.total_write_bytes for s in stats)
+        if written > threshold and records > 0:
+            return max(1, math.ceil(written / records))
+    return default
+
+
+def plan_merge_on_read_buckets(
+    *,
+    update_counts: Mapping[tuple[str, str], int],
+    insert_counts: Mapping[str, int],
+    table_slices: TableSlices,
+    avg_record_size: int,
+    max_file_size: int,
+    small_file_limit: int,
+    candidates_limit: int,
+    pack_small_files: bool,
+) -> tuple[BucketPlan, frozenset[str]]:
+    """Buckets of a merge-on-read write and the file ids rewritten as small files.
+
+    Returns:
+        The bucket plan, and the file ids whose bucket the merge handle writes (small-file
+        candidates of partitions receiving inserts); other existing file groups get appends.
+    """
+    candidates: dict[tuple[str, str], SmallFile] = {}
+    if pack_small_files and small_file_limit > 0 and candidates_limit > 0:
+        by_partition: dict[str, list[tuple[tuple[str, str], SmallFile]]] = {}
+        for key, base in table_slices.base_files.items():
+            if key[0] in insert_counts and insert_counts[key[0]] > 0:
+                if not table_slices.has_logs(key) and base.size_bytes < small_file_limit:
+                    by_partition.setdefault(key[0], []).append((key, base))
+        for entries in by_partition.values():
+            entries.sort(key=lambda e: (e[1].size_bytes, e[1].file_id))
+            candidates.update(entries[:candidates_limit])
+    # The shared planner packs every latest base file below the limit; a file group that is
+    # not a candidate (it has log files, or is past the candidates limit) is shown at the
+    # limit so that only the candidates take inserts.
+    shown = {
+        key: base
+        if key in candidates
+        else replace(base, size_bytes=max(base.size_bytes, small_file_limit))
+        for key, base in table_slices.base_files.items()
+    }
+    plan = plan_buckets(
+        update_counts=update_counts,
+        insert_counts=insert_counts,
+        latest_base_files=shown,
+        avg_record_size=avg_record_size,
+        max_file_size=max_file_size,
+        small_file_limit=small_file_limit,
+        pack_small_files=pack_small_files,
+        new_file_id=new_file_id,
+    )
+    return plan, frozenset(base.file_id for base in candidates.values())
+
+
+@dataclass(frozen=True)
+class MergeOnReadHandle:
+    """The per-bucket write of a merge-on-read write (picklable; runs in Spark tasks).
+
+    Buckets of existing file groups that are not small-file rewrites append to their latest
+    slice; all others (new file groups, small-file rewrites) write a base file.
+    """
+
+    append_slices: Mapping[str, AppendSlice]
+    log_config: LogWriteConfig
+
+    def __call__(
+        self, records: pa.Table, bucket: Bucket, ctx: WriteContext, task: TaskInfo
+    ) -> list[HoodieWriteStat]:
+        target = self.append_slices.get(bucket.file_id)
+        if target is None:
+            return [write_file_group(records, bucket, ctx, task)]
+        return append_to_file_slice(
+            records,
+            target,
+            ctx,
+            task,
+            bucket_number=bucket.number,
+            log_config=self.log_config,
+        )
+
+
+def log_write_config(cfg: HoodieConfig) -> LogWriteConfig:
+    return LogWriteConfig(
+        data_block_max_size=_int_option(cfg, config.LOGFILE_DATA_BLOCK_MAX_SIZE, 1),
+        log_file_max_size=_int_option(cfg, config.LOGFILE_MAX_SIZE, 1),
+    )
+
+
+def write_merge_on_read(
+    storage: Storage,
+    keyed: DataFrame,
+    ranges: list[PartitionKeyRange],
+    cfg: HoodieConfig,
+    timeline: Timeline,
+    operation: str,
+    instant_time: str,
+    merge_spec: MergeSpec,
+    commit_schema: str,
+) -> list[HoodieWriteStat]:
+    """Write the data of a requested deltacommit; returns the write stats to commit.
+
+    Args:
+        storage: Table storage.
+        keyed: Incoming records with record key and partition path (persisted).
+        ranges: Key range per touched partition.
+        cfg: Table properties merged with the write options.
+        timeline: The timeline the write started from (failed writes rolled back).
+        operation: upsert | insert | bulk_insert | delete.
+        instant_time: The requested deltacommit.
+        merge_spec: Payload class and ordering field.
+        commit_schema: Avro schema (no meta fields) the deltacommit writes with.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from engine.spark import jobs
+
+    touched = [r.partition_path for r in ranges]
+    table_slices = latest_table_slices(storage, timeline, touched)
+    if operation in ("upsert", "delete"):
+        candidates = plan_index_lookup(storage, table_slices.base_files, ranges)
+        tagged = jobs.tag_locations(keyed, candidates, storage)
+    else:
+        tagged = keyed.withColumn(jobs.FILE_ID_COLUMN, F.lit(None).cast("string"))
+    if operation == "delete":
+        tagged = tagged.filter(F.col(jobs.FILE_ID_COLUMN).isNotNull())
+    tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        update_counts, insert_counts = jobs.workload_counts(tagged)
+        small_file_limit = _int_option(cfg, config.PARQUET_SMALL_FILE_LIMIT, 0)
+        estimate = _int_option(cfg, config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE, 1024)
+        plan, small_file_ids = plan_merge_on_read_buckets(
+            update_counts=update_counts,
+            insert_counts=insert_counts,
+            table_slices=table_slices,
+            avg_record_size=average_record_size(timeline, estimate, small_file_limit),
+            max_file_size=_int_option(cfg, config.PARQUET_MAX_FILE_SIZE, 0),
+            small_file_limit=small_file_limit,
+            candidates_limit=_int_option(cfg, config.MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT, 0),
+            pack_small_files=operation in ("upsert", "insert"),
+        )
+        transition_to_inflight(
+            storage,
+            instant_time,
+            Action.DELTA_COMMIT,
+            HoodieCommitMetadata(operation_type=OPERATION_TYPES[operation]).to_json(),
+        )
+        for partition in sorted({b.partition_path for b in plan.buckets.values()}):
+            write_partition_metadata(storage, partition, instant_time)
+        combine_inserts = cfg.get(config.COMBINE_BEFORE_INSERT) is True
+        ctx = WriteContext(
+            base_path=storage.base_path,
+            instant_time=instant_time,
+            operation=operation,
+            arrow_schema=table_arrow_schema(commit_schema),
+            avro_schema_with_meta=avro_schema_with_meta(commit_schema),
+            merge_spec=merge_spec,
+            combine=combine_inserts if operation in ("insert", "bulk_insert") else True,
+            compression=str(cfg.get(config.PARQUET_COMPRESSION_CODEC)),
+        )
+        appends = {
+            bucket.file_id: table_slices.slices[(bucket.partition_path, bucket.file_id)]
+            for bucket in plan.buckets.values()
+            if (bucket.partition_path, bucket.file_id) in table_slices.slices
+            and bucket.file_id not in small_file_ids
+        }
+        handle = MergeOnReadHandle(appends, log_write_config(cfg))
+        return jobs.write_buckets(tagged, plan, ctx, write_group=handle)
+    finally:
+        tagged.unpersist()
+
+
+def describe(stats: list[HoodieWriteStat]) -> dict[str, Any]:
+    """Counts of a merge-on-read write's stats (base files vs log files), for logs and tests."""
+    logs = [s for s in stats if s.is_delta]
+    return {
+        "log_files": len(logs),
+        "base_files": len(stats) - len(logs),
+        "records": sum(s.num_writes for s in stats),
+        "deletes": sum(s.num_deletes for s in stats),
+    }
