@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from engine import config
 from engine.bucketing import plan_buckets
 from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.compaction import compact_inline_if_due, run_pending_compactions
 from engine.config import HoodieConfig, parse_options
 from engine.errors import ConfigError, HudiError
 from engine.filenames import new_file_id
@@ -40,6 +42,7 @@ from engine.storage import Storage
 from engine.timeline import Timeline, create_requested, transition_to_inflight
 from engine.write.commit import OPERATION_TYPES, build_commit_metadata, commit_write
 from engine.write.handles import WriteContext
+from engine.write.merge_on_read import write_merge_on_read
 from engine.write.plan import average_record_size, latest_base_files
 from engine.write.rollback import rollback_failed_writes
 
@@ -205,7 +208,8 @@ class HudiTable:
                 f"Operation {operation!r} ({config.OPERATION.key}) is not yet implemented"
             )
         table_type = cfg.get(config.TABLE_TYPE) if props else cfg.get(config.WRITE_TABLE_TYPE)
-        if table_type != "COPY_ON_WRITE":
+        is_mor = table_type == "MERGE_ON_READ"  # deltacommits: engine.write.merge_on_read
+        if table_type != "COPY_ON_WRITE" and not is_mor:
             raise ConfigError(
                 f"Table type {table_type!r} ({config.WRITE_TABLE_TYPE.key}) is not written by "
                 "the copy-on-write writer"
@@ -245,23 +249,29 @@ class HudiTable:
                 self._take_over_metadata_table(props)
             timeline = self.timeline()
             rolled_back = rollback_failed_writes(self.storage, timeline)
-            if rolled_back:
+            # merge-on-read compacts synchronously: a pending compaction is finished first
+            compacted = run_pending_compactions(self.storage) if is_mor else []
+            if rolled_back or compacted:
                 timeline = self.timeline()
             instant_time = new_instant_time(timeline.max_instant_time())
-            create_requested(self.storage, instant_time, Action.COMMIT)
-            stats = self._write_data(
+            action = Action.DELTA_COMMIT if is_mor else Action.COMMIT
+            create_requested(self.storage, instant_time, action)
+            write_data = partial(write_merge_on_read, self.storage) if is_mor else self._write_data
+            stats = write_data(
                 keyed, ranges, cfg, timeline, operation, instant_time, merge_spec, commit_schema
             )
             commit_write(
                 self.storage,
                 instant_time,
-                Action.COMMIT,
+                action,
                 stats,
                 schema=commit_schema,
                 operation=operation,
             )
         finally:
             keyed.unpersist()
+        if is_mor:
+            compact_inline_if_due(self.storage, cfg)
         return WriteResult(instant_time, operation, stats, rolled_back)
 
     def _commit_schema(
