@@ -146,6 +146,53 @@ def _add_read_parser(sub: Any) -> None:
 SUBCOMMANDS: dict[str, Callable[[Any], None]] = {"read": _add_read_parser}
 
 
+def _cmd_compact(args: argparse.Namespace) -> int:
+    """``compact PATH [--schedule] [--order FIFO|LIFO] [--option K=V]``.
+
+    Without ``--schedule``: run every pending compaction in ``--order``; when none is pending,
+    schedule one (whatever the trigger strategy: the operator asked) and run it, on Spark.
+    With ``--schedule``: only write the plan. Prints the compaction instants, one a line.
+    """
+    from engine.compaction import run_pending_compactions, schedule_compaction
+    from engine.config import parse_options
+    from engine.storage import Storage
+
+    storage = Storage(args.table)
+    pairs = (kv.partition("=") for kv in args.option or [])
+    cfg = parse_options({key: value for key, _, value in pairs})
+    if args.schedule:
+        scheduled = schedule_compaction(storage, cfg, force=True)
+        print(scheduled or "nothing to compact")
+        return 0
+    done = run_pending_compactions(storage, order=args.order)
+    if not done:
+        scheduled = schedule_compaction(storage, cfg, force=True)
+        if scheduled is not None:
+            done = run_pending_compactions(storage, order=args.order)
+    for instant_time in done:
+        print(instant_time)
+    if not done:
+        print("nothing to compact")
+    return 0
+
+
+def _add_compact_parser(sub: Any) -> None:
+    p = sub.add_parser("compact", help="compact a merge-on-read table (file slices to base files)")
+    p.add_argument("table", help="table base path (local directory or URI)")
+    p.add_argument("--schedule", action="store_true", help="only schedule a compaction plan")
+    p.add_argument(
+        "--order",
+        choices=("FIFO", "LIFO"),
+        default="FIFO",
+        help="order of pending compactions: oldest (FIFO) or newest (LIFO) first",
+    )
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="hoodie.* option")
+    p.set_defaults(handler=_cmd_compact)
+
+
+SUBCOMMANDS["compact"] = _add_compact_parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dbt-hudi", description="Inspect and read Apache Hudi tables (table version 6)."
