@@ -1,18 +1,107 @@
-"""`make demo`: start the embedded Spark and show what the package provides."""
+"""`make demo`: build the example dbt project twice on embedded Spark, then show its Hudi tables.
+
+Run 1 loads the day-1 seeds; run 2 loads ``examples/changes/`` (updated, new and deleted rows),
+so the Hudi models upsert, append log blocks and replace partitions. Each ``dbt build`` is its
+own process, as a user would run it: the Derby metastore and the tables persist between them.
+Afterwards every table's timeline and row count are printed, read by the engine's Arrow reader
+and by hudi-rs (the independent reader) when it is installed.
+
+Everything is written under ``examples/target/demo/`` (removed at the start of each demo).
+"""
 
 from __future__ import annotations
 
-import tempfile
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
 
-import engine
-from engine.spark.session import local_session
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+WORK = EXAMPLES / "target" / "demo"
+SCHEMA = "shop"
+HUDI_MODELS = ("customers", "orders", "daily_revenue")
+
+
+def _dbt(args: list[str], project: Path, env: dict[str, str]) -> None:
+    dbt = Path(sys.executable).parent / "dbt"
+    command = [str(dbt), *args, "--project-dir", str(project), "--profiles-dir", str(project)]
+    print(f"\n$ dbt {' '.join(args)}", flush=True)
+    started = time.monotonic()
+    done = subprocess.run(command, cwd=project, env=env, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"dbt {' '.join(args)} failed (exit code {done.returncode})")
+    print(f"(dbt {args[0]} took {time.monotonic() - started:.0f}s)", flush=True)
+
+
+def _prepare() -> tuple[Path, dict[str, str]]:
+    shutil.rmtree(WORK, ignore_errors=True)
+    project = WORK / "project"
+    shutil.copytree(
+        EXAMPLES, project, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages")
+    )
+    home = WORK / "home"
+    home.mkdir(parents=True)
+    env = dict(os.environ)
+    env["DBT_HUDI_HOME"] = str(home)
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    env.setdefault("SPARK_CONF_DIR", str(REPO / "engine" / "spark"))  # quiet log4j2.properties
+    env["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
+    return project, env
+
+
+def _hudi_rs_count(base_path: str) -> int | None:
+    try:
+        from hudi import HudiTableBuilder
+    except ImportError:
+        return None
+    table = HudiTableBuilder.from_base_uri(base_path).build()
+    return sum(batch.num_rows for batch in table.read())
+
+
+def _show_table(name: str, base_path: Path) -> None:
+    from engine.properties import read_properties
+    from engine.read_arrow import read_table
+    from engine.storage import Storage
+    from engine.timeline import Timeline
+
+    storage = Storage(str(base_path))
+    props = read_properties(storage)
+    table_type = next((v for k, v in props.items() if k.endswith(".table.type")), "?")
+    print(f"\n== {SCHEMA}.{name}  ({table_type})  {base_path}")
+    print("   timeline:")
+    for instant in Timeline.load(storage).instants:
+        print(f"     {instant.instant_time}  {instant.action.value:<14} {instant.state.name}")
+    rows = read_table(str(base_path))
+    print(f"   rows (engine reader): {rows.num_rows}")
+    rs_count = _hudi_rs_count(str(base_path))
+    if rs_count is not None:
+        print(f"   rows (hudi-rs):       {rs_count}")
+    data = rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie")])
+    for row in sorted(data.to_pylist(), key=lambda r: tuple(str(v) for v in r.values())):
+        print("     " + ", ".join(f"{k}={v}" for k, v in row.items()))
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory(prefix="dbt-hudi-demo-") as work:
-        spark = local_session(work, app_name="dbt-hudi-demo")
-        print(f"dbt-hudi {engine.__version__} on Spark {spark.version}")
-        spark.stop()
+    sys.path.insert(0, str(REPO))
+    project, env = _prepare()
+    print(f"dbt-hudi demo in {WORK}")
+
+    print("\n#### run 1: day-1 seeds")
+    _dbt(["build"], project, env)
+
+    print("\n#### run 2: day-2 seeds (updates, new rows, a deleted order)")
+    for changed in sorted((project / "changes").glob("*.csv")):
+        shutil.copy(changed, project / "seeds" / changed.name)
+    _dbt(["build"], project, env)
+
+    print("\n#### the Hudi tables")
+    for name in HUDI_MODELS:
+        _show_table(name, Path(env["DBT_HUDI_HOME"]) / "hudi" / SCHEMA / name)
 
 
 if __name__ == "__main__":

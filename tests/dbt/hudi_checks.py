@@ -49,4 +49,6 @@ def completed_instants(base_path: str) -> list[tuple[str, str]]:
     from engine.storage import Storage
     from engine.timeline import Timeline
 
-    return [(i.instant_time, str(i.action.value)) for i in Timeline.load(Storage(base_path)).completed()]
+    return [
+        (i.instant_time, str(i.action.value)) for i in Timeline.load(Storage(base_path)).completed()
+    ]

@@ -56,9 +56,15 @@ class TestHudiUpsert:
 
     @pytest.fixture(scope="class")
     def models(self) -> dict[str, str]:
-        return {"orders.sql": ORDERS_SQL, "orders_summary.sql": SUMMARY_SQL, "schema.yml": SCHEMA_YML}
+        return {
+            "orders.sql": ORDERS_SQL,
+            "orders_summary.sql": SUMMARY_SQL,
+            "schema.yml": SCHEMA_YML,
+        }
 
-    def test_hudi_upsert_two_runs_rows_match_seed_and_hudi_rs(self, project: Any, spark: Any) -> None:
+    def test_hudi_upsert_two_runs_rows_match_seed_and_hudi_rs(
+        self, project: Any, spark: Any
+    ) -> None:
         schema = project.test_schema
         run_dbt(["seed"])
         results, log = run_dbt_and_capture(["run"])
@@ -68,7 +74,9 @@ class TestHudiUpsert:
         expected_v1 = [(1, "alice", 10.5, "eu"), (2, "bob", 20.0, "us"), (3, "carol", 30.25, "eu")]
         assert spark_rows(spark, f"select * from {schema}.orders", COLUMNS) == expected_v1
         assert hudi_rs_rows(base, COLUMNS) == expected_v1
-        assert spark_rows(spark, f"select * from {schema}.orders_summary", ["region", "orders"]) == [
+        assert spark_rows(
+            spark, f"select * from {schema}.orders_summary", ["region", "orders"]
+        ) == [
             ("eu", 2),
             ("us", 1),
         ]
@@ -97,20 +105,50 @@ class TestHudiUpsert:
         good = path.read_text()
         path.write_text(BAD_ORDERS_SQL)
         try:
-            results, log = run_dbt_and_capture(["run", "-s", "orders"], expect_pass=False)
+            _results, log = run_dbt_and_capture(["run", "-s", "orders"], expect_pass=False)
         finally:
             path.write_text(good)
         assert "Compilation Error" in log
-        for needle in ("'orders'", "unique_key: required", "'newest'", "'explode'", "hoodie.not.a.key"):
+        for needle in (
+            "'orders'",
+            "unique_key: required",
+            "'newest'",
+            "'explode'",
+            "hoodie.not.a.key",
+        ):
             assert needle in log, needle
         assert completed_instants(base) == before
         assert hudi_rs_rows(base, COLUMNS) == rows_before
 
+    def test_hudi_upsert_docs_generate_lists_columns(self, project: Any) -> None:
+        catalog = run_dbt(["docs", "generate"])
+        node = catalog.nodes["model.test.orders"]
+        assert node.metadata.type == "table"
+        assert {"id", "name", "amount", "region", "updated_at"} <= set(node.columns)
+
+    def test_hudi_clean_run_operation_rows_unchanged(self, project: Any, spark: Any) -> None:
+        schema = project.test_schema
+        base = base_path_of(spark, schema, "orders")
+        rows_before = hudi_rs_rows(base, COLUMNS)
+        _, log = run_dbt_and_capture(
+            [
+                "run-operation",
+                "hudi_clean",
+                "--args",
+                "{relation: orders, options: {hoodie.cleaner.policy: KEEP_LATEST_FILE_VERSIONS,"
+                " hoodie.cleaner.fileversions.retained: 1}}",
+            ]
+        )
+        assert "clean committed" in log and "file(s) deleted" in log
+        assert [a for _, a in completed_instants(base)] == ["commit", "commit", "clean"]
+        assert hudi_rs_rows(base, COLUMNS) == rows_before
+        assert spark_rows(spark, f"select * from {schema}.orders", COLUMNS) == rows_before
+
     def test_hudi_upsert_full_refresh_rebuilds_table(self, project: Any, spark: Any) -> None:
         schema = project.test_schema
         base = base_path_of(spark, schema, "orders")
-        assert len(completed_instants(base)) == 2
-        results, log = run_dbt_and_capture(["run", "-s", "orders", "--full-refresh"])
+        assert len(completed_instants(base)) == 3
+        _results, log = run_dbt_and_capture(["run", "-s", "orders", "--full-refresh"])
         assert "bulk_insert committed" in log
         instants = completed_instants(base)
         assert len(instants) == 1

@@ -117,7 +117,9 @@ def test_parse_model_config_mor_only_and_overwrite_only_keys_rejected_elsewhere(
 
 
 def test_insert_overwrite_operation_follows_partitions_and_scope() -> None:
-    part = parse_model_config("t", "hudi_insert_overwrite", {"unique_key": "id", "partition_by": "p"})
+    part = parse_model_config(
+        "t", "hudi_insert_overwrite", {"unique_key": "id", "partition_by": "p"}
+    )
     assert part.operation(table_exists=True) == "insert_overwrite"
     whole = parse_model_config(
         "t",
@@ -158,6 +160,8 @@ def test_plan_columns_modes() -> None:
 
 
 def test_format_base_file_filter_exact_names_escaped_and_empty() -> None:
-    assert format_base_file_filter(["b.parquet", "a.parquet", "a.parquet"]) == "{a.parquet,b.parquet}"
+    assert (
+        format_base_file_filter(["b.parquet", "a.parquet", "a.parquet"]) == "{a.parquet,b.parquet}"
+    )
     assert format_base_file_filter(["x{1}.parquet"]) == "{x\\{1\\}.parquet}"
     assert format_base_file_filter([]) == "__dbt_hudi_no_base_files__"

@@ -104,6 +104,23 @@ class HudiAdapter(SparkAdapter):
         catalog = relation.catalog_relation() if isinstance(relation, HudiRelation) else relation
         return catalog.incorporate(type=self.Relation.Table)
 
+    @available.parse(lambda relation: relation)
+    def hudi_snapshot_relation(self, relation: HudiRelation) -> HudiRelation:
+        """``relation`` as its latest committed snapshot (a session view for merge-on-read)."""
+        if not isinstance(relation, HudiRelation):
+            return relation
+        if self._table_type_of(relation) == "MERGE_ON_READ":
+            return relation.snapshot_relation()
+        return relation.catalog_relation()
+
+    def _table_type_of(self, relation: HudiRelation) -> str | None:
+        """Table type recorded on the catalog table (None when it is not a Hudi model's)."""
+        from dbt.adapters.hudi.snapshot import catalog_table_type
+
+        if not self._credentials.has_session:
+            return None
+        return catalog_table_type(self._spark(), str(relation.schema), str(relation.identifier))
+
     def _base_path(self, relation: Any, cfg: HudiModelConfig, spark: SparkSession) -> str:
         """location > location_root/alias > profile hudi_base_path/schema/alias > warehouse."""
         if cfg.location:
@@ -234,6 +251,52 @@ class HudiAdapter(SparkAdapter):
         table_type = props.get(hc.TABLE_TYPE.key, "COPY_ON_WRITE")
         published = self._publish(relation, path, table_type)
         return dict(published.__dict__)
+
+    # ---- run-operations --------------------------------------------------------------------
+
+    def _resolve_model(self, relation: Any) -> tuple[HudiRelation, str]:
+        """A run-operation's target ('schema.model', 'model' or a relation) and its base path."""
+        if isinstance(relation, str):
+            schema, _, identifier = relation.rpartition(".")
+            relation = self.Relation.create(
+                schema=schema or self._credentials.schema, identifier=identifier
+            )
+        spark = self._spark()
+        path = catalog_base_path(spark, str(relation.schema), str(relation.identifier))
+        if path is None:
+            raise DbtRuntimeError(
+                f"{relation.schema}.{relation.identifier} is not a Hudi model's table "
+                "(no catalog table with a recorded base path): build the model first"
+            )
+        return relation, path
+
+    @available
+    def hudi_clean(self, relation: Any, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Run the cleaner on a Hudi model's table (``dbt run-operation hudi_clean``)."""
+        from dbt.adapters.hudi.services import run_clean
+
+        target, path = self._resolve_model(relation)
+        try:
+            result = run_clean(path, options)
+        except HudiError as e:
+            raise DbtRuntimeError(f"Cleaning {target} failed: {e}") from e
+        return result
+
+    @available
+    def hudi_compact(
+        self, relation: Any, options: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Compact a hudi_mor model's table (``dbt run-operation hudi_compact``)."""
+        from dbt.adapters.hudi.services import run_compact
+
+        target, path = self._resolve_model(relation)
+        try:
+            result = run_compact(self._spark(), path, options)
+        except HudiError as e:
+            raise DbtRuntimeError(f"Compacting {target} failed: {e}") from e
+        if result.get("instant_time"):
+            self.hudi_publish(target, path)
+        return result
 
 
 def _config_error(cfg: HudiModelConfig, problems: list[str]) -> ConfigError:

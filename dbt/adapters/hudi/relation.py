@@ -4,7 +4,7 @@ A copy-on-write model is read through its catalog table, which lists exactly the
 files (see ``snapshot.py``), so it renders like any Spark relation: ``schema.identifier``.
 
 A merge-on-read model cannot be read exactly by a catalog object Spark understands natively: its
-snapshot merges log blocks into base files, which only the engine does. Its relation therefore
+snapshot merges log blocks into base files, which only the engine does. ``ref()`` to it therefore
 renders as a session view name::
 
     `hudi_snapshot__{schema}__{identifier}`
@@ -12,7 +12,8 @@ renders as a session view name::
 that the connection registers (``read_hudi`` over the table's base path, found in the catalog
 table's properties) before it runs any statement naming it. Rendering stays pure: it records the
 view name in :data:`SNAPSHOT_VIEWS` and touches no Spark, so ``dbt parse`` and ``dbt compile``
-work without a session.
+work without a session. ``{{ this }}`` and the names in logs and the manifest stay the catalog
+name (the read-optimized table); ``{{ hudi_snapshot(this) }}`` reads the snapshot instead.
 """
 
 from __future__ import annotations
@@ -62,9 +63,14 @@ class HudiRelation(SparkRelation):
 
     @classmethod
     def create_from(cls, quoting: Any, relation_config: Any, **kwargs: Any) -> HudiRelation:
-        """Build the relation of a node; merge-on-read models render as snapshot views."""
+        """Build the relation of a node; ``ref()`` to a merge-on-read model reads its snapshot.
+
+        dbt-core's ``ref()`` passes ``event_time_filter`` (and ``limit``); ``this``, the
+        manifest's ``relation_name`` and log lines do not, so they keep the catalog name.
+        """
+        is_ref = "event_time_filter" in kwargs
         relation = super().create_from(quoting, relation_config, **kwargs)
-        if _materialized(relation_config) == MOR_MATERIALIZATION:
+        if is_ref and _materialized(relation_config) == MOR_MATERIALIZATION:
             return relation.incorporate(hudi_snapshot=True)
         return relation
 
@@ -80,6 +86,10 @@ class HudiRelation(SparkRelation):
         with _LOCK:
             SNAPSHOT_VIEWS[name] = (self.schema or "", self.identifier)
         return self.quoted(name)
+
+    def snapshot_relation(self) -> HudiRelation:
+        """This relation as its session snapshot view (merge-on-read models)."""
+        return self.incorporate(hudi_snapshot=True)
 
     def catalog_relation(self) -> HudiRelation:
         """This relation as its catalog table (for DDL, grants, docs)."""

@@ -191,13 +191,21 @@ def register_snapshot_view(
     return name
 
 
+def _catalog_properties(spark: SparkSession, schema: str, identifier: str) -> dict[str, str]:
+    if not spark.catalog.tableExists(f"{schema}.{identifier}"):
+        return {}
+    rows = spark.sql(f"SHOW TBLPROPERTIES {format_catalog_name(schema, identifier)}").collect()
+    return {str(r["key"]): str(r["value"]) for r in rows}
+
+
 def catalog_base_path(spark: SparkSession, schema: str, identifier: str) -> str | None:
     """The base path recorded on ``schema.identifier``'s catalog table, if it is a Hudi model's."""
-    if not spark.catalog.tableExists(f"{schema}.{identifier}"):
-        return None
-    rows = spark.sql(f"SHOW TBLPROPERTIES {format_catalog_name(schema, identifier)}").collect()
-    props = {r["key"]: r["value"] for r in rows}
-    return props.get(BASE_PATH_PROPERTY) or None
+    return _catalog_properties(spark, schema, identifier).get(BASE_PATH_PROPERTY) or None
+
+
+def catalog_table_type(spark: SparkSession, schema: str, identifier: str) -> str | None:
+    """The Hudi table type recorded on ``schema.identifier``'s catalog table, if any."""
+    return _catalog_properties(spark, schema, identifier).get(TABLE_TYPE_PROPERTY) or None
 
 
 def ensure_snapshot_views(names: Iterable[str], server_side_parameters: Mapping[str, str]) -> None:

@@ -1,16 +1,16 @@
 {#- Run-operations on a Hudi model's table; `relation` is 'schema.model' or 'model' (target schema).
       dbt run-operation hudi_compact --args '{relation: analytics.orders_mor}'
-      dbt run-operation hudi_clean --args '{relation: orders}'
+      dbt run-operation hudi_clean --args '{relation: orders, options: {hoodie.cleaner.commits.retained: 1}}'
 -#}
-{% macro hudi_compact(relation) %}
-  {%- set result = adapter.hudi_compact(relation) -%}
+{% macro hudi_compact(relation, options={}) %}
+  {%- set result = adapter.hudi_compact(relation, options) -%}
   {%- do log('Hudi compaction of ' ~ relation ~ ': ' ~ result['message'], info=True) -%}
   {{ return(result) }}
 {% endmacro %}
 
 
-{% macro hudi_clean(relation) %}
-  {%- set result = adapter.hudi_clean(relation) -%}
+{% macro hudi_clean(relation, options={}) %}
+  {%- set result = adapter.hudi_clean(relation, options) -%}
   {%- do log('Hudi cleaning of ' ~ relation ~ ': ' ~ result['message'], info=True) -%}
   {{ return(result) }}
 {% endmacro %}

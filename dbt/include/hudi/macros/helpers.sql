@@ -87,3 +87,10 @@
               and not should_full_refresh()) }}
   {% endif %}
 {% endmacro %}
+
+
+{#- The snapshot of a hudi_mor model, e.g. `{{ hudi_snapshot(this) }}` in an is_incremental()
+    filter; `{{ this }}` itself names the catalog (read-optimized) table. -#}
+{% macro hudi_snapshot(relation) %}
+  {{ return(adapter.hudi_snapshot_relation(relation)) }}
+{% endmacro %}

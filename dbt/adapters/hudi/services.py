@@ -1,0 +1,97 @@
+"""Table services behind ``dbt run-operation hudi_clean`` / ``hudi_compact``.
+
+Both run on the driver against a model's base path, under the table lock, with the table's
+persisted properties merged with the operation's ``hoodie.*`` options (validated by
+``engine.config``). The adapter re-publishes the model afterwards, so downstream SQL sees the
+new snapshot (a compaction changes which base files are latest).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from engine import config as hc
+from engine.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from engine.config import HoodieConfig
+    from engine.storage import Storage
+
+
+def table_config(storage: Storage, options: Mapping[str, Any] | None) -> HoodieConfig:
+    """Persisted table properties the engine knows, overridden by ``options``."""
+    from engine.properties import read_properties
+
+    props = read_properties(storage)
+    known = {k: v for k, v in props.items() if hc.lookup(k) is not None}
+    return hc.parse_options(known).merged(hc.parse_options(options))
+
+
+def run_clean(base_path: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Run the cleaner once (``hoodie.cleaner.*`` options apply).
+
+    Returns:
+        ``instant_time`` (None when nothing was due), ``deleted`` file count, ``message``.
+    """
+    from engine.clean import clean
+    from engine.lock import TableLock
+    from engine.storage import Storage
+
+    started = time.monotonic()
+    storage = Storage(base_path)
+    cfg = table_config(storage, options)
+    with TableLock(storage, cfg).hold():
+        result = clean(storage, cfg)
+    seconds = time.monotonic() - started
+    if result is None:
+        return {"instant_time": None, "deleted": 0, "message": "nothing to clean"}
+    failed = sum(len(v) for v in result.failed.values())
+    return {
+        "instant_time": result.instant_time,
+        "deleted": result.total_deleted,
+        "message": (
+            f"clean committed {result.instant_time}: {result.total_deleted} file(s) deleted"
+            + (f", {failed} failed" if failed else "")
+            + f" in {seconds:.1f}s"
+        ),
+    }
+
+
+def run_compact(
+    spark: SparkSession, base_path: str, options: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Schedule and run a compaction of a merge-on-read table.
+
+    Raises:
+        ConfigError: the table is copy-on-write, or the engine has no compaction.
+    """
+    from engine.storage import Storage
+
+    storage = Storage(base_path)
+    cfg = table_config(storage, options)
+    table_type: str | None = cfg.get(hc.TABLE_TYPE)
+    if table_type != "MERGE_ON_READ":
+        raise ConfigError(
+            f"Table at {base_path} is {table_type}: only MERGE_ON_READ tables "
+            "(hudi_mor models) are compacted"
+        )
+    try:
+        from engine.table import compact_hudi  # type: ignore[attr-defined]
+    except ImportError:
+        raise ConfigError(
+            f"Compaction of {base_path} is not yet implemented by the engine"
+        ) from None
+    started = time.monotonic()
+    result = compact_hudi(spark, base_path, options=dict(options or {}))
+    seconds = time.monotonic() - started
+    instant_time = getattr(result, "instant_time", None)
+    if instant_time is None:
+        return {"instant_time": None, "message": "nothing to compact"}
+    return {
+        "instant_time": instant_time,
+        "message": f"compaction committed {instant_time} in {seconds:.1f}s",
+    }
