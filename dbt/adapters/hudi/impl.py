@@ -291,7 +291,7 @@ class HudiAdapter(SparkAdapter):
 
         target, path = self._resolve_model(relation)
         try:
-            result = run_compact(self._spark(), path, options)
+            result = run_compact(path, options)
         except HudiError as e:
             raise DbtRuntimeError(f"Compacting {target} failed: {e}") from e
         if result.get("instant_time"):

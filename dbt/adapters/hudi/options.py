@@ -125,9 +125,9 @@ class HudiModelConfig:
             opts[hc.WRITE_PRECOMBINE_FIELD.key] = self.ordering_field
         opts[hc.WRITE_PAYLOAD_CLASS.key] = self.payload_class
         opts[hc.HIVE_STYLE_PARTITIONING.key] = "true" if self.hive_style_partitioning else "false"
-        compact_key = _inline_compaction_key()
-        if self.materialization == "hudi_mor" and compact_key is not None:
-            opts[compact_key] = str(self.compaction_delta_commits)
+        if self.materialization == "hudi_mor":
+            opts.setdefault(hc.INLINE_COMPACT.key, "true")
+            opts[hc.INLINE_COMPACT_NUM_DELTA_COMMITS.key] = str(self.compaction_delta_commits)
         return opts
 
     def check_columns(self, columns: Mapping[str, str]) -> list[str]:
@@ -151,11 +151,6 @@ class HudiModelConfig:
                 f"{IS_DELETED_COLUMN}: must be a boolean column (marks deletes), got {deleted_type}"
             )
         return problems
-
-
-def _inline_compaction_key() -> str | None:
-    option = getattr(hc, "INLINE_COMPACT_NUM_DELTA_COMMITS", None)
-    return option.key if option is not None else None
 
 
 def _names(value: Any, key: str, problems: list[str], *, required: bool) -> tuple[str, ...]:
@@ -273,6 +268,10 @@ def _conflicts(cfg: HudiModelConfig, problems: list[str]) -> None:
             "hive_style_partitioning",
             "true" if cfg.hive_style_partitioning else "false",
         ),
+        hc.INLINE_COMPACT_NUM_DELTA_COMMITS.key: (
+            "compaction_delta_commits",
+            str(cfg.compaction_delta_commits),
+        ),
     }
     for key, raw in cfg.hudi_options.items():
         if key in given:
@@ -346,6 +345,9 @@ def parse_model_config(
             f"file_format: {file_format!r} does not apply to Hudi models (base files are parquet)"
         )
     raw = _hudi_options(config.get("hudi_options"), problems)
+    raw_compaction = raw.get(hc.INLINE_COMPACT_NUM_DELTA_COMMITS.key)
+    if config.get("compaction_delta_commits") is None and raw_compaction is not None:
+        compaction = int(raw_compaction)  # parsed above; compaction_delta_commits not given
     cfg = HudiModelConfig(
         model=model,
         materialization=materialization,

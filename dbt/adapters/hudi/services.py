@@ -16,8 +16,6 @@ from engine import config as hc
 from engine.errors import ConfigError
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
     from engine.config import HoodieConfig
     from engine.storage import Storage
 
@@ -61,16 +59,17 @@ def run_clean(base_path: str, options: Mapping[str, Any] | None = None) -> dict[
     }
 
 
-def run_compact(
-    spark: SparkSession, base_path: str, options: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """Schedule and run a compaction of a merge-on-read table.
+def run_compact(base_path: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Run pending compactions of a merge-on-read table, or schedule one and run it.
 
     Raises:
-        ConfigError: the table is copy-on-write, or the engine has no compaction.
+        ConfigError: the table is copy-on-write.
     """
+    from engine.compaction import run_pending_compactions, schedule_compaction
+    from engine.lock import TableLock
     from engine.storage import Storage
 
+    started = time.monotonic()
     storage = Storage(base_path)
     cfg = table_config(storage, options)
     table_type: str | None = cfg.get(hc.TABLE_TYPE)
@@ -79,19 +78,14 @@ def run_compact(
             f"Table at {base_path} is {table_type}: only MERGE_ON_READ tables "
             "(hudi_mor models) are compacted"
         )
-    try:
-        from engine.table import compact_hudi  # type: ignore[attr-defined]
-    except ImportError:
-        raise ConfigError(
-            f"Compaction of {base_path} is not yet implemented by the engine"
-        ) from None
-    started = time.monotonic()
-    result = compact_hudi(spark, base_path, options=dict(options or {}))
+    with TableLock(storage, cfg).hold():
+        done = run_pending_compactions(storage)
+        if not done and schedule_compaction(storage, cfg, force=True) is not None:
+            done = run_pending_compactions(storage)
     seconds = time.monotonic() - started
-    instant_time = getattr(result, "instant_time", None)
-    if instant_time is None:
+    if not done:
         return {"instant_time": None, "message": "nothing to compact"}
     return {
-        "instant_time": instant_time,
-        "message": f"compaction committed {instant_time} in {seconds:.1f}s",
+        "instant_time": done[-1],
+        "message": f"compaction committed {', '.join(done)} in {seconds:.1f}s",
     }
