@@ -45,7 +45,11 @@ def remove_unreported_files(
 
 
 def build_commit_metadata(
-    stats: Iterable[HoodieWriteStat], *, schema: str, operation: str
+    stats: Iterable[HoodieWriteStat],
+    *,
+    schema: str,
+    operation: str,
+    replaced: dict[str, list[str]] | None = None,
 ) -> HoodieCommitMetadata:
     by_partition: dict[str, list[HoodieWriteStat]] = {}
     for stat in sorted(stats, key=lambda s: (s.partition_path or "", s.file_id)):
@@ -55,6 +59,7 @@ def build_commit_metadata(
         compacted=False,
         extra_metadata={SCHEMA_KEY: schema},
         operation_type=OPERATION_TYPES.get(operation, "UNKNOWN"),
+        partition_to_replace_file_ids=replaced,
     )
 
 
@@ -66,10 +71,14 @@ def commit_write(
     *,
     schema: str,
     operation: str,
+    replaced: dict[str, list[str]] | None = None,
 ) -> HoodieCommitMetadata:
-    """Finish an inflight write instant; after this readers see its files."""
+    """Finish an inflight write instant; after this readers see its files.
+
+    ``replaced`` (replacecommits only) maps partitions to the file ids the write replaces.
+    """
     remove_unreported_files(storage, instant_time, stats)
-    metadata = build_commit_metadata(stats, schema=schema, operation=operation)
+    metadata = build_commit_metadata(stats, schema=schema, operation=operation, replaced=replaced)
     complete(storage, instant_time, action, metadata.to_json())
     delete_markers(storage, instant_time)
     return metadata
