@@ -96,6 +96,13 @@ class LogWriteConfig:
     log_file_max_size: int = 1024 * 1024 * 1024
 
 
+def _bit_width(dtype: pa.DataType) -> int:
+    try:
+        return int(dtype.bit_width)
+    except ValueError:  # nested and variable-width types
+        return 0
+
+
 def estimate_record_sizes(table: pa.Table) -> np.ndarray:
     """Estimated encoded bytes of every row, column by column (no encoding done).
 
@@ -116,8 +123,8 @@ def estimate_record_sizes(table: pa.Table) -> np.ndarray:
             sizes += np.asarray(lengths.to_numpy(zero_copy_only=False), dtype=np.int64)
         elif pa.types.is_boolean(dtype):
             sizes += 1
-        elif hasattr(dtype, "bit_width") and dtype.bit_width:
-            sizes += max(1, dtype.bit_width // 8)
+        elif _bit_width(dtype):
+            sizes += max(1, _bit_width(dtype) // 8)
         elif n:
             sizes += int(column.nbytes // n)
         sizes += _FIELD_OVERHEAD

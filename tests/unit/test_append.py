@@ -177,6 +177,8 @@ def test_estimate_record_sizes_follows_string_lengths() -> None:
     sizes = estimate_record_sizes(table)
     assert sizes[1] - sizes[0] == 9
     assert sizes[2] < sizes[0]
+    nested = pa.table({"l": pa.array([[1, 2], [3]], pa.list_(pa.int64())), "t": ["x", "y"]})
+    assert (estimate_record_sizes(nested) > 0).all()
 
 
 # ---- append_to_file_slice ----------------------------------------------------------------------
