@@ -24,7 +24,7 @@ from engine.bucketing import plan_buckets
 from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.compaction import compact_inline_if_due, run_pending_compactions
 from engine.config import HoodieConfig, parse_options
-from engine.errors import ConfigError, HudiError
+from engine.errors import ConfigError, HudiError, TableNotFoundError
 from engine.filenames import new_file_id
 from engine.index import plan_index_lookup
 from engine.instant import Action, new_instant_time
@@ -44,6 +44,13 @@ from engine.write.commit import OPERATION_TYPES, build_commit_metadata, commit_w
 from engine.write.handles import WriteContext
 from engine.write.merge_on_read import write_merge_on_read
 from engine.write.plan import average_record_size, latest_base_files
+from engine.write.replace import (
+    REPLACE_OPERATIONS,
+    delete_partitions,
+    plan_replaced_file_ids,
+    requested_replace_metadata,
+    write_insert_overwrite,
+)
 from engine.write.rollback import rollback_failed_writes
 
 if TYPE_CHECKING:
@@ -203,7 +210,7 @@ class HudiTable:
         user = parse_options(options)
         cfg, props = self._resolve_config(user)
         operation = str(cfg.get(config.OPERATION))
-        if operation not in _COW_OPERATIONS:
+        if operation not in (*_COW_OPERATIONS, *REPLACE_OPERATIONS):
             raise ConfigError(
                 f"Operation {operation!r} ({config.OPERATION.key}) is not yet implemented"
             )
@@ -221,6 +228,13 @@ class HudiTable:
             )
         if props is None and not cfg.get(config.TABLE_NAME):
             raise ConfigError(f"Missing required config {config.TABLE_NAME.key!r}")
+        if operation == "delete_partition":
+            if props is None:
+                raise TableNotFoundError(
+                    f"No Hudi table to delete partitions from at {self.base_path}"
+                )
+            instant_time, rolled_back = delete_partitions(self.storage, cfg)
+            return WriteResult(instant_time, operation, [], rolled_back)
         spec = keygen_spec_from_config(cfg)
         ordering = cfg.get(config.WRITE_PRECOMBINE_FIELD) or cfg.get(config.PRECOMBINE_FIELD)
         payload = cfg.get(config.WRITE_PAYLOAD_CLASS) or cfg.get(config.PAYLOAD_CLASS)
@@ -255,10 +269,27 @@ class HudiTable:
                 timeline = self.timeline()
             instant_time = new_instant_time(timeline.max_instant_time())
             action = Action.DELTA_COMMIT if is_mor else Action.COMMIT
-            create_requested(self.storage, instant_time, action)
+            is_replace = operation in REPLACE_OPERATIONS
+            if is_replace:
+                action = Action.REPLACE_COMMIT
+            create_requested(
+                self.storage,
+                instant_time,
+                action,
+                requested_replace_metadata() if is_replace else b"",
+            )
             write_data = partial(write_merge_on_read, self.storage) if is_mor else self._write_data
+            if is_replace:
+                write_data = partial(write_insert_overwrite, self.storage)
             stats = write_data(
                 keyed, ranges, cfg, timeline, operation, instant_time, merge_spec, commit_schema
+            )
+            replaced = (
+                plan_replaced_file_ids(
+                    self.storage, self.timeline(), operation, [r.partition_path for r in ranges]
+                )
+                if is_replace
+                else None
             )
             commit_write(
                 self.storage,
@@ -267,6 +298,7 @@ class HudiTable:
                 stats,
                 schema=commit_schema,
                 operation=operation,
+                replaced=replaced,
             )
         finally:
             keyed.unpersist()

@@ -1,0 +1,230 @@
+"""Replace writes: ``insert_overwrite``, ``insert_overwrite_table`` and ``delete_partition``.
+
+Each completes as a ``replacecommit`` whose metadata names the file groups it replaces; readers
+drop those groups whole from snapshots at or after the instant, time travel before it still
+sees them, and the cleaner deletes their files once the instant leaves the retained commits::
+
+    <t>.replacecommit.requested   Avro HoodieRequestedReplaceMetadata, every field null (what
+                                  Spark writes for a non-clustering replace)
+    <t>.replacecommit.inflight    JSON HoodieCommitMetadata (operation type only)
+    <partition>/<new file groups> insert_overwrite*: the input, as inserts into new file groups
+    <t>.replacecommit             JSON HoodieReplaceCommitMetadata:
+                                  partitionToReplaceFileIds = {partition: [file_id, ...]}
+
+Which file groups are replaced (Hudi's ``getAllExistingFileIds``: every file group with a latest
+file slice in the partition)::
+
+    insert_overwrite        partitions the input writes to (a new partition maps to [])
+    insert_overwrite_table  every partition of the table, and the partitions written
+    delete_partition        partitions named by hoodie.datasource.write.partitions.to.delete;
+                            no records are written
+
+The replaced set is computed when the instant completes, under the table lock, from the timeline
+as it is then: a write completed meanwhile into an overwritten partition is overwritten too, as
+if it had committed first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from engine import config
+from engine.bucketing import plan_buckets
+from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.config import HoodieConfig
+from engine.errors import ConfigError
+from engine.filenames import new_file_id
+from engine.fs_view import FileSystemView
+from engine.instant import Action, new_instant_time
+from engine.io.parquet import avro_schema_with_meta, table_arrow_schema
+from engine.merge import MergeSpec
+from engine.properties import write_partition_metadata
+from engine.storage import Storage
+from engine.timeline import Timeline, create_requested, transition_to_inflight
+from engine.timeline_metadata import REQUESTED_REPLACE_METADATA_SCHEMA, serialize
+from engine.write.commit import OPERATION_TYPES, commit_write
+from engine.write.handles import WriteContext
+from engine.write.plan import average_record_size
+from engine.write.rollback import rollback_failed_writes
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from engine.index import PartitionKeyRange
+
+__all__ = [
+    "REPLACE_OPERATIONS",
+    "delete_partitions",
+    "partitions_to_delete",
+    "plan_replaced_file_ids",
+    "requested_replace_metadata",
+    "write_insert_overwrite",
+]
+
+REPLACE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table", "delete_partition")
+
+
+def requested_replace_metadata() -> bytes:
+    """Content of ``<t>.replacecommit.requested`` for a replace that is not clustering."""
+    record: dict[str, Any] = {
+        "operationType": None,
+        "clusteringPlan": None,
+        "extraMetadata": None,
+        "version": None,
+    }
+    return serialize(REQUESTED_REPLACE_METADATA_SCHEMA, record)
+
+
+def partitions_to_delete(cfg: HoodieConfig) -> tuple[str, ...]:
+    """The partition paths a ``delete_partition`` write names.
+
+    Raises:
+        ConfigError: none is named.
+    """
+    named = tuple(p.strip("/") for p in (cfg.get(config.PARTITIONS_TO_DELETE) or ()))
+    if not named:
+        raise ConfigError(
+            f"Operation 'delete_partition' needs {config.PARTITIONS_TO_DELETE.key} "
+            "(comma-separated partition paths)"
+        )
+    return named
+
+
+def plan_replaced_file_ids(
+    storage: Storage,
+    timeline: Timeline,
+    operation: str,
+    partitions: Iterable[str],
+) -> dict[str, list[str]]:
+    """``partitionToReplaceFileIds`` of a replace write.
+
+    Args:
+        storage: The table's storage.
+        timeline: The timeline the replace completes on (the write's own instant is pending,
+            so its new file groups are not in the view).
+        operation: One of :data:`REPLACE_OPERATIONS`.
+        partitions: Partitions the write touched (written, or named for deletion).
+
+    Returns:
+        Partition path -> sorted file ids of its live file groups; every touched partition
+        is a key, with an empty list when it holds no file group.
+    """
+    touched = set(partitions)
+    if operation == "insert_overwrite_table":
+        view = FileSystemView(storage, timeline)
+        touched |= set(view.partition_paths)
+    else:
+        view = FileSystemView(storage, timeline, partition_paths=touched)
+    replaced: dict[str, set[str]] = {p: set() for p in touched}
+    for file_slice in view.latest_file_slices():
+        if file_slice.partition_path in replaced:
+            replaced[file_slice.partition_path].add(file_slice.file_id)
+    return {p: sorted(ids) for p, ids in sorted(replaced.items())}
+
+
+def write_insert_overwrite(
+    storage: Storage,
+    keyed: DataFrame,
+    ranges: list[PartitionKeyRange],
+    cfg: HoodieConfig,
+    timeline: Timeline,
+    operation: str,
+    instant_time: str,
+    merge_spec: MergeSpec,
+    commit_schema: str,
+) -> list[HoodieWriteStat]:
+    """Write the records of a requested replacecommit into new file groups.
+
+    Hudi's insert-overwrite partitioner has no small files and no index: every record is an
+    insert, sized into new file groups of ``hoodie.parquet.max.file.size``.
+
+    Args:
+        storage: Table storage.
+        keyed: Incoming records with record key and partition path (persisted).
+        ranges: Record count and key range per partition written.
+        cfg: Table properties merged with the write options.
+        timeline: The timeline the write started from.
+        operation: ``insert_overwrite`` or ``insert_overwrite_table``.
+        instant_time: The requested replacecommit.
+        merge_spec: Payload class and ordering field (used when inserts are combined).
+        commit_schema: Avro schema (no meta fields) the replacecommit writes with.
+
+    Returns:
+        One write stat per new base file.
+    """
+    from engine.spark import jobs
+
+    tagged = jobs.tag_locations(keyed, [], storage)  # all inserts: no index lookup
+    insert_counts = {r.partition_path: r.count for r in ranges if r.count}
+    estimate: int = cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE) or 1024
+    plan = plan_buckets(
+        update_counts={},
+        insert_counts=insert_counts,
+        latest_base_files={},
+        avg_record_size=average_record_size(timeline, estimate),
+        max_file_size=cfg.get(config.PARQUET_MAX_FILE_SIZE) or 0,
+        small_file_limit=0,
+        pack_small_files=False,
+        new_file_id=new_file_id,
+    )
+    transition_to_inflight(
+        storage,
+        instant_time,
+        Action.REPLACE_COMMIT,
+        HoodieCommitMetadata(operation_type=OPERATION_TYPES[operation]).to_json(),
+    )
+    for partition in sorted({b.partition_path for b in plan.buckets.values()}):
+        write_partition_metadata(storage, partition, instant_time)
+    ctx = WriteContext(
+        base_path=storage.base_path,
+        instant_time=instant_time,
+        operation="insert",  # the handles' insert path: new files, no stored rows
+        arrow_schema=table_arrow_schema(commit_schema),
+        avro_schema_with_meta=avro_schema_with_meta(commit_schema),
+        merge_spec=merge_spec,
+        combine=cfg.get(config.COMBINE_BEFORE_INSERT) is True,
+        compression=str(cfg.get(config.PARQUET_COMPRESSION_CODEC)),
+    )
+    try:
+        return jobs.write_buckets(tagged, plan, ctx)
+    finally:
+        tagged.unpersist()
+
+
+def delete_partitions(storage: Storage, cfg: HoodieConfig) -> tuple[str, list[str]]:
+    """Run a ``delete_partition`` write: a replacecommit that writes nothing and replaces
+    every file group of the named partitions.
+
+    Partitions the table does not have are recorded with no file ids, as Hudi does.
+
+    Returns:
+        The replacecommit's instant time and the failed writes rolled back first.
+
+    Raises:
+        ConfigError: no partition is named.
+    """
+    partitions = partitions_to_delete(cfg)
+    timeline = Timeline.load(storage)
+    rolled_back = rollback_failed_writes(storage, timeline)
+    if rolled_back:
+        timeline = timeline.reload()
+    instant_time = new_instant_time(timeline.max_instant_time())
+    create_requested(storage, instant_time, Action.REPLACE_COMMIT, requested_replace_metadata())
+    transition_to_inflight(
+        storage,
+        instant_time,
+        Action.REPLACE_COMMIT,
+        HoodieCommitMetadata(operation_type=OPERATION_TYPES["delete_partition"]).to_json(),
+    )
+    replaced = plan_replaced_file_ids(storage, timeline, "delete_partition", partitions)
+    commit_write(
+        storage,
+        instant_time,
+        Action.REPLACE_COMMIT,
+        [],
+        schema=timeline.latest_schema() or "",
+        operation="delete_partition",
+        replaced=replaced,
+    )
+    return instant_time, rolled_back
