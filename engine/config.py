@@ -517,6 +517,23 @@ LOCK_FILESYSTEM_EXPIRE = _option(
     "Minutes after which a file lock counts as abandoned (0: only a dead local holder).",
 )
 
+# --- multi-writer: heartbeats of inflight writes, automatic archival ---------------------------
+HEARTBEAT_INTERVAL_MS = _option(
+    "hoodie.client.heartbeat.interval_in_ms",
+    parse_int,
+    60000,
+    "How often a writer refreshes the heartbeat of its inflight instant.",
+)
+HEARTBEAT_TOLERABLE_MISSES = _option(
+    "hoodie.client.heartbeat.tolerable.misses",
+    parse_int,
+    2,
+    "Missed heartbeats after which another host's inflight write counts as failed.",
+)
+ARCHIVE_AUTOMATIC = _option(
+    "hoodie.archive.automatic", parse_bool, True, "Archive old instants after every commit."
+)
+
 # --- read options -----------------------------------------------------------------------------
 QUERY_TYPE = _option(
     "hoodie.datasource.query.type",
