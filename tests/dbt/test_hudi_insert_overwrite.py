@@ -1,0 +1,110 @@
+"""hudi_insert_overwrite: replacecommits of touched partitions or of the whole table;
+on_schema_change on a hudi_upsert model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dbt.tests.util import run_dbt, run_dbt_and_capture
+
+from tests.dbt.hudi_checks import base_path_of, completed_instants, hudi_rs_rows, spark_rows
+
+pytestmark = [pytest.mark.dbt, pytest.mark.spark, pytest.mark.interop]
+
+SEED_V1 = """id,day,amount
+1,d1,10
+2,d1,20
+3,d2,30
+4,d3,40
+"""
+# d1 recomputed (id 2 gone, id 5 new), d2/d3 absent: a partition overwrite keeps them
+SEED_V2 = """id,day,amount
+1,d1,11
+5,d1,50
+"""
+BY_DAY_SQL = """
+{{ config(materialized='hudi_insert_overwrite', unique_key='id', partition_by='day') }}
+select id, day, amount from {{ ref('sales_seed') }}
+"""
+WHOLE_SQL = """
+{{ config(materialized='hudi_insert_overwrite', unique_key='id') }}
+select id, day, amount from {{ ref('sales_seed') }}
+"""
+COLUMNS = ["id", "day", "amount"]
+EXPECTED_V1 = [(1, "d1", 10), (2, "d1", 20), (3, "d2", 30), (4, "d3", 40)]
+
+
+class TestHudiInsertOverwrite:
+    @pytest.fixture(scope="class")
+    def seeds(self) -> dict[str, str]:
+        return {"sales_seed.csv": SEED_V1}
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"sales_by_day.sql": BY_DAY_SQL, "sales_whole.sql": WHOLE_SQL}
+
+    def test_hudi_insert_overwrite_partitions_and_table(self, project: Any, spark: Any) -> None:
+        schema = project.test_schema
+        run_dbt(["seed"])
+        run_dbt(["run"])
+        by_day = base_path_of(spark, schema, "sales_by_day")
+        whole = base_path_of(spark, schema, "sales_whole")
+        for base in (by_day, whole):
+            assert hudi_rs_rows(base, COLUMNS) == EXPECTED_V1
+
+        Path(project.project_root, "seeds", "sales_seed.csv").write_text(SEED_V2)
+        run_dbt(["seed"])
+        _, log = run_dbt_and_capture(["run"])
+        assert "insert_overwrite committed" in log and "insert_overwrite_table committed" in log
+        expected_by_day = [(1, "d1", 11), (3, "d2", 30), (4, "d3", 40), (5, "d1", 50)]
+        assert hudi_rs_rows(by_day, COLUMNS) == expected_by_day
+        assert spark_rows(spark, f"select * from {schema}.sales_by_day", COLUMNS) == expected_by_day
+        expected_whole = [(1, "d1", 11), (5, "d1", 50)]
+        assert hudi_rs_rows(whole, COLUMNS) == expected_whole
+        assert spark_rows(spark, f"select * from {schema}.sales_whole", COLUMNS) == expected_whole
+        for base in (by_day, whole):
+            assert [a for _, a in completed_instants(base)][-1] == "replacecommit"
+
+
+CUSTOMERS_V1 = """id,name
+1,ann
+2,ben
+"""
+CUSTOMERS_V2 = """id,name,tier
+2,bo,gold
+3,cy,silver
+"""
+CUSTOMERS_SQL = """
+{{ config(materialized='hudi_upsert', unique_key='id', on_schema_change=var('osc')) }}
+select * from {{ ref('customers_seed') }}
+"""
+
+
+class TestHudiOnSchemaChange:
+    @pytest.fixture(scope="class")
+    def seeds(self) -> dict[str, str]:
+        return {"customers_seed.csv": CUSTOMERS_V1}
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"customers.sql": CUSTOMERS_SQL}
+
+    def test_on_schema_change_fail_then_append_new_columns(self, project: Any, spark: Any) -> None:
+        schema = project.test_schema
+        run_dbt(["seed"])
+        run_dbt(["run", "--vars", "{osc: fail}"])
+        base = base_path_of(spark, schema, "customers")
+        Path(project.project_root, "seeds", "customers_seed.csv").write_text(CUSTOMERS_V2)
+        run_dbt(["seed", "--full-refresh"])
+        _, log = run_dbt_and_capture(["run", "--vars", "{osc: fail}"], expect_pass=False)
+        assert "on_schema_change='fail'" in log and "added: tier" in log
+        assert len(completed_instants(base)) == 1
+
+        run_dbt(["run", "--vars", "{osc: append_new_columns}"])
+        expected = [(1, "ann", None), (2, "bo", "gold"), (3, "cy", "silver")]
+        assert hudi_rs_rows(base, ["id", "name", "tier"]) == expected
+        assert spark_rows(spark, f"select * from {schema}.customers", ["id", "name", "tier"]) == (
+            expected
+        )
