@@ -22,14 +22,16 @@ from typing import TYPE_CHECKING, Any
 from engine import config
 from engine.bucketing import plan_buckets
 from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
-from engine.compaction import compact_inline_if_due, run_pending_compactions
+from engine.compaction import run_pending_compactions
 from engine.config import HoodieConfig, parse_options
 from engine.errors import ConfigError, HudiError, TableNotFoundError
+from engine.faults import checkpoint
 from engine.filenames import new_file_id
 from engine.index import plan_index_lookup
 from engine.instant import Action, new_instant_time
 from engine.io.parquet import avro_schema_with_meta, commit_schema_of, table_arrow_schema
 from engine.keygen import keygen_spec_from_config
+from engine.lock import TableLock
 from engine.merge import MergeSpec
 from engine.properties import (
     METAFOLDER,
@@ -39,8 +41,15 @@ from engine.properties import (
 )
 from engine.schema import avro_to_arrow_schema, remove_meta_fields, schema_json
 from engine.storage import Storage
+from engine.table_services import run_table_services, validate_service_options
 from engine.timeline import Timeline, create_requested, transition_to_inflight
 from engine.write.commit import OPERATION_TYPES, build_commit_metadata, commit_write
+from engine.write.conflict import (
+    Heartbeat,
+    check_write_conflicts,
+    is_write_alive,
+    rollback_on_error,
+)
 from engine.write.handles import WriteContext
 from engine.write.merge_on_read import write_merge_on_read
 from engine.write.plan import average_record_size, latest_base_files
@@ -228,12 +237,17 @@ class HudiTable:
             )
         if props is None and not cfg.get(config.TABLE_NAME):
             raise ConfigError(f"Missing required config {config.TABLE_NAME.key!r}")
+        validate_service_options(cfg)
+        lock = TableLock(self.storage, cfg)
+        is_alive = partial(is_write_alive, self.storage, cfg=cfg)  # other writers' instants
         if operation == "delete_partition":
             if props is None:
                 raise TableNotFoundError(
                     f"No Hudi table to delete partitions from at {self.base_path}"
                 )
-            instant_time, rolled_back = delete_partitions(self.storage, cfg)
+            with lock.hold():
+                instant_time, rolled_back = delete_partitions(self.storage, cfg, is_alive)
+            run_table_services(self.storage, cfg, lock, merge_on_read=is_mor)
             return WriteResult(instant_time, operation, [], rolled_back)
         spec = keygen_spec_from_config(cfg)
         ordering = cfg.get(config.WRITE_PRECOMBINE_FIELD) or cfg.get(config.PRECOMBINE_FIELD)
@@ -253,57 +267,71 @@ class HudiTable:
             ranges = jobs.partition_key_ranges(keyed)  # raises RecordKeyError before any write
             timeline = self.timeline() if props is not None else None
             commit_schema = self._commit_schema(df, cfg, timeline, operation)
-            if props is None:
-                props = self._new_table_properties(cfg, spec.class_name, commit_schema)
-                self.storage.makedirs(METAFOLDER)
-                for folder in (".temp", ".aux", "archived"):
-                    self.storage.makedirs(f"{METAFOLDER}/{folder}")
-                write_properties(self.storage, props)
-            else:
-                self._take_over_metadata_table(props)
-            timeline = self.timeline()
-            rolled_back = rollback_failed_writes(self.storage, timeline)
-            # merge-on-read compacts synchronously: a pending compaction is finished first
-            compacted = run_pending_compactions(self.storage) if is_mor else []
-            if rolled_back or compacted:
+            with lock.hold():  # start-commit: one writer at a time
+                if props is None:
+                    props = self._new_table_properties(cfg, spec.class_name, commit_schema)
+                    self.storage.makedirs(METAFOLDER)
+                    for folder in (".temp", ".aux", "archived"):
+                        self.storage.makedirs(f"{METAFOLDER}/{folder}")
+                    write_properties(self.storage, props)
+                else:
+                    self._take_over_metadata_table(props)
                 timeline = self.timeline()
-            instant_time = new_instant_time(timeline.max_instant_time())
-            action = Action.DELTA_COMMIT if is_mor else Action.COMMIT
-            is_replace = operation in REPLACE_OPERATIONS
-            if is_replace:
-                action = Action.REPLACE_COMMIT
-            create_requested(
-                self.storage,
-                instant_time,
-                action,
-                requested_replace_metadata() if is_replace else b"",
-            )
-            write_data = partial(write_merge_on_read, self.storage) if is_mor else self._write_data
-            if is_replace:
-                write_data = partial(write_insert_overwrite, self.storage)
-            stats = write_data(
-                keyed, ranges, cfg, timeline, operation, instant_time, merge_spec, commit_schema
-            )
-            replaced = (
-                plan_replaced_file_ids(
-                    self.storage, self.timeline(), operation, [r.partition_path for r in ranges]
+                rolled_back = rollback_failed_writes(self.storage, timeline, is_alive=is_alive)
+                # merge-on-read compacts synchronously: a pending compaction is finished first
+                compacted = run_pending_compactions(self.storage) if is_mor else []
+                if rolled_back or compacted:
+                    timeline = self.timeline()
+                instant_time = new_instant_time(timeline.max_instant_time())
+                action = Action.DELTA_COMMIT if is_mor else Action.COMMIT
+                is_replace = operation in REPLACE_OPERATIONS
+                if is_replace:
+                    action = Action.REPLACE_COMMIT
+                create_requested(
+                    self.storage,
+                    instant_time,
+                    action,
+                    requested_replace_metadata() if is_replace else b"",
                 )
-                if is_replace
-                else None
-            )
-            commit_write(
-                self.storage,
-                instant_time,
-                action,
-                stats,
-                schema=commit_schema,
-                operation=operation,
-                replaced=replaced,
-            )
+                heartbeat = Heartbeat(self.storage, instant_time, cfg).start()
+            with heartbeat, rollback_on_error(self.storage, lock, instant_time):
+                checkpoint("write.requested")
+                write_data = (
+                    partial(write_merge_on_read, self.storage) if is_mor else self._write_data
+                )
+                if is_replace:
+                    write_data = partial(write_insert_overwrite, self.storage)
+                stats = write_data(
+                    keyed, ranges, cfg, timeline, operation, instant_time, merge_spec, commit_schema
+                )
+                checkpoint("write.before_commit")
+                with lock.hold():  # commit: conflict check, then the completed instant
+                    replaced = (
+                        plan_replaced_file_ids(
+                            self.storage,
+                            self.timeline(),
+                            operation,
+                            [r.partition_path for r in ranges],
+                        )
+                        if is_replace
+                        else None
+                    )
+                    check_write_conflicts(
+                        self.storage, timeline, instant_time, action, stats, replaced
+                    )
+                    commit_write(
+                        self.storage,
+                        instant_time,
+                        action,
+                        stats,
+                        schema=commit_schema,
+                        operation=operation,
+                        replaced=replaced,
+                    )
         finally:
             keyed.unpersist()
-        if is_mor:
-            compact_inline_if_due(self.storage, cfg)
+        checkpoint("write.after_commit")
+        run_table_services(self.storage, cfg, lock, merge_on_read=is_mor)
         return WriteResult(instant_time, operation, stats, rolled_back)
 
     def _commit_schema(

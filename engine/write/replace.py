@@ -26,7 +26,7 @@ if it had committed first.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from engine import config
@@ -36,7 +36,7 @@ from engine.config import HoodieConfig
 from engine.errors import ConfigError
 from engine.filenames import new_file_id
 from engine.fs_view import FileSystemView
-from engine.instant import Action, new_instant_time
+from engine.instant import Action, Instant, new_instant_time
 from engine.io.parquet import avro_schema_with_meta, table_arrow_schema
 from engine.merge import MergeSpec
 from engine.properties import write_partition_metadata
@@ -192,11 +192,18 @@ def write_insert_overwrite(
         tagged.unpersist()
 
 
-def delete_partitions(storage: Storage, cfg: HoodieConfig) -> tuple[str, list[str]]:
+def delete_partitions(
+    storage: Storage, cfg: HoodieConfig, is_alive: Callable[[Instant], bool] | None = None
+) -> tuple[str, list[str]]:
     """Run a ``delete_partition`` write: a replacecommit that writes nothing and replaces
-    every file group of the named partitions.
+    every file group of the named partitions. The caller holds the table lock.
 
     Partitions the table does not have are recorded with no file ids, as Hudi does.
+
+    Args:
+        storage: The table's storage.
+        cfg: Table properties merged with the write options.
+        is_alive: Whether another writer's pending instant is alive (not rolled back).
 
     Returns:
         The replacecommit's instant time and the failed writes rolled back first.
@@ -206,7 +213,7 @@ def delete_partitions(storage: Storage, cfg: HoodieConfig) -> tuple[str, list[st
     """
     partitions = partitions_to_delete(cfg)
     timeline = Timeline.load(storage)
-    rolled_back = rollback_failed_writes(storage, timeline)
+    rolled_back = rollback_failed_writes(storage, timeline, is_alive=is_alive)
     if rolled_back:
         timeline = timeline.reload()
     instant_time = new_instant_time(timeline.max_instant_time())

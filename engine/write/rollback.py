@@ -1,28 +1,48 @@
-"""Rollback of failed writes: remove what a pending (requested/inflight) instant left behind.
+"""Rollback: undo a failed (pending) write, or the last completed write.
 
 A write killed before its commit leaves ``<t>.commit.requested`` / ``<t>.inflight`` and maybe data
 files; readers already ignore them, and the next write cleans them up, as Hudi's eager
 failed-writes policy does::
 
-    <r>.rollback.requested   Avro HoodieRollbackPlan (files to delete per partition)
+    <r>.rollback.requested   Avro HoodieRollbackPlan (files to delete, log blocks to roll back)
     <r>.rollback.inflight    empty
-    (delete the files)
+    (delete the files; append a rollback COMMAND block per merge-on-read file slice)
     <r>.rollback             Avro HoodieRollbackMetadata
-    (delete the failed instant's requested/inflight files, then its markers)
+    (delete the rolled-back instant's files from the timeline, then its markers)
 
-The files to delete are those named by the instant's markers, plus (for writes that died before
-creating a marker directory) every base file in the table whose name carries the instant time.
-Plan and metadata are single-record Avro container files (:mod:`engine.timeline_metadata`).
+What a write left behind:
+
+* base files: every file its markers name, plus every base file whose name carries the instant
+  (a write that died before its first marker), plus, for a completed write, its write stats;
+* log files (merge-on-read): a log file the write added to a file slice that an earlier
+  instant opened stays, and a COMMAND block targeting the instant is appended to that slice in a
+  new log file ``.{file_id}_{base_instant}.log.{n+1}_1-0-1``, as Hudi does (readers then skip the
+  instant's blocks even once it is older than the active timeline); a log file in a slice the
+  write itself opened is deleted.
+
+A rollback killed midway stays pending; :func:`rollback_failed_writes` finishes it from its plan
+(same rollback instant) before anything else. Plan and metadata are single-record Avro container
+files (:mod:`engine.timeline_metadata`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
-from engine.filenames import is_base_file, parse_base_file_name
+from engine.errors import FileNameError, TimelineError
+from engine.faults import checkpoint
+from engine.filenames import (
+    UNKNOWN_WRITE_TOKEN,
+    format_log_file_name,
+    is_base_file,
+    parse_base_file_name,
+    parse_log_file_name,
+)
 from engine.fs_view import list_partition_paths
-from engine.instant import COMMIT_ACTIONS, Action, Instant, new_instant_time
+from engine.instant import COMMIT_ACTIONS, Action, Instant, State, new_instant_time
+from engine.io.logfile import encode_command_block
 from engine.storage import Storage
 from engine.timeline import (
     Timeline,
@@ -34,40 +54,43 @@ from engine.timeline import (
 from engine.timeline_metadata import (
     ROLLBACK_METADATA_SCHEMA,
     ROLLBACK_PLAN_SCHEMA,
+    deserialize,
     serialize,
 )
 from engine.write.markers import delete_markers, list_marked_files
 
-__all__ = ["rollback_failed_writes", "rollback_instant"]
+__all__ = [
+    "RollbackPlan",
+    "plan_rollback",
+    "rollback_failed_writes",
+    "rollback_instant",
+    "rollback_last_commit",
+]
 
 
-def _files_of_instant(storage: Storage, instant_time: str) -> list[str]:
-    marked = set(list_marked_files(storage, instant_time))
-    for partition, entries in list_partition_paths(storage).items():
-        for entry in entries:
-            if entry.is_dir or not is_base_file(entry.name):
-                continue
-            if parse_base_file_name(entry.name).instant_time == instant_time:
-                marked.add(f"{partition}/{entry.name}" if partition else entry.name)
-    return sorted(f for f in marked if storage.exists(f))
+@dataclass(frozen=True)
+class LogRollback:
+    """A merge-on-read file slice the rolled-back instant appended log files to."""
+
+    partition_path: str
+    file_id: str
+    base_instant_time: str
+    failed_logs: dict[str, int]  # log file (relative path) -> size
 
 
-def _partition_of(rel: str) -> str:
-    return rel.rpartition("/")[0]
+@dataclass(frozen=True)
+class RollbackPlan:
+    """What rolling back ``instant`` does (paths relative to the table's base path)."""
 
+    instant: Instant
+    files_to_delete: list[str] = field(default_factory=list)
+    log_rollbacks: list[LogRollback] = field(default_factory=list)
 
-def rollback_instant(storage: Storage, failed: Instant, after: str | None) -> str:
-    """Roll back one failed write instant; returns the rollback instant time."""
-    started = time.monotonic()
-    rollback_time = new_instant_time(after)
-    files = _files_of_instant(storage, failed.instant_time)
-    by_partition: dict[str, list[str]] = {}
-    for rel in files:
-        by_partition.setdefault(_partition_of(rel), []).append(rel)
-    info = {"commitTime": failed.instant_time, "action": failed.action.value}
-    plan = {
-        "instantToRollback": info,
-        "RollbackRequests": [
+    def to_avro(self, storage: Storage) -> bytes:
+        by_partition: dict[str, list[str]] = {}
+        for rel in self.files_to_delete:
+            by_partition.setdefault(_partition_of(rel), []).append(rel)
+        requests: list[dict[str, object]] = [
             {
                 "partitionPath": partition,
                 "fileId": "",
@@ -76,48 +99,309 @@ def rollback_instant(storage: Storage, failed: Instant, after: str | None) -> st
                 "logBlocksToBeDeleted": {},
             }
             for partition, rels in sorted(by_partition.items())
-        ],
-        "version": 1,
-    }
-    create_requested(storage, rollback_time, Action.ROLLBACK, serialize(ROLLBACK_PLAN_SCHEMA, plan))
-    transition_to_inflight(storage, rollback_time, Action.ROLLBACK)
-    for rel in files:
+        ]
+        requests += [
+            {
+                "partitionPath": lr.partition_path,
+                "fileId": lr.file_id,
+                "latestBaseInstant": lr.base_instant_time,
+                "filesToBeDeleted": [],
+                "logBlocksToBeDeleted": {storage.uri(r): n for r, n in lr.failed_logs.items()},
+            }
+            for lr in self.log_rollbacks
+        ]
+        record = {
+            "instantToRollback": _instant_info(self.instant),
+            "RollbackRequests": requests,
+            "version": 1,
+        }
+        return serialize(ROLLBACK_PLAN_SCHEMA, record)
+
+    @classmethod
+    def from_avro(cls, storage: Storage, data: bytes, *, source: str) -> RollbackPlan:
+        record = deserialize(data, source=source)
+        info = record.get("instantToRollback") or {}
+        try:
+            action = Action(str(info.get("action")))
+        except ValueError as e:
+            raise TimelineError(f"Unknown action in rollback plan {source}: {info}") from e
+        instant = Instant(str(info.get("commitTime")), action, State.INFLIGHT)
+        files: list[str] = []
+        logs: list[LogRollback] = []
+        for request in record.get("RollbackRequests") or []:
+            files += [_relative(storage, p) for p in request.get("filesToBeDeleted") or []]
+            blocks = request.get("logBlocksToBeDeleted") or {}
+            if blocks:
+                logs.append(
+                    LogRollback(
+                        str(request.get("partitionPath") or ""),
+                        str(request.get("fileId") or ""),
+                        str(request.get("latestBaseInstant") or ""),
+                        {_relative(storage, p): int(n) for p, n in blocks.items()},
+                    )
+                )
+        return cls(instant, sorted(files), logs)
+
+
+def _instant_info(instant: Instant) -> dict[str, str]:
+    return {"commitTime": instant.instant_time, "action": instant.action.value}
+
+
+def _partition_of(rel: str) -> str:
+    return rel.rpartition("/")[0]
+
+
+def _join(partition_path: str, name: str) -> str:
+    return f"{partition_path}/{name}" if partition_path else name
+
+
+def _relative(storage: Storage, path: str) -> str:
+    """A path from a plan (full path or URI) relative to the base path."""
+    for prefix in (
+        storage.uri("") + "/",
+        storage.full_path("") + "/",
+        "file:" + storage.root + "/",
+    ):
+        if path.startswith(prefix):
+            return path[len(prefix) :]
+    return path
+
+
+def _written_files(storage: Storage, instant: Instant) -> set[str]:
+    """Files a completed instant's write stats name."""
+    timeline = Timeline.load(storage)
+    found = timeline.get(instant.instant_time)
+    if found is None or not found.is_completed:
+        return set()
+    return {s.path for s in timeline.read_commit_metadata(found).write_stats() if s.path}
+
+
+def plan_rollback(storage: Storage, instant: Instant) -> RollbackPlan:
+    """Find what ``instant`` wrote: markers, base files carrying its time, its write stats."""
+    t = instant.instant_time
+    candidates = set(list_marked_files(storage, t)) | _written_files(storage, instant)
+    for partition, entries in list_partition_paths(storage).items():
+        for entry in entries:
+            if not entry.is_dir and is_base_file(entry.name):
+                if parse_base_file_name(entry.name).instant_time == t:
+                    candidates.add(_join(partition, entry.name))
+    deletes: list[str] = []
+    slices: dict[tuple[str, str, str], dict[str, int]] = {}
+    for rel in sorted(candidates):
+        if not storage.exists(rel):
+            continue
+        name = rel.rpartition("/")[2]
+        try:
+            log = parse_log_file_name(name)
+        except FileNameError:
+            deletes.append(rel)
+            continue
+        if log.base_instant_time == t:
+            deletes.append(rel)  # a slice the instant opened goes whole
+        else:
+            key = (_partition_of(rel), log.file_id, log.base_instant_time)
+            slices.setdefault(key, {})[rel] = storage.size(rel)
+    logs = [LogRollback(p, f, b, files) for (p, f, b), files in sorted(slices.items())]
+    return RollbackPlan(instant, deletes, logs)
+
+
+def _append_command_block(
+    storage: Storage, lr: LogRollback, rollback_time: str, target: str
+) -> str:
+    """Write the slice's rollback COMMAND block in a new log file; returns its path."""
+    versions = []
+    for entry in storage.list_dir(lr.partition_path):
+        try:
+            log = parse_log_file_name(entry.name)
+        except FileNameError:
+            continue
+        if log.file_id == lr.file_id and log.base_instant_time == lr.base_instant_time:
+            versions.append(log.version)
+    name = format_log_file_name(
+        lr.file_id, lr.base_instant_time, max(versions, default=0) + 1, UNKNOWN_WRITE_TOKEN
+    )
+    rel = _join(lr.partition_path, name)
+    storage.write_bytes(rel, encode_command_block(rollback_time, target))
+    return rel
+
+
+def _has_command_block(storage: Storage, lr: LogRollback, rollback_time: str) -> str | None:
+    """A command block this rollback already wrote (a resumed rollback writes none again)."""
+    from engine.io.logfile import HoodieLogBlockType, read_log_blocks
+
+    for entry in storage.list_dir(lr.partition_path):
+        if not entry.name.endswith(UNKNOWN_WRITE_TOKEN) or entry.size > 4096:
+            continue
+        try:
+            log = parse_log_file_name(entry.name)
+        except FileNameError:
+            continue
+        if log.file_id != lr.file_id or log.base_instant_time != lr.base_instant_time:
+            continue
+        rel = _join(lr.partition_path, entry.name)
+        for block in read_log_blocks(storage.read_bytes(rel)):
+            if block.block_type is HoodieLogBlockType.COMMAND_BLOCK and (
+                block.instant_time == rollback_time
+            ):
+                return rel
+    return None
+
+
+def _execute(storage: Storage, plan: RollbackPlan, rollback_time: str, started: float) -> None:
+    """Delete, append command blocks and complete an inflight rollback; then drop the
+    rolled-back instant from the timeline."""
+    failed = plan.instant
+    deleted: dict[str, list[str]] = {}
+    for k, rel in enumerate(plan.files_to_delete):
         storage.delete(rel)
+        deleted.setdefault(_partition_of(rel), []).append(rel)
+        if k == 0:
+            checkpoint("rollback.mid_delete")
+    rollback_logs: dict[str, dict[str, int]] = {}
+    failed_logs: dict[str, dict[str, int]] = {}
+    for lr in plan.log_rollbacks:
+        rel = _has_command_block(storage, lr, rollback_time) or _append_command_block(
+            storage, lr, rollback_time, failed.instant_time
+        )
+        rollback_logs.setdefault(lr.partition_path, {})[storage.uri(rel)] = storage.size(rel)
+        failed_logs.setdefault(lr.partition_path, {}).update(
+            {storage.uri(r): n for r, n in lr.failed_logs.items()}
+        )
+    checkpoint("rollback.before_complete")
+    partitions = sorted(set(deleted) | set(rollback_logs))
     metadata = {
         "startRollbackTime": rollback_time,
         "timeTakenInMillis": int((time.monotonic() - started) * 1000),
-        "totalFilesDeleted": len(files),
+        "totalFilesDeleted": sum(len(v) for v in deleted.values()),
         "commitsRollback": [failed.instant_time],
         "partitionMetadata": {
             partition: {
                 "partitionPath": partition,
-                "successDeleteFiles": [storage.full_path(f) for f in rels],
+                "successDeleteFiles": [storage.full_path(f) for f in deleted.get(partition, [])],
                 "failedDeleteFiles": [],
-                "rollbackLogFiles": None,
-                "logFilesFromFailedCommit": None,
+                "rollbackLogFiles": rollback_logs.get(partition),
+                "logFilesFromFailedCommit": failed_logs.get(partition),
             }
-            for partition, rels in sorted(by_partition.items())
+            for partition in partitions
         },
         "version": 1,
-        "instantsRollback": [info],
+        "instantsRollback": [_instant_info(failed)],
     }
     complete(storage, rollback_time, Action.ROLLBACK, serialize(ROLLBACK_METADATA_SCHEMA, metadata))
-    delete_instant_files(storage, failed.instant_time, failed.action)
+    # a completed compaction is a `commit` whose pending files say `compaction`
+    actions = (
+        [failed.action, Action.COMPACTION] if failed.action is Action.COMMIT else [failed.action]
+    )
+    for action in actions:
+        delete_instant_files(storage, failed.instant_time, action)
     delete_markers(storage, failed.instant_time)
+
+
+def rollback_instant(storage: Storage, failed: Instant, after: str | None) -> str:
+    """Roll back one write instant (pending, or completed: see :func:`rollback_last_commit`);
+    returns the rollback instant time."""
+    started = time.monotonic()
+    rollback_time = new_instant_time(after)
+    plan = plan_rollback(storage, failed)
+    create_requested(storage, rollback_time, Action.ROLLBACK, plan.to_avro(storage))
+    transition_to_inflight(storage, rollback_time, Action.ROLLBACK)
+    _execute(storage, plan, rollback_time, started)
     return rollback_time
 
 
+def _finish_pending_rollbacks(storage: Storage, timeline: Timeline) -> list[str]:
+    """Complete rollbacks a killed process left pending, from their plans."""
+    done = []
+    for pending in timeline.pending([Action.ROLLBACK]):
+        requested = Instant(pending.instant_time, Action.ROLLBACK, State.REQUESTED)
+        plan = RollbackPlan.from_avro(
+            storage, timeline.read_content(requested), source=str(requested)
+        )
+        if pending.state is State.REQUESTED:
+            transition_to_inflight(storage, pending.instant_time, Action.ROLLBACK)
+        _execute(storage, plan, pending.instant_time, time.monotonic())
+        done.append(plan.instant.instant_time)
+    return done
+
+
 def rollback_failed_writes(
-    storage: Storage, timeline: Timeline, *, actions: Iterable[Action] = COMMIT_ACTIONS
+    storage: Storage,
+    timeline: Timeline,
+    *,
+    actions: Iterable[Action] = COMMIT_ACTIONS,
+    is_alive: Callable[[Instant], bool] | None = None,
 ) -> list[str]:
-    """Roll back every pending write instant (single-writer: none of them is alive).
+    """Finish pending rollbacks, then roll back every pending write instant whose writer is
+    gone (all of them when ``is_alive`` is not given: the single-writer assumption).
 
     Returns:
         The instant times rolled back.
     """
-    rolled: list[str] = []
+    rolled = _finish_pending_rollbacks(storage, timeline)
+    if rolled:
+        timeline = timeline.reload()
     after = timeline.max_instant_time()
     for failed in timeline.pending(actions):
+        if is_alive is not None and is_alive(failed):
+            continue
         after = rollback_instant(storage, failed, after)
         rolled.append(failed.instant_time)
     return rolled
+
+
+def rollback_last_commit(storage: Storage, instant_time: str) -> str:
+    """Roll back the latest completed write (commit, deltacommit, replacecommit, compaction).
+
+    Its new files are deleted (merge-on-read log files get a rollback COMMAND block) and its
+    instant leaves the timeline, so readers see the table as of the previous commit. The
+    caller holds the table lock.
+
+    Raises:
+        TimelineError: ``instant_time`` is not the latest completed write, a later instant is
+            pending, or files it replaced or superseded were cleaned already.
+    """
+    timeline = Timeline.load(storage)
+    last = timeline.last_completed()
+    if last is None or last.instant_time != instant_time:
+        latest = last.instant_time if last else None
+        raise TimelineError(
+            f"Instant {instant_time} is not the latest completed write of {storage.base_path} "
+            f"(latest: {latest}); only the last write can be rolled back"
+        )
+    later = [i for i in timeline.pending(COMMIT_ACTIONS) if i.instant_time > instant_time]
+    if later:
+        raise TimelineError(
+            f"Cannot roll back {instant_time}: write {later[0].instant_time} is pending after it"
+        )
+    metadata = timeline.read_commit_metadata(last)
+    missing = [
+        f"{s.partition_path}/{s.prev_commit}"
+        for s in metadata.write_stats()
+        if s.prev_commit
+        and s.prev_commit != "null"
+        and not s.is_delta
+        and not _slice_on_storage(storage, s.partition_path or "", s.file_id, s.prev_commit)
+    ]
+    missing += [
+        f"{p}/{f}"
+        for p, f in sorted(metadata.replaced_file_ids())
+        if not _group_on_storage(storage, p, f)
+    ]
+    if missing:
+        raise TimelineError(
+            f"Cannot roll back {instant_time}: file slices it superseded were cleaned "
+            f"({', '.join(missing[:3])})"
+        )
+    return rollback_instant(storage, last, timeline.max_instant_time())
+
+
+def _slice_on_storage(storage: Storage, partition: str, file_id: str, base_instant: str) -> bool:
+    for entry in storage.list_dir(partition):
+        if entry.name.startswith(file_id) and is_base_file(entry.name):
+            if parse_base_file_name(entry.name).instant_time == base_instant:
+                return True
+    return False
+
+
+def _group_on_storage(storage: Storage, partition: str, file_id: str) -> bool:
+    return any(file_id in entry.name and not entry.is_dir for entry in storage.list_dir(partition))

@@ -1,0 +1,85 @@
+"""Table services that run after a commit, under the table lock, in Hudi's order.
+
+::
+
+    commit ──► inline compaction (merge-on-read, hoodie.compact.inline, when due)
+           ──► clean   (hoodie.clean.automatic: finish a pending clean, then plan + execute)
+           ──► archive (hoodie.archive.automatic: keep.min/keep.max commits active)
+
+Each service is idempotent and resumable: a service killed midway leaves a pending instant (a
+clean) or nothing visible (an archive written but instants not yet removed: the next archival
+appends them again, which readers of the archive tolerate), and the next commit finishes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine import config
+from engine.archival import archive
+from engine.clean import CleanResult, clean
+from engine.compaction import compact_inline_if_due
+from engine.config import HoodieConfig
+from engine.errors import ConfigError
+from engine.instant import Instant
+from engine.lock import TableLock
+from engine.storage import Storage
+
+__all__ = ["ServicesResult", "run_table_services", "validate_service_options"]
+
+
+@dataclass(frozen=True)
+class ServicesResult:
+    """What the services did after one commit."""
+
+    compaction: str | None = None
+    clean: CleanResult | None = None
+    archived: list[Instant] = field(default_factory=list)
+
+
+def validate_service_options(cfg: HoodieConfig) -> None:
+    """Reject retention settings that would archive instants the cleaner still retains.
+
+    Raises:
+        ConfigError: naming both keys and values (before anything is written).
+    """
+    min_commits = cfg.get(config.KEEP_MIN_COMMITS) or 0
+    max_commits = cfg.get(config.KEEP_MAX_COMMITS) or 0
+    retained = cfg.get(config.CLEANER_COMMITS_RETAINED) or 0
+    problems = []
+    if min_commits < 1:
+        problems.append(f"{config.KEEP_MIN_COMMITS.key}={min_commits} must be at least 1")
+    if max_commits <= min_commits:
+        problems.append(
+            f"{config.KEEP_MAX_COMMITS.key}={max_commits} must be greater than "
+            f"{config.KEEP_MIN_COMMITS.key}={min_commits}"
+        )
+    if cfg.get(config.CLEAN_AUTOMATIC) and min_commits <= retained:
+        problems.append(
+            f"{config.KEEP_MIN_COMMITS.key}={min_commits} must be greater than "
+            f"{config.CLEANER_COMMITS_RETAINED.key}={retained}"
+        )
+    for option in (config.CLEANER_COMMITS_RETAINED, config.CLEANER_FILEVERSIONS_RETAINED):
+        value = cfg.get(option)
+        if value is not None and value < 1:
+            problems.append(f"{option.key}={value} must be at least 1")
+    if problems:
+        raise ConfigError("Invalid table service options: " + "; ".join(problems))
+
+
+def run_table_services(
+    storage: Storage, cfg: HoodieConfig, lock: TableLock, *, merge_on_read: bool = False
+) -> ServicesResult:
+    """Run the services due after a commit, holding ``lock``.
+
+    Args:
+        storage: The table's storage.
+        cfg: Table properties merged with the write options.
+        lock: The writer's table lock (re-entrant).
+        merge_on_read: The table is merge-on-read (inline compaction applies).
+    """
+    with lock.hold():
+        compaction = compact_inline_if_due(storage, cfg) if merge_on_read else None
+        cleaned = clean(storage, cfg) if cfg.get(config.CLEAN_AUTOMATIC) else None
+        archived = archive(storage, cfg) if cfg.get(config.ARCHIVE_AUTOMATIC) else []
+    return ServicesResult(compaction, cleaned, archived)
