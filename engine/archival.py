@@ -24,6 +24,7 @@ import fastavro
 from engine import config
 from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.config import HoodieConfig
+from engine.faults import checkpoint
 from engine.filenames import UNKNOWN_WRITE_TOKEN
 from engine.fs_view import FileSystemView
 from engine.instant import Action, Instant, State, instant_file_name
@@ -258,6 +259,7 @@ def archive(storage: Storage, cfg: HoodieConfig) -> list[Instant]:
         _next_archive_file(storage, folder),
         _encode_entries((archived_entry(timeline, i) for i in chosen), chosen[-1].instant_time),
     )
+    checkpoint("archive.after_write")
     for instant in chosen:
         base_action = Action.COMPACTION if _was_compaction(storage, instant) else instant.action
         for state in (State.REQUESTED, State.INFLIGHT, State.COMPLETED):

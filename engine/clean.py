@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from engine import config
 from engine.config import HoodieConfig
+from engine.faults import checkpoint
 from engine.fs_view import FileGroup, FileSystemView, Visibility
 from engine.instant import Action, Instant, State, new_instant_time
 from engine.storage import Storage
@@ -175,6 +176,7 @@ def execute_clean(storage: Storage, plan: CleanPlan, instant_time: str) -> Clean
             try:
                 storage.delete(rel)
                 deleted.setdefault(partition, []).append(rel)
+                checkpoint("clean.mid_delete")
             except OSError:
                 failed.setdefault(partition, []).append(rel)
     partition_metadata = {
@@ -222,5 +224,6 @@ def clean(storage: Storage, cfg: HoodieConfig) -> CleanResult | None:
         return None
     instant_time = new_instant_time(timeline.max_instant_time())
     create_requested(storage, instant_time, Action.CLEAN, plan.to_avro(storage))
+    checkpoint("clean.requested")
     transition_to_inflight(storage, instant_time, Action.CLEAN)
     return execute_clean(storage, plan, instant_time)

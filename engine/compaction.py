@@ -39,6 +39,7 @@ from engine import config
 from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.config import HoodieConfig
 from engine.errors import HudiError, TimelineError
+from engine.faults import checkpoint
 from engine.filenames import format_base_file_name, make_write_token, parse_base_file_name
 from engine.fs_view import FileSlice, FileSystemView, Visibility, list_partition_paths
 from engine.instant import (
@@ -505,6 +506,7 @@ def execute_compaction(
         compacted=True,
         operation_type=COMPACT_OPERATION,
     )
+    checkpoint("compaction.before_complete")
     complete(storage, instant_time, Action.COMPACTION, metadata.to_json())
     delete_markers(storage, instant_time)
     return metadata

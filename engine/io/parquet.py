@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine.errors import SchemaError
+from engine.faults import checkpoint
 from engine.schema import (
     META_COLUMNS,
     RECORD_KEY_COLUMN,
@@ -146,6 +147,7 @@ def write_base_file(
         ) as writer,
     ):
         writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+        checkpoint("file.mid_write")  # fault tests: a torn file (no footer)
         # footer key/values as Hudi writes them (no ARROW:schema blob)
         writer.add_key_value_metadata({k.decode(): v.decode() for k, v in metadata.items()})
     return storage.size(rel_path)

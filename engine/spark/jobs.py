@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from engine.bucketing import Bucket, BucketPlan
 from engine.commit_metadata import HoodieWriteStat
 from engine.errors import HudiError, RecordKeyError, SchemaError
+from engine.faults import checkpoint
 from engine.index import IndexCandidate, PartitionKeyRange
 from engine.keygen import KeyGenSpec, generate_partition_paths, generate_record_keys
 from engine.merge import ARRIVAL_COLUMN, DELETE_RECORD_COLUMN
@@ -210,6 +211,7 @@ def write_buckets(
     """
     if not plan.buckets:
         return []
+    checkpoint("write.before_files")
     routed = _route(tagged, plan).drop(FILE_ID_COLUMN)
     buckets = dict(plan.buckets)
 
@@ -222,7 +224,9 @@ def write_buckets(
             task_attempt_id=context.taskAttemptId() if context else 0,
         )
         records = table.drop_columns([_TARGET_COLUMN])
+        checkpoint("task.before_file")
         written = write_group(records, bucket, ctx, task)
+        checkpoint("task.after_file")
         stats = written if isinstance(written, list) else [written]
         return pa.table({"stat": [json.dumps(s.to_dict()) for s in stats]})
 

@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.commit_metadata import HoodieWriteStat
+from engine.faults import checkpoint
 from engine.filenames import format_log_file_name, make_write_token
 from engine.io.logfile import (
     DeleteRecord,
@@ -300,6 +301,7 @@ def append_to_file_slice(
             else log_file.name
         )
         create_marker(storage, ctx.instant_time, file_slice.partition_path, log_file.name, "APPEND")
+        checkpoint("task.after_marker")
         storage.write_bytes(rel, b"".join(log_file.parts))
         known.append(log_file.name)
         stats.append(

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from engine.commit_metadata import SCHEMA_KEY, HoodieCommitMetadata, HoodieWriteStat
+from engine.faults import checkpoint
 from engine.instant import Action
 from engine.storage import Storage
 from engine.timeline import complete
@@ -80,5 +81,6 @@ def commit_write(
     remove_unreported_files(storage, instant_time, stats)
     metadata = build_commit_metadata(stats, schema=schema, operation=operation, replaced=replaced)
     complete(storage, instant_time, action, metadata.to_json())
+    checkpoint("commit.after_complete")
     delete_markers(storage, instant_time)
     return metadata

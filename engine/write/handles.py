@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 
 from engine.bucketing import Bucket
 from engine.commit_metadata import HoodieWriteStat
+from engine.faults import checkpoint
 from engine.filenames import format_base_file_name, make_write_token
 from engine.io.parquet import align_to_schema, read_base_file, write_base_file
 from engine.merge import (
@@ -155,6 +156,7 @@ def write_file_group(
         file_name,
         "MERGE" if bucket.base_file is not None else "CREATE",
     )
+    checkpoint("task.after_marker")
     size = write_base_file(
         storage,
         rel,
