@@ -193,6 +193,109 @@ def _add_compact_parser(sub: Any) -> None:
 SUBCOMMANDS["compact"] = _add_compact_parser
 
 
+def _open_for_service(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(storage, config) of an existing table; CLI ``--option`` values override defaults."""
+    from engine.config import parse_options
+    from engine.errors import TableNotFoundError
+    from engine.properties import METAFOLDER
+    from engine.storage import Storage
+
+    storage = Storage(args.table)
+    if not storage.exists(f"{METAFOLDER}/hoodie.properties"):
+        raise TableNotFoundError(f"No Hudi table at {storage.base_path}")
+    pairs = (kv.partition("=") for kv in args.option or [])
+    return storage, parse_options({key: value for key, _, value in pairs})
+
+
+def _cmd_clean(args: argparse.Namespace) -> int:
+    """``clean PATH [--option K=V]``: finish a pending clean, then plan and run a new one under
+    the table lock (cleaner policy and retention from ``--option``). Prints the clean instant
+    and the number of files deleted, or ``nothing to clean``."""
+    from engine.clean import clean
+    from engine.lock import TableLock
+
+    storage, cfg = _open_for_service(args)
+    with TableLock(storage, cfg).hold():
+        result = clean(storage, cfg)
+    if result is None:
+        print("nothing to clean")
+        return 0
+    print(f"{result.instant_time} deleted {result.total_deleted} file(s)")
+    for partition, rels in sorted(result.failed.items()):
+        print(f"failed to delete in {partition or '.'}: {', '.join(rels)}", file=sys.stderr)
+    return 0
+
+
+def _add_clean_parser(sub: Any) -> None:
+    p = sub.add_parser("clean", help="delete file slices the retained commits no longer need")
+    p.add_argument("table", help="table base path (local directory or URI)")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="hoodie.* option")
+    p.set_defaults(handler=_cmd_clean)
+
+
+SUBCOMMANDS["clean"] = _add_clean_parser
+
+
+def _cmd_rollback(args: argparse.Namespace) -> int:
+    """``rollback PATH INSTANT``: undo a failed (pending) write whose writer is gone, or the
+    latest completed write. Prints the rollback instant."""
+    from engine.lock import TableLock
+    from engine.timeline import Timeline
+    from engine.write.conflict import is_write_alive
+    from engine.write.rollback import rollback_instant, rollback_last_commit
+
+    storage, cfg = _open_for_service(args)
+    with TableLock(storage, cfg).hold():
+        timeline = Timeline.load(storage)
+        instant = timeline.get(args.instant)
+        if instant is None or instant.action.value not in (
+            "commit",
+            "deltacommit",
+            "replacecommit",
+        ):
+            raise HudiError(
+                f"No write instant {args.instant} on the timeline of {storage.base_path}"
+            )
+        if instant.is_completed:
+            rollback_time = rollback_last_commit(storage, args.instant)
+        elif is_write_alive(storage, instant, cfg):
+            raise HudiError(f"Write {args.instant} is still running (its heartbeat is alive)")
+        else:
+            rollback_time = rollback_instant(storage, instant, timeline.max_instant_time())
+    print(rollback_time)
+    return 0
+
+
+def _add_rollback_parser(sub: Any) -> None:
+    p = sub.add_parser("rollback", help="roll back a failed write or the latest completed write")
+    p.add_argument("table", help="table base path (local directory or URI)")
+    p.add_argument("instant", help="instant time of the write to roll back")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="hoodie.* option")
+    p.set_defaults(handler=_cmd_rollback)
+
+
+SUBCOMMANDS["rollback"] = _add_rollback_parser
+
+
+def _cmd_timeline(args: argparse.Namespace) -> int:
+    """``timeline PATH``: the active timeline, one instant a line: time, action, state."""
+    from engine.timeline import Timeline
+
+    storage, _ = _open_for_service(args)
+    for instant in Timeline.load(storage).instants:
+        print(f"{instant.instant_time} {instant.action.value} {instant.state.value}")
+    return 0
+
+
+def _add_timeline_parser(sub: Any) -> None:
+    p = sub.add_parser("timeline", help="list the instants of the active timeline")
+    p.add_argument("table", help="table base path (local directory or URI)")
+    p.set_defaults(handler=_cmd_timeline, option=None)
+
+
+SUBCOMMANDS["timeline"] = _add_timeline_parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dbt-hudi", description="Inspect and read Apache Hudi tables (table version 6)."
