@@ -413,7 +413,10 @@ class HudiTable:
             combine=combine,
             compression=str(cfg.get(config.PARQUET_COMPRESSION_CODEC)),
         )
-        return jobs.write_buckets(tagged, plan, ctx)
+        try:
+            return jobs.write_buckets(tagged, plan, ctx)
+        finally:
+            tagged.unpersist()
 
 
 def pa_schema_append(schema: Any, fields: list[Any]) -> Any:

@@ -53,6 +53,7 @@ __all__ = [
 FILE_ID_COLUMN = "__file_id"
 _TARGET_COLUMN = "__target_file_id"
 _HASH_BUCKETS = 1_000_000
+_CASE_ROUTE_LIMIT = 64
 # the index reads three meta columns; a fixed schema spares Spark a footer-inference job
 _INDEX_SCHEMA = (
     f"{RECORD_KEY_COLUMN} string, {PARTITION_PATH_COLUMN} string, {FILE_NAME_COLUMN} string"
@@ -155,7 +156,9 @@ def tag_locations(
     cond = (keyed[RECORD_KEY_COLUMN] == stored["__k"]) & (
         keyed[PARTITION_PATH_COLUMN] == stored["__p"]
     )
-    return keyed.join(stored, cond, "left").drop("__k", "__p")
+    # persisted: the workload profile and the write both read it; the caller unpersists
+    tagged = keyed.join(stored, cond, "left").drop("__k", "__p")
+    return tagged.persist(StorageLevel.MEMORY_AND_DISK)
 
 
 def workload_counts(
@@ -175,15 +178,30 @@ def workload_counts(
 
 
 def _route(tagged: DataFrame, plan: BucketPlan) -> DataFrame:
-    """Add the target file group of every record (updates keep theirs; inserts by key hash)."""
+    """Add the target file group of every record (updates keep theirs; inserts by key hash).
+
+    Few insert buckets become one CASE expression; many go through a broadcast range join.
+    """
     rows = plan.insert_rows()
     if not rows:
         return tagged.withColumn(_TARGET_COLUMN, F.col(FILE_ID_COLUMN))
+    frac = F.pmod(F.xxhash64(RECORD_KEY_COLUMN), F.lit(_HASH_BUCKETS)) / _HASH_BUCKETS
+    if len(rows) <= _CASE_ROUTE_LIMIT:
+        conditions = [
+            (
+                (F.col(PARTITION_PATH_COLUMN) == F.lit(partition))
+                & (frac >= lower)
+                & (frac < upper),
+                file_id,
+            )
+            for partition, lower, upper, file_id in rows
+        ]
+        target = F.when(conditions[0][0], F.lit(conditions[0][1]))
+        for cond, file_id in conditions[1:]:
+            target = target.when(cond, F.lit(file_id))
+        return tagged.withColumn(_TARGET_COLUMN, F.coalesce(F.col(FILE_ID_COLUMN), target))
     spark = tagged.sparkSession
     ranges = spark.createDataFrame(rows, "__rp string, __lo double, __hi double, __fid string")
-    frac = (F.pmod(F.xxhash64(RECORD_KEY_COLUMN), F.lit(_HASH_BUCKETS)) / _HASH_BUCKETS).alias(
-        "__frac"
-    )
     with_frac = tagged.withColumn("__frac", frac)
     cond = (
         F.col(FILE_ID_COLUMN).isNull()

@@ -112,6 +112,12 @@ def write_file_group(
     if ctx.combine:
         records = precombine(records, spec)
     incoming = align_to_schema(records, ctx.arrow_schema, keep=INTERNAL_COLUMNS)
+    ordering = spec.ordering_field
+    if ctx.operation == "delete" and ordering in incoming.column_names:
+        # deletes by key carry no ordering value: they remove the stored row whatever its order
+        idx = incoming.schema.get_field_index(str(ordering))
+        field = incoming.schema.field(idx)
+        incoming = incoming.set_column(idx, field, pa.nulls(incoming.num_rows, field.type))
     is_delete = delete_mask(incoming)
 
     if bucket.base_file is not None:

@@ -99,7 +99,9 @@ class Oracle:
     def apply(self, batch: Sequence[Row], operation: str, instant: str) -> None:
         """Apply one committed write."""
         if operation == "delete":
-            batch = [{**r, "__hard_delete": True} for r in batch]
+            # deletes by key carry no ordering value (they always remove the stored row)
+            ordering = {self.ordering: None} if self.ordering else {}
+            batch = [{**r, **ordering, "__hard_delete": True} for r in batch]
         incoming = self.precombine(batch)
         event_time = self.payload in (DEFAULT, PARTIAL) and self.ordering is not None
         for ident, row in incoming.items():
