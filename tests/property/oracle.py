@@ -71,29 +71,31 @@ class Oracle:
                 out[name] = older.get(name)
         return out
 
+    def _rank(self, arrival: int, row: Row) -> tuple[Any, ...]:
+        """Total order of versions of one key: unordered hard deletes last, then the ordering
+        value (None smallest), then arrival."""
+        hard_unordered = bool(row.get("__hard_delete")) and self._ord(row) is None
+        ordering = self._ord(row)
+        return (
+            hard_unordered,
+            ordering is not None,
+            ordering if ordering is not None else 0,
+            arrival,
+        )
+
     def precombine(self, batch: Iterable[Row]) -> dict[tuple[str, str], Row]:
+        versions: dict[tuple[str, str], list[tuple[tuple[Any, ...], Row]]] = {}
+        for arrival, row in enumerate(batch):
+            versions.setdefault(self.identity(row), []).append((self._rank(arrival, row), row))
         merged: dict[tuple[str, str], Row] = {}
-        for row in batch:
-            ident = self.identity(row)
-            cur = merged.get(ident)
-            if cur is None:
-                merged[ident] = dict(row)
-                continue
-            hard_unordered = row.get("__hard_delete") and self._ord(row) is None
-            cur_hard_unordered = cur.get("__hard_delete") and self._ord(cur) is None
-            if cur_hard_unordered and not hard_unordered:
-                newer = False
-            elif hard_unordered:
-                newer = True
-            else:
-                newer = _ord_newer(self._ord(row), self._ord(cur))
+        for ident, ranked in versions.items():
+            ordered = [row for _, row in sorted(ranked, key=lambda item: item[0])]
+            result = dict(ordered[-1])
             if self.payload == PARTIAL:
-                merged[ident] = self._fill(row, cur) if newer else self._fill(cur, row)
-                if newer:
-                    merged[ident]["_hoodie_is_deleted"] = row.get("_hoodie_is_deleted")
-                    merged[ident]["__hard_delete"] = row.get("__hard_delete")
-            elif newer:
-                merged[ident] = dict(row)
+                # every field takes its newest non-null value
+                for older in reversed(ordered[:-1]):
+                    result = self._fill(result, older)
+            merged[ident] = result
         return merged
 
     def apply(self, batch: Sequence[Row], operation: str, instant: str) -> None:
