@@ -26,7 +26,10 @@ SEED_V2 = """id,name,amount,region,updated_at,_hoodie_is_deleted
 
 ORDERS_SQL = """
 {{ config(materialized='hudi_upsert', unique_key='id', partition_by='region',
-          precombine_key='updated_at') }}
+          precombine_key='updated_at',
+          pre_hook="create table if not exists {{ this.schema }}.hook_log (n bigint) using parquet",
+          post_hook="insert into {{ this.schema }}.hook_log select count(*) from {{ this }}",
+          persist_docs={'relation': true, 'columns': true}) }}
 select id, name, amount, region, updated_at, _hoodie_is_deleted from {{ ref('orders_seed') }}
 """
 SUMMARY_SQL = """
@@ -42,8 +45,10 @@ SCHEMA_YML = """
 version: 2
 models:
   - name: orders
+    description: Orders by id
     columns:
       - name: id
+        description: The order's key
         data_tests: [unique, not_null]
 """
 COLUMNS = ["id", "name", "amount", "region"]
@@ -93,6 +98,11 @@ class TestHudiUpsert:
             spark, f"select * from {schema}.orders_summary", ["region", "orders", "amount"]
         ) == [("eu", 2, 41.75), ("us", 1, 40.0)]
         assert [a for _, a in completed_instants(base)] == ["commit", "commit"]
+        # hooks ran around each write, the post-hook seeing the committed rows
+        assert spark_rows(spark, f"select * from {schema}.hook_log", ["n"]) == [(3,), (3,)]
+        described = spark.sql(f"describe table extended {schema}.orders").collect()
+        assert {r["col_name"]: r["comment"] for r in described}["id"] == "The order's key"
+        assert {r["col_name"]: r["data_type"] for r in described}["Comment"] == "Orders by id"
 
     def test_hudi_upsert_bad_config_compile_error_table_untouched(
         self, project: Any, spark: Any
