@@ -246,6 +246,7 @@ class HudiTable:
                     f"No Hudi table to delete partitions from at {self.base_path}"
                 )
             with lock.hold():
+                self._take_over_metadata_table(props)
                 instant_time, rolled_back = delete_partitions(self.storage, cfg, is_alive)
             run_table_services(self.storage, cfg, lock, merge_on_read=is_mor)
             return WriteResult(instant_time, operation, [], rolled_back)

@@ -43,6 +43,7 @@ from engine.filenames import (
 from engine.fs_view import list_partition_paths
 from engine.instant import COMMIT_ACTIONS, Action, Instant, State, new_instant_time
 from engine.io.logfile import encode_command_block
+from engine.properties import METAFOLDER
 from engine.storage import Storage
 from engine.timeline import (
     Timeline,
@@ -295,6 +296,7 @@ def _execute(storage: Storage, plan: RollbackPlan, rollback_time: str, started: 
     for action in actions:
         delete_instant_files(storage, failed.instant_time, action)
     delete_markers(storage, failed.instant_time)
+    storage.delete(f"{METAFOLDER}/.heartbeat/{failed.instant_time}")  # a dead writer's heartbeat
 
 
 def rollback_instant(storage: Storage, failed: Instant, after: str | None) -> str:
