@@ -240,6 +240,12 @@ def append_to_file_slice(
     if ctx.combine:
         records = precombine(records, spec)
     incoming = align_to_schema(records, ctx.arrow_schema, keep=INTERNAL_COLUMNS)
+    ordering = spec.ordering_field
+    if ctx.operation == "delete" and ordering in incoming.column_names:
+        # deletes by key carry no ordering value: Java writes IntWrapper(0), "natural order"
+        idx = incoming.schema.get_field_index(str(ordering))
+        field = incoming.schema.field(idx)
+        incoming = incoming.set_column(idx, field, pa.nulls(incoming.num_rows, field.type))
     is_delete = delete_mask(incoming)
     data = incoming.filter(pc.invert(is_delete))
     deletes = incoming.filter(is_delete)

@@ -255,9 +255,12 @@ def write_merge_on_read(
     table_slices = latest_table_slices(storage, timeline, touched)
     if operation in ("upsert", "delete"):
         candidates = plan_index_lookup(storage, table_slices.base_files, ranges)
-        tagged = jobs.tag_locations(keyed, candidates, storage)
+        located = jobs.tag_locations(
+            keyed, candidates, storage, incoming_count=sum(r.count for r in ranges)
+        )
     else:
-        tagged = keyed.withColumn(jobs.FILE_ID_COLUMN, F.lit(None).cast("string"))
+        located = keyed.withColumn(jobs.FILE_ID_COLUMN, F.lit(None).cast("string"))
+    tagged = located
     if operation == "delete":
         tagged = tagged.filter(F.col(jobs.FILE_ID_COLUMN).isNotNull())
     tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
@@ -304,6 +307,7 @@ def write_merge_on_read(
         return jobs.write_buckets(tagged, plan, ctx, write_group=handle)
     finally:
         tagged.unpersist()
+        located.unpersist()
 
 
 def describe(stats: list[HoodieWriteStat]) -> dict[str, Any]:
