@@ -76,9 +76,8 @@ class Heartbeat:
 
     def _beat(self) -> None:
         record = {"host": socket.gethostname(), "pid": os.getpid(), "beat_at": time.time()}
-        self.storage.write_bytes(
-            _heartbeat_path(self.instant_time), json.dumps(record).encode(), overwrite=True
-        )
+        # atomic: another writer reading a half-written beat would think this write dead
+        self.storage.write_atomic(_heartbeat_path(self.instant_time), json.dumps(record).encode())
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
