@@ -44,6 +44,7 @@ __all__ = [
     "format_java_date_pattern",
     "generate_partition_paths",
     "generate_record_keys",
+    "invalid_record_key_message",
     "keygen_spec_from_config",
 ]
 
@@ -217,6 +218,28 @@ def _column(batch: pa.RecordBatch | pa.Table, name: str) -> pa.Array:
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
 
+def _is_single_key(spec: KeyGenSpec) -> bool:
+    return len(spec.record_key_fields) == 1 and spec.kind in (
+        "simple",
+        "non_partitioned",
+        "timestamp",
+    )
+
+
+def invalid_record_key_message(spec: KeyGenSpec) -> str:
+    """Hudi's error for a null/empty record key, naming the field(s) and the config key."""
+    fields = spec.record_key_fields
+    if _is_single_key(spec):
+        return (
+            f"recordKey value for field {fields[0]!r} cannot be null or empty "
+            f"(config {config.RECORDKEY_FIELD.key!r})"
+        )
+    return (
+        f"recordKey values for fields {','.join(fields)!r} cannot be entirely null or empty "
+        f"(config {config.RECORDKEY_FIELD.key!r})"
+    )
+
+
 def generate_record_keys(batch: pa.RecordBatch | pa.Table, spec: KeyGenSpec) -> pa.Array:
     """The ``_hoodie_record_key`` of each row.
 
@@ -225,15 +248,11 @@ def generate_record_keys(batch: pa.RecordBatch | pa.Table, spec: KeyGenSpec) -> 
             key is; the message names the field.
     """
     fields = spec.record_key_fields
-    single = len(fields) == 1 and spec.kind in ("simple", "non_partitioned", "timestamp")
-    if single:
+    if _is_single_key(spec):
         text = _as_text(_column(batch, fields[0]))
         bad = pc.or_(pc.is_null(text), pc.fill_null(pc.equal(text, ""), False))
         if pc.any(bad).as_py():
-            raise RecordKeyError(
-                f"recordKey value for field {fields[0]!r} cannot be null or empty "
-                f"(config {config.RECORDKEY_FIELD.key!r})"
-            )
+            raise RecordKeyError(invalid_record_key_message(spec))
         return text
     parts: list[pa.Array] = []
     all_missing: pa.Array | None = None
@@ -250,10 +269,7 @@ def generate_record_keys(batch: pa.RecordBatch | pa.Table, spec: KeyGenSpec) -> 
         missing = pc.or_(is_null, is_empty)
         all_missing = missing if all_missing is None else pc.and_(all_missing, missing)
     if all_missing is not None and pc.any(all_missing).as_py():
-        raise RecordKeyError(
-            f"recordKey values for fields {','.join(fields)!r} cannot be entirely null or empty "
-            f"(config {config.RECORDKEY_FIELD.key!r})"
-        )
+        raise RecordKeyError(invalid_record_key_message(spec))
     return pc.binary_join_element_wise(*parts, ",")
 
 

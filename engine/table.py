@@ -24,7 +24,7 @@ from engine.bucketing import plan_buckets
 from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.compaction import run_pending_compactions
 from engine.config import HoodieConfig, parse_options
-from engine.errors import ConfigError, HudiError, TableNotFoundError
+from engine.errors import ConfigError, HudiError, SchemaError, TableNotFoundError
 from engine.faults import checkpoint
 from engine.filenames import new_file_id
 from engine.index import plan_index_lookup
@@ -265,7 +265,8 @@ class HudiTable:
 
         keyed = jobs.add_record_keys(df, spec, delete_records=operation == "delete")
         try:
-            ranges = jobs.partition_key_ranges(keyed)  # raises RecordKeyError before any write
+            # raises RecordKeyError before any write
+            ranges = jobs.partition_key_ranges(keyed, spec)
             timeline = self.timeline() if props is not None else None
             commit_schema = self._commit_schema(df, cfg, timeline, operation)
             with lock.hold():  # start-commit: one writer at a time
@@ -350,6 +351,7 @@ class HudiTable:
         if operation == "delete":
             return latest
         current = avro_to_arrow_schema(latest)
+        _check_castable(incoming, current)
         added = [f for f in incoming if f.name not in current.names]
         if not added:
             return schema_json(remove_meta_fields(latest))
@@ -375,7 +377,9 @@ class HudiTable:
         latest = latest_base_files(timeline, touched)
         if operation in ("upsert", "delete"):
             candidates = plan_index_lookup(self.storage, latest, ranges)
-            tagged = jobs.tag_locations(keyed, candidates, self.storage)
+            tagged = jobs.tag_locations(
+                keyed, candidates, self.storage, incoming_count=sum(r.count for r in ranges)
+            )
         else:
             tagged = keyed.withColumn(jobs.FILE_ID_COLUMN, F.lit(None).cast("string"))
         if operation == "delete":
@@ -418,6 +422,22 @@ class HudiTable:
             return jobs.write_buckets(tagged, plan, ctx)
         finally:
             tagged.unpersist()
+
+
+def _check_castable(incoming: Any, current: Any) -> None:
+    """Fail before the write starts when a column cannot become the table's type."""
+    import pyarrow as pa
+
+    for column in incoming:
+        if column.name not in current.names:
+            continue
+        target = current.field(column.name).type
+        try:
+            pa.array([], type=column.type).cast(target)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+            raise SchemaError(
+                f"Column {column.name!r} of type {column.type} does not fit the table's {target}"
+            ) from e
 
 
 def pa_schema_append(schema: Any, fields: list[Any]) -> Any:

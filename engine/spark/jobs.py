@@ -28,7 +28,15 @@ from engine.commit_metadata import HoodieWriteStat
 from engine.errors import HudiError, RecordKeyError, SchemaError
 from engine.faults import checkpoint
 from engine.index import IndexCandidate, PartitionKeyRange
-from engine.keygen import KeyGenSpec, generate_partition_paths, generate_record_keys
+from engine.keygen import (
+    DEFAULT_PARTITION_PATH,
+    EMPTY_RECORDKEY_PLACEHOLDER,
+    NULL_RECORDKEY_PLACEHOLDER,
+    KeyGenSpec,
+    generate_partition_paths,
+    generate_record_keys,
+    invalid_record_key_message,
+)
 from engine.merge import ARRIVAL_COLUMN, DELETE_RECORD_COLUMN
 from engine.schema import (
     FILE_NAME_COLUMN,
@@ -52,8 +60,11 @@ __all__ = [
 
 FILE_ID_COLUMN = "__file_id"
 _TARGET_COLUMN = "__target_file_id"
+_BAD_KEY_COLUMN = "__bad_key"
 _HASH_BUCKETS = 1_000_000
 _CASE_ROUTE_LIMIT = 64
+_BROADCAST_KEYS = 2_000_000
+_MAX_WRITE_PARTITIONS = 2_000
 # the index reads three meta columns; a fixed schema spares Spark a footer-inference job
 _INDEX_SCHEMA = (
     f"{RECORD_KEY_COLUMN} string, {PARTITION_PATH_COLUMN} string, {FILE_NAME_COLUMN} string"
@@ -85,15 +96,83 @@ def run_job(action: Callable[[], T]) -> T:
         raise _ERRORS[match.group(1)](match.group(2).strip()) from e
 
 
+# Spark renders these types as text exactly as the Arrow key generator does
+_EXPRESSION_KEY_TYPES = (
+    "string",
+    "int",
+    "bigint",
+    "smallint",
+    "tinyint",
+    "boolean",
+    "date",
+)
+
+
+def _expression_keys(df: DataFrame, spec: KeyGenSpec) -> tuple[Column, Column, Column] | None:
+    """Record key, partition path and "bad key" flag as Spark expressions, when the key
+    generator and the field types allow it (same text as :mod:`engine.keygen`); else None."""
+    if spec.kind == "timestamp" or spec.url_encode:
+        return None
+    types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+    for name in (*spec.record_key_fields, *spec.partition_fields):
+        if types.get(name) not in _EXPRESSION_KEY_TYPES:
+            return None
+
+    def text(name: str) -> Column:
+        return F.col(f"`{name}`").cast("string")
+
+    def missing(name: str) -> Column:
+        return text(name).isNull() | (text(name) == F.lit(""))
+
+    fields = spec.record_key_fields
+    if len(fields) == 1 and spec.kind in ("simple", "non_partitioned"):
+        key = text(fields[0])
+        bad = missing(fields[0])
+    else:
+        parts = [
+            F.concat(
+                F.lit(f"{name}:"),
+                F.when(text(name).isNull(), F.lit(NULL_RECORDKEY_PLACEHOLDER))
+                .when(text(name) == F.lit(""), F.lit(EMPTY_RECORDKEY_PLACEHOLDER))
+                .otherwise(text(name)),
+            )
+            for name in fields
+        ]
+        key = F.concat_ws(",", *parts)
+        bad = missing(fields[0])
+        for name in fields[1:]:
+            bad = bad & missing(name)
+    if spec.is_partitioned:
+        segments = []
+        for name in spec.partition_fields:
+            value = F.when(missing(name), F.lit(DEFAULT_PARTITION_PATH)).otherwise(text(name))
+            segments.append(F.concat(F.lit(f"{name}="), value) if spec.hive_style else value)
+        path = segments[0] if len(segments) == 1 else F.concat_ws("/", *segments)
+    else:
+        path = F.lit("")
+    return key, path, bad
+
+
 def add_record_keys(df: DataFrame, spec: KeyGenSpec, *, delete_records: bool) -> DataFrame:
     """``df`` (meta columns dropped) plus record key, partition path and arrival order.
 
-    The result is persisted: the driver reads its profile and the index joins it.
+    Simple, complex and non-partitioned keys of string/integral/boolean/date fields are Spark
+    expressions (the batch is then re-read by each job, as Spark's own writers do); other key
+    generators run :mod:`engine.keygen` in ``mapInArrow`` and the result is persisted. A
+    ``__bad_key`` column flags null/empty keys for :func:`partition_key_ranges`.
     """
     df = df.drop(*[c for c in df.columns if c in META_COLUMNS])
     df = df.withColumn(ARRIVAL_COLUMN, F.monotonically_increasing_id())
     if delete_records:
         df = df.withColumn(DELETE_RECORD_COLUMN, F.lit(True))
+    expressions = _expression_keys(df, spec)
+    if expressions is not None:
+        key, path, bad = expressions
+        return (
+            df.withColumn(RECORD_KEY_COLUMN, key)
+            .withColumn(PARTITION_PATH_COLUMN, path)
+            .withColumn(_BAD_KEY_COLUMN, bad)
+        )
     out_struct = with_string_fields(df.schema, (RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN))
 
     def keygen(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -105,12 +184,16 @@ def add_record_keys(df: DataFrame, spec: KeyGenSpec, *, delete_records: bool) ->
                 names=[*batch.schema.names, RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN],
             )
 
-    keyed = df.mapInArrow(keygen, out_struct)
+    keyed = df.mapInArrow(keygen, out_struct).withColumn(_BAD_KEY_COLUMN, F.lit(False))
     return keyed.persist(StorageLevel.MEMORY_AND_DISK)
 
 
-def partition_key_ranges(keyed: DataFrame) -> list[PartitionKeyRange]:
-    """Count and key range of the incoming records per partition (one small collect)."""
+def partition_key_ranges(keyed: DataFrame, spec: KeyGenSpec) -> list[PartitionKeyRange]:
+    """Count and key range of the incoming records per partition (one small collect).
+
+    Raises:
+        RecordKeyError: some record key is null or empty (nothing has been written yet).
+    """
     rows = run_job(
         lambda: (
             keyed.groupBy(PARTITION_PATH_COLUMN)
@@ -118,10 +201,13 @@ def partition_key_ranges(keyed: DataFrame) -> list[PartitionKeyRange]:
                 F.count(F.lit(1)).alias("n"),
                 F.min(RECORD_KEY_COLUMN).alias("lo"),
                 F.max(RECORD_KEY_COLUMN).alias("hi"),
+                F.max(F.col(_BAD_KEY_COLUMN).cast("int")).alias("bad"),
             )
             .collect()
         )
     )
+    if any(r["bad"] for r in rows):
+        raise RecordKeyError(invalid_record_key_message(spec))
     return [
         PartitionKeyRange(r[PARTITION_PATH_COLUMN], int(r["n"]), r["lo"], r["hi"]) for r in rows
     ]
@@ -132,12 +218,19 @@ def _file_id_of(name: Column) -> Column:
 
 
 def tag_locations(
-    keyed: DataFrame, candidates: list[IndexCandidate], storage: Storage
+    keyed: DataFrame,
+    candidates: list[IndexCandidate],
+    storage: Storage,
+    *,
+    incoming_count: int | None = None,
 ) -> DataFrame:
     """Join the batch's keys against the candidate base files: ``__file_id`` of stored keys.
 
     Non-global simple index: a key matches only within its partition path. Records without a
-    match (inserts) get a null ``__file_id``.
+    match (inserts) get a null ``__file_id``. A batch of at most ``_BROADCAST_KEYS`` records is
+    broadcast to the scan of the stored keys (a semi-join: the table's keys are never shuffled
+    nor collected), and the few matches are broadcast back onto the batch; larger batches use
+    a shuffle join.
     """
     if not candidates:
         return keyed.withColumn(FILE_ID_COLUMN, F.lit(None).cast("string"))
@@ -151,13 +244,20 @@ def tag_locations(
             F.col(PARTITION_PATH_COLUMN).alias("__p"),
             _file_id_of(F.col(FILE_NAME_COLUMN)).alias(FILE_ID_COLUMN),
         )
-        .dropDuplicates(["__k", "__p"])
     )
+    if incoming_count is not None and incoming_count <= _BROADCAST_KEYS:
+        batch_keys = keyed.select(
+            F.col(RECORD_KEY_COLUMN).alias("__k"), F.col(PARTITION_PATH_COLUMN).alias("__p")
+        )
+        stored = stored.join(F.broadcast(batch_keys), ["__k", "__p"], "left_semi")
+        stored = F.broadcast(stored.dropDuplicates(["__k", "__p"]))
+    else:
+        stored = stored.dropDuplicates(["__k", "__p"])
     cond = (keyed[RECORD_KEY_COLUMN] == stored["__k"]) & (
         keyed[PARTITION_PATH_COLUMN] == stored["__p"]
     )
-    # persisted: the workload profile and the write both read it; the caller unpersists
     tagged = keyed.join(stored, cond, "left").drop("__k", "__p")
+    # persisted: the workload profile and the write both read it; the caller unpersists
     return tagged.persist(StorageLevel.MEMORY_AND_DISK)
 
 
@@ -230,7 +330,7 @@ def write_buckets(
     if not plan.buckets:
         return []
     checkpoint("write.before_files")
-    routed = _route(tagged, plan).drop(FILE_ID_COLUMN)
+    routed = _route(tagged, plan).drop(FILE_ID_COLUMN, _BAD_KEY_COLUMN)
     buckets = dict(plan.buckets)
 
     def handle(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
@@ -248,6 +348,13 @@ def write_buckets(
         stats = written if isinstance(written, list) else [written]
         return pa.table({"stat": [json.dumps(s.to_dict()) for s in stats]})
 
-    result = routed.groupBy(_TARGET_COLUMN).applyInArrow(handle, "stat string")
+    # one shuffle partition per bucket (explicit counts are not coalesced by adaptive
+    # execution), so file groups are written in parallel
+    partitions = max(1, min(len(buckets), _MAX_WRITE_PARTITIONS))
+    result = (
+        routed.repartition(partitions, _TARGET_COLUMN)
+        .groupBy(_TARGET_COLUMN)
+        .applyInArrow(handle, "stat string")
+    )
     rows = run_job(result.collect)
     return [HoodieWriteStat.from_dict(json.loads(r["stat"])) for r in rows]

@@ -185,3 +185,82 @@ def test_commit_removes_files_of_failed_task_attempts(spark, tmp_path) -> None: 
     kept = HoodieWriteStat(file_id="f-0", path="p/f-0_0-1-2_001.parquet", partition_path="p")
     assert remove_unreported_files(storage, "001", [kept]) == ["p/f-0_0-1-1_001.parquet"]
     assert storage.exists("p/f-0_0-1-2_001.parquet")
+
+
+def test_write_hudi_incompatible_column_type_raises_before_commit(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from engine.errors import SchemaError
+
+    path = tmp_path / "t"
+    write_hudi(spark.createDataFrame([("k1", "p", 1, "a")], SCHEMA), str(path), opts())
+    before = timeline_files(path)
+    bad = spark.createDataFrame(
+        [("k1", "p", 2, ("x", 1))], "id string, dt string, ts long, v struct<a: string, b: int>"
+    )
+    with pytest.raises(SchemaError, match="'v'"):
+        write_hudi(bad, str(path), opts())
+    assert timeline_files(path) == before
+
+
+def test_write_hudi_delete_every_key_leaves_empty_group(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "t"
+    rows = [("k1", "p", 1, "a"), ("k2", "p", 1, "b")]
+    write_hudi(spark.createDataFrame(rows, SCHEMA), str(path), opts())
+    keys = spark.createDataFrame([("k1", "p"), ("k2", "p")], "id string, dt string")
+    result = write_hudi(keys, str(path), opts(**{"hoodie.datasource.write.operation": "delete"}))
+    (stat,) = result.write_stats
+    assert (stat.num_writes, stat.num_deletes) == (0, 2)
+    assert hudi_rs_rows(str(path)) == []
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {
+            "hoodie.datasource.write.recordkey.field": "s",
+            "hoodie.datasource.write.partitionpath.field": "d",
+        },
+        {
+            "hoodie.datasource.write.recordkey.field": "i,s,b",
+            "hoodie.datasource.write.partitionpath.field": "b,i",
+            "hoodie.datasource.write.hive_style_partitioning": "true",
+        },
+        {
+            "hoodie.datasource.write.recordkey.field": "l",
+            "hoodie.datasource.write.partitionpath.field": "s",
+        },
+        {"hoodie.datasource.write.recordkey.field": "i"},
+    ],
+)
+def test_spark_expression_keys_match_arrow_key_generator(spark, options) -> None:  # type: ignore[no-untyped-def]
+    import datetime as dt
+
+    from engine import config
+    from engine.keygen import (
+        generate_partition_paths,
+        generate_record_keys,
+        keygen_spec_from_config,
+    )
+    from engine.spark.jobs import add_record_keys
+
+    rows = [
+        ("a", 1, 10, True, dt.date(2024, 1, 2)),
+        ("", None, 11, False, None),
+        (None, 3, 12, None, dt.date(1999, 12, 31)),
+    ]
+    df = spark.createDataFrame(rows, "s string, i int, l long, b boolean, d date")
+    spec = keygen_spec_from_config(config.parse_options(options))
+    if len(spec.record_key_fields) == 1:
+        field = spec.record_key_fields[0]
+        df = df.where(f"{field} is not null and cast({field} as string) != ''")
+    keyed = add_record_keys(df, spec, delete_records=False)
+    assert not keyed.is_cached  # these generators run as Spark expressions
+    got = sorted((r["_hoodie_record_key"], r["_hoodie_partition_path"]) for r in keyed.collect())
+    arrow = df.toArrow()
+    expected = sorted(
+        zip(
+            generate_record_keys(arrow, spec).to_pylist(),
+            generate_partition_paths(arrow, spec).to_pylist(),
+            strict=True,
+        )
+    )
+    assert got == expected
