@@ -28,14 +28,11 @@ def test_upserts_of_new_rows_pack_into_few_files(spark, tmp_path) -> None:  # ty
     }
     batches, per_batch = 30, 1000
     for b in range(batches):
-        df = (
-            spark.range(b * per_batch, (b + 1) * per_batch)
-            .selectExpr(
-                "format_string('key-%08d', id) as id",
-                "'2024-01-01' as dt",
-                "id as ts",
-                "sha2(cast(id as string), 256) as payload",
-            )
+        df = spark.range(b * per_batch, (b + 1) * per_batch).selectExpr(
+            "format_string('key-%08d', id) as id",
+            "'2024-01-01' as dt",
+            "id as ts",
+            "sha2(cast(id as string), 256) as payload",
         )
         write_hudi(df, path, options)
     table = HudiTableBuilder.from_base_uri(path).build()
