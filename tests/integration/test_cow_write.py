@@ -264,3 +264,26 @@ def test_spark_expression_keys_match_arrow_key_generator(spark, options) -> None
         )
     )
     assert got == expected
+
+
+def test_write_hudi_insert_keeps_duplicates_unless_combined(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    rows = [("k1", "p", 1, "a"), ("k1", "p", 2, "b")]
+    plain = tmp_path / "plain"
+    write_hudi(
+        spark.createDataFrame(rows, SCHEMA),
+        str(plain),
+        opts(**{"hoodie.datasource.write.operation": "insert"}),
+    )
+    assert sorted(r["v"] for r in hudi_rs_rows(str(plain))) == ["a", "b"]
+    combined = tmp_path / "combined"
+    write_hudi(
+        spark.createDataFrame(rows, SCHEMA),
+        str(combined),
+        opts(
+            **{
+                "hoodie.datasource.write.operation": "insert",
+                "hoodie.combine.before.insert": "true",
+            }
+        ),
+    )
+    assert [r["v"] for r in hudi_rs_rows(str(combined))] == ["b"]
