@@ -186,7 +186,7 @@ def _add_compact_parser(sub: Any) -> None:
         default="FIFO",
         help="order of pending compactions: oldest (FIFO) or newest (LIFO) first",
     )
-    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="hoodie.* option")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="Hudi config option")
     p.set_defaults(handler=_cmd_compact)
 
 
@@ -229,7 +229,7 @@ def _cmd_clean(args: argparse.Namespace) -> int:
 def _add_clean_parser(sub: Any) -> None:
     p = sub.add_parser("clean", help="delete file slices the retained commits no longer need")
     p.add_argument("table", help="table base path (local directory or URI)")
-    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="hoodie.* option")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="Hudi config option")
     p.set_defaults(handler=_cmd_clean)
 
 
@@ -270,7 +270,7 @@ def _add_rollback_parser(sub: Any) -> None:
     p = sub.add_parser("rollback", help="roll back a failed write or the latest completed write")
     p.add_argument("table", help="table base path (local directory or URI)")
     p.add_argument("instant", help="instant time of the write to roll back")
-    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="hoodie.* option")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="Hudi config option")
     p.set_defaults(handler=_cmd_rollback)
 
 
