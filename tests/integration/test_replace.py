@@ -7,6 +7,7 @@ Every check reads through hudi-rs (the judge) and through ``read_hudi``; the rep
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import fastavro
 import pytest
 
 from engine import read_hudi, write_hudi
-from engine.errors import ConfigError
+from engine.errors import ConfigError, HudiError, RecordKeyError
 from engine.fs_view import FileSystemView
 from engine.storage import Storage
 from engine.timeline import Timeline
@@ -159,7 +160,7 @@ def test_delete_partition_without_partitions_raises_and_leaves_table(spark, tmp_
     path = tmp_path / "t"
     seed(spark, path)
     timeline_before = sorted(p.name for p in (path / ".hoodie").iterdir())
-    with pytest.raises(ConfigError, match="partitions.to.delete"):
+    with pytest.raises(ConfigError, match=r"partitions\.to\.delete"):
         write_hudi(spark.createDataFrame([], SCHEMA), str(path), opts("delete_partition"))
     assert sorted(p.name for p in (path / ".hoodie").iterdir()) == timeline_before
 
@@ -167,7 +168,7 @@ def test_delete_partition_without_partitions_raises_and_leaves_table(spark, tmp_
 def test_insert_overwrite_merge_on_read_table(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "t"
     mor = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
-    first, before = seed(spark, path, **mor)
+    _, before = seed(spark, path, **mor)
     upd = [("k1", "2024-01-02", 5, "log1")]
     write_hudi(spark.createDataFrame(upd, SCHEMA), str(path), opts("upsert", **mor))
     new = [("n1", "2024-01-02", 6, "new1")]
@@ -177,3 +178,36 @@ def test_insert_overwrite_merge_on_read_table(spark, tmp_path) -> None:  # type:
     assert (path / ".hoodie" / f"{t}.replacecommit").exists()
     expected = {r for r in before if r[1] != "2024-01-02"} | {("n1", "2024-01-02", "new1")}
     assert rows_of(spark, path) == expected
+
+
+@pytest.mark.parametrize(
+    ("frame", "extra", "error"),
+    [
+        ("dt string, ts long, v string", {}, "Key field 'id'"),  # no record key column
+        (SCHEMA, {"hoodie.no.such.option": "1"}, "Unknown config 'hoodie.no.such.option'"),
+        (SCHEMA, {"hoodie.keep.min.commits": "5"}, "hoodie.cleaner.commits.retained=10"),
+    ],
+    ids=["missing-key-column", "unknown-option", "bad-retention"],
+)
+def test_insert_overwrite_bad_input_raises_before_writing(
+    spark, tmp_path, frame, extra, error
+) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "t"
+    _, before = seed(spark, path)
+    listing = sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+    data = [("2024-01-01", 9, "bad")] if frame != SCHEMA else [("n", "2024-01-01", 9, "bad")]
+    with pytest.raises(HudiError, match=re.escape(error)):
+        write_hudi(spark.createDataFrame(data, frame), str(path), opts("insert_overwrite", **extra))
+    assert sorted(str(p.relative_to(path)) for p in path.rglob("*")) == listing
+    assert rows_of(spark, path) == before
+
+
+def test_insert_overwrite_null_record_key_raises_before_writing(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "t"
+    _, before = seed(spark, path)
+    listing = sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+    data = [(None, "2024-01-01", 9, "bad"), ("n2", "2024-01-01", 9, "ok")]
+    with pytest.raises(RecordKeyError):
+        write_hudi(spark.createDataFrame(data, SCHEMA), str(path), opts("insert_overwrite_table"))
+    assert sorted(str(p.relative_to(path)) for p in path.rglob("*")) == listing
+    assert rows_of(spark, path) == before
