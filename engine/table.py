@@ -3,10 +3,15 @@
 A copy-on-write write, on the driver (Spark does the data work, see :mod:`engine.spark.jobs`)::
 
     options ──► validate against hoodie.properties ──► key generation (Spark) + batch profile
-      ──► [create table] ──► roll back failed writes ──► <t>.commit.requested
+      ──► lock: [create table] ──► roll back dead writers' writes ──► <t>.commit.requested
+          + heartbeat ──► unlock
       ──► index lookup (Spark join) ──► buckets (small files first) ──► <t>.inflight
       ──► partition metafiles ──► one task per file group writes its base file
-      ──► <t>.commit (the commit point) ──► markers removed
+      ──► lock: conflict check ──► <t>.commit (the commit point) ──► markers removed ──► unlock
+      ──► table services under the lock (inline compaction, clean, archival)
+
+Replace operations (insert_overwrite[_table], delete_partition) complete as replacecommits
+(:mod:`engine.write.replace`); merge-on-read writes as deltacommits.
 
 Errors found before the instant is requested (bad options, null record keys, unknown fields)
 leave the table untouched.
