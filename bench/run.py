@@ -172,7 +172,7 @@ def time_spark(
     base = anchors.spark_prepared_base(spark, anchor_args)
     tbl = str(args.work / "out" / f"spark-{shape}-rep{rep}")
     anchors.copytree(base, tbl)
-    name = f"target_{shape}_rep{rep}"
+    name = f"target_{shape}_rep{rep}".replace("-", "m")
     spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
     spark.sql(f"DROP TABLE IF EXISTS {name}")
     spark.sql(f"CREATE TABLE {name} USING parquet LOCATION '{tbl}'")
