@@ -33,7 +33,8 @@ LOCK_FILE = f"{METAFOLDER}/lock"
 _POLL_SECONDS = 0.1
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a local process ``pid`` still runs (a holder's liveness on this host)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -92,7 +93,7 @@ class TableLock:
             # a holder killed between create and write leaves an empty file; give it a moment
             return self._age_seconds() > 5
         pid, host = owner.get("pid"), owner.get("host")
-        if host == socket.gethostname() and isinstance(pid, int) and not _pid_alive(pid):
+        if host == socket.gethostname() and isinstance(pid, int) and not pid_alive(pid):
             return True
         acquired = owner.get("acquired_at")
         return (

@@ -30,7 +30,7 @@ from engine.commit_metadata import HoodieWriteStat
 from engine.config import HoodieConfig
 from engine.errors import HudiError, WriteConflictError
 from engine.instant import Action, Instant, State
-from engine.lock import TableLock
+from engine.lock import TableLock, pid_alive
 from engine.properties import METAFOLDER
 from engine.storage import Storage
 from engine.timeline import Timeline
@@ -52,16 +52,6 @@ _OWN: set[str] = set()
 
 def _heartbeat_path(instant_time: str) -> str:
     return f"{HEARTBEAT_FOLDER}/{instant_time}"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class Heartbeat:
@@ -123,7 +113,7 @@ def is_write_alive(storage: Storage, instant: Instant, cfg: HoodieConfig) -> boo
         return False  # no heartbeat: a writer without one (or one that died creating it)
     host, pid = record.get("host"), record.get("pid")
     if host == socket.gethostname() and isinstance(pid, int):
-        return pid != os.getpid() and _pid_alive(pid)
+        return pid != os.getpid() and pid_alive(pid)
     interval = (cfg.get(config.HEARTBEAT_INTERVAL_MS) or 60000) / 1000
     misses = cfg.get(config.HEARTBEAT_TOLERABLE_MISSES) or 0
     info = storage.fs.get_file_info(storage.full_path(rel))
