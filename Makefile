@@ -31,12 +31,14 @@ demo: $(STAMP)
 	$(PY) scripts/demo.py
 
 check: $(STAMP)
-	$(VENV)/bin/ruff check engine dbt tests scripts
-	$(VENV)/bin/ruff format --check engine dbt tests scripts
+	$(VENV)/bin/ruff check engine dbt tests scripts bench
+	$(VENV)/bin/ruff format --check engine dbt tests scripts bench
 	$(VENV)/bin/mypy
 
 bench: $(STAMP)
 	$(PY) bench/run.py
+	$(PY) bench/read_bench.py
+	$(PY) bench/mor_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
