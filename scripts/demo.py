@@ -86,10 +86,21 @@ def _show_table(name: str, base_path: Path) -> None:
         print("     " + ", ".join(f"{k}={v}" for k, v in row.items()))
 
 
+def _versions() -> str:
+    """What the demo runs on: the package, dbt-core, dbt-spark, PySpark (Spark) and Java."""
+    from importlib.metadata import version
+
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False)
+    java_line = (java.stderr.splitlines() or ["java: unknown"])[0]
+    packages = ("dbt-hudi", "dbt-core", "dbt-spark", "pyspark")
+    return ", ".join(f"{name} {version(name)}" for name in packages) + f"; {java_line}"
+
+
 def main() -> None:
     sys.path.insert(0, str(REPO))
     project, env = _prepare()
     print(f"dbt-hudi demo in {WORK}")
+    print(f"versions: {_versions()}")
 
     print("\n#### run 1: day-1 seeds")
     _dbt(["build"], project, env)
