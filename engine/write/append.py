@@ -41,7 +41,6 @@ from engine.io.logfile import (
     encode_delete_block,
 )
 from engine.io.parquet import align_to_schema
-from engine.merge import INTERNAL_COLUMNS, delete_mask, precombine
 from engine.schema import (
     COMMIT_SEQNO_COLUMN,
     COMMIT_TIME_COLUMN,
@@ -50,7 +49,7 @@ from engine.schema import (
     RECORD_KEY_COLUMN,
 )
 from engine.storage import Storage
-from engine.write.handles import TaskInfo, WriteContext
+from engine.write.handles import TaskInfo, WriteContext, prepare_incoming
 from engine.write.markers import create_marker
 
 __all__ = [
@@ -237,16 +236,7 @@ def append_to_file_slice(
     started = time.monotonic()
     storage = Storage(ctx.base_path)
     spec = ctx.merge_spec
-    if ctx.combine:
-        records = precombine(records, spec)
-    incoming = align_to_schema(records, ctx.arrow_schema, keep=INTERNAL_COLUMNS)
-    ordering = spec.ordering_field
-    if ctx.operation == "delete" and ordering in incoming.column_names:
-        # deletes by key carry no ordering value: Java writes IntWrapper(0), "natural order"
-        idx = incoming.schema.get_field_index(str(ordering))
-        field = incoming.schema.field(idx)
-        incoming = incoming.set_column(idx, field, pa.nulls(incoming.num_rows, field.type))
-    is_delete = delete_mask(incoming)
+    incoming, is_delete = prepare_incoming(records, ctx)
     data = incoming.filter(pc.invert(is_delete))
     deletes = incoming.filter(is_delete)
     data = align_to_schema(data, ctx.arrow_schema)

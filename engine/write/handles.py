@@ -94,6 +94,24 @@ def _with_file_name(rows: pa.Table, file_name: str) -> pa.Table:
     )
 
 
+def prepare_incoming(records: pa.Table, ctx: WriteContext) -> tuple[pa.Table, pa.ChunkedArray]:
+    """The batch routed to one file group, ready to merge: precombined (when the write
+    combines), aligned to the table schema, and its delete mask.
+
+    Deletes by key carry no ordering value: they remove the stored row whatever its order
+    (Java writes them to logs with IntWrapper(0), "natural order").
+    """
+    if ctx.combine:
+        records = precombine(records, ctx.merge_spec)
+    incoming = align_to_schema(records, ctx.arrow_schema, keep=INTERNAL_COLUMNS)
+    ordering = ctx.merge_spec.ordering_field
+    if ctx.operation == "delete" and ordering in incoming.column_names:
+        idx = incoming.schema.get_field_index(str(ordering))
+        field = incoming.schema.field(idx)
+        incoming = incoming.set_column(idx, field, pa.nulls(incoming.num_rows, field.type))
+    return incoming, delete_mask(incoming)
+
+
 def write_file_group(
     records: pa.Table, bucket: Bucket, ctx: WriteContext, task: TaskInfo
 ) -> HoodieWriteStat:
@@ -109,16 +127,7 @@ def write_file_group(
     started = time.monotonic()
     storage = Storage(ctx.base_path)
     spec = ctx.merge_spec
-    if ctx.combine:
-        records = precombine(records, spec)
-    incoming = align_to_schema(records, ctx.arrow_schema, keep=INTERNAL_COLUMNS)
-    ordering = spec.ordering_field
-    if ctx.operation == "delete" and ordering in incoming.column_names:
-        # deletes by key carry no ordering value: they remove the stored row whatever its order
-        idx = incoming.schema.get_field_index(str(ordering))
-        field = incoming.schema.field(idx)
-        incoming = incoming.set_column(idx, field, pa.nulls(incoming.num_rows, field.type))
-    is_delete = delete_mask(incoming)
+    incoming, is_delete = prepare_incoming(records, ctx)
 
     if bucket.base_file is not None:
         rel_old = (
