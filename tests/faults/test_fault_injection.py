@@ -247,15 +247,19 @@ def _service_step(kind: str) -> dict[str, Any]:
 
 
 def _assert_torn_file_planned(path: Path) -> None:
-    """The file a kill tore mid-write is named by its marker, so its rollback deletes it."""
+    """The file a kill tore mid-write is named by its marker, so its rollback deletes it with
+    every other file of the failed write."""
     [failed] = pending_writes(path)
     storage = Storage(str(path))
     instant = Timeline.load(storage).get(failed)
     assert instant is not None
     plan = plan_rollback(storage, instant)
-    torn = [f for f in plan.files_to_delete if f.endswith(f"_{failed}.parquet")]
-    assert torn, plan
-    assert all((path / f).read_bytes()[-4:] != b"PAR1" for f in torn)  # no footer
+    planned = sorted(f for f in plan.files_to_delete if f.endswith(f"_{failed}.parquet"))
+    on_disk = sorted(str(p.relative_to(path)) for p in path.rglob(f"*_{failed}.parquet"))
+    # every base file the failed write left (finished ones of earlier tasks included) is planned
+    assert planned == on_disk and planned, plan
+    # and among them the one the kill tore (no footer yet)
+    assert any((path / f).read_bytes()[-4:] != b"PAR1" for f in planned), planned
 
 
 @pytest.fixture
