@@ -32,7 +32,6 @@ from engine.config import HoodieConfig, parse_options
 from engine.errors import ConfigError, HudiError, SchemaError, TableNotFoundError
 from engine.faults import checkpoint
 from engine.filenames import new_file_id
-from engine.index import plan_index_lookup
 from engine.instant import Action, new_instant_time
 from engine.io.parquet import avro_schema_with_meta, commit_schema_of, table_arrow_schema
 from engine.keygen import keygen_spec_from_config
@@ -380,13 +379,9 @@ class HudiTable:
 
         touched = [r.partition_path for r in ranges]
         latest = latest_base_files(timeline, touched)
-        if operation in ("upsert", "delete"):
-            candidates = plan_index_lookup(self.storage, latest, ranges)
-            tagged = jobs.tag_locations(
-                keyed, candidates, self.storage, incoming_count=sum(r.count for r in ranges)
-            )
-        else:
-            tagged = keyed.withColumn(jobs.FILE_ID_COLUMN, F.lit(None).cast("string"))
+        tagged = jobs.locate_records(
+            keyed, self.storage, latest, ranges, use_index=operation in ("upsert", "delete")
+        )
         if operation == "delete":
             tagged = tagged.filter(F.col(jobs.FILE_ID_COLUMN).isNotNull())
         update_counts, insert_counts = jobs.workload_counts(tagged)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -23,11 +23,11 @@ from pyspark import StorageLevel, TaskContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from engine.bucketing import Bucket, BucketPlan
+from engine.bucketing import Bucket, BucketPlan, SmallFile
 from engine.commit_metadata import HoodieWriteStat
 from engine.errors import HudiError, RecordKeyError, SchemaError
 from engine.faults import checkpoint
-from engine.index import IndexCandidate, PartitionKeyRange
+from engine.index import IndexCandidate, PartitionKeyRange, plan_index_lookup
 from engine.keygen import (
     DEFAULT_PARTITION_PATH,
     EMPTY_RECORDKEY_PLACEHOLDER,
@@ -215,6 +215,21 @@ def partition_key_ranges(keyed: DataFrame, spec: KeyGenSpec) -> list[PartitionKe
 
 def _file_id_of(name: Column) -> Column:
     return F.substring_index(name, "_", 1)
+
+
+def locate_records(
+    keyed: DataFrame,
+    storage: Storage,
+    latest: Mapping[tuple[str, str], SmallFile],
+    ranges: list[PartitionKeyRange],
+    *,
+    use_index: bool,
+) -> DataFrame:
+    """Tag the batch with the file group holding each key: the index lookup of upserts and
+    deletes over the latest base files of the touched partitions; without the index (inserts),
+    every record gets a null ``__file_id``."""
+    candidates = plan_index_lookup(storage, latest, ranges) if use_index else []
+    return tag_locations(keyed, candidates, storage, incoming_count=sum(r.count for r in ranges))
 
 
 def tag_locations(

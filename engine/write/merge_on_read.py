@@ -35,7 +35,7 @@ from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.config import HoodieConfig
 from engine.filenames import new_file_id
 from engine.fs_view import FileSystemView
-from engine.index import PartitionKeyRange, plan_index_lookup
+from engine.index import PartitionKeyRange
 from engine.instant import Action
 from engine.io.parquet import avro_schema_with_meta, table_arrow_schema
 from engine.merge import MergeSpec
@@ -253,13 +253,9 @@ def write_merge_on_read(
 
     touched = [r.partition_path for r in ranges]
     table_slices = latest_table_slices(storage, timeline, touched)
-    if operation in ("upsert", "delete"):
-        candidates = plan_index_lookup(storage, table_slices.base_files, ranges)
-        located = jobs.tag_locations(
-            keyed, candidates, storage, incoming_count=sum(r.count for r in ranges)
-        )
-    else:
-        located = keyed.withColumn(jobs.FILE_ID_COLUMN, F.lit(None).cast("string"))
+    located = jobs.locate_records(
+        keyed, storage, table_slices.base_files, ranges, use_index=operation in ("upsert", "delete")
+    )
     tagged = located
     if operation == "delete":
         tagged = tagged.filter(F.col(jobs.FILE_ID_COLUMN).isNotNull())
