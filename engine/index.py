@@ -22,12 +22,13 @@ __all__ = ["IndexCandidate", "PartitionKeyRange", "plan_index_lookup"]
 
 @dataclass(frozen=True, slots=True)
 class PartitionKeyRange:
-    """Incoming records of one partition: count and key range."""
+    """Incoming records of one partition: record count, distinct keys and key range."""
 
     partition_path: str
     count: int
     min_key: str
     max_key: str
+    distinct_keys: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -373,18 +373,20 @@ class HudiTable:
         merge_spec: MergeSpec,
         commit_schema: str,
     ) -> list[HoodieWriteStat]:
-        from pyspark.sql import functions as F
 
         from engine.spark import jobs
 
         touched = [r.partition_path for r in ranges]
         latest = latest_base_files(timeline, touched)
-        tagged = jobs.locate_records(
-            keyed, self.storage, latest, ranges, use_index=operation in ("upsert", "delete")
+        located = jobs.locate_records(
+            keyed,
+            self.storage,
+            latest,
+            ranges,
+            use_index=operation in ("upsert", "delete"),
+            existing_only=operation == "delete",
         )
-        if operation == "delete":
-            tagged = tagged.filter(F.col(jobs.FILE_ID_COLUMN).isNotNull())
-        update_counts, insert_counts = jobs.workload_counts(tagged)
+        update_counts, insert_counts = located.update_counts, located.insert_counts
         estimate: int = cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE) or 1024
         max_file_size: int = cfg.get(config.PARQUET_MAX_FILE_SIZE) or 0
         small_file_limit: int = cfg.get(config.PARQUET_SMALL_FILE_LIMIT) or 0
@@ -419,9 +421,9 @@ class HudiTable:
             compression=str(cfg.get(config.PARQUET_COMPRESSION_CODEC)),
         )
         try:
-            return jobs.write_buckets(tagged, plan, ctx)
+            return jobs.write_buckets(located.tagged, plan, ctx)
         finally:
-            tagged.unpersist()
+            located.release()
 
 
 def _check_castable(incoming: Any, current: Any) -> None:

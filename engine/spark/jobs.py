@@ -1,14 +1,14 @@
 """The Spark side of a copy-on-write write: key generation, index join, routing, file writes.
 
 Every function the executors run is a closure over frozen, picklable values (key generator spec,
-bucket plan, write context); no SparkSession travels. Data flow::
+bucket plan, write context); no SparkSession travels. Three Spark jobs per write::
 
-    input ──mapInArrow(keygen)──► keyed (+ _hoodie_record_key, _hoodie_partition_path)   persisted
-    keyed ──groupBy(partition)──► per-partition count / min / max key        (driver: touched
+    input ──keygen──► keyed (+ _hoodie_record_key, _hoodie_partition_path)
+    1. keyed ──groupBy(partition)──► records, distinct keys, min / max key   (driver: touched
                                                                               partitions, pruning)
-    keyed ⟕ keys of candidate base files on (key, partition) ──► tagged (+ __file_id)  persisted
-    tagged ──groupBy(partition, __file_id).count──► workload profile          (driver: buckets)
-    tagged ⟕ broadcast insert ranges ──groupBy(target file id).applyInArrow(handle)──► write stats
+    2. keys of candidate base files ⋉ batch keys ──► matches (key, partition, file id)  cached
+       matches ──groupBy(partition, file id).count──► workload profile      (driver: buckets)
+    3. keyed ⟕ matches ──route──repartition(bucket slot).mapInArrow(handle)──► write stats
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import TypeVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import StorageLevel, TaskContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -44,22 +46,24 @@ from engine.schema import (
     PARTITION_PATH_COLUMN,
     RECORD_KEY_COLUMN,
 )
+from engine.spark.partitioning import slot_values
 from engine.spark.schema import with_string_fields
 from engine.storage import Storage
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
 
 __all__ = [
     "FILE_ID_COLUMN",
+    "LocatedRecords",
     "add_record_keys",
+    "locate_records",
     "partition_key_ranges",
     "run_job",
-    "tag_locations",
-    "workload_counts",
     "write_buckets",
 ]
 
 FILE_ID_COLUMN = "__file_id"
 _TARGET_COLUMN = "__target_file_id"
+_SLOT_COLUMN = "__slot"
 _BAD_KEY_COLUMN = "__bad_key"
 _HASH_BUCKETS = 1_000_000
 _CASE_ROUTE_LIMIT = 64
@@ -189,19 +193,24 @@ def add_record_keys(df: DataFrame, spec: KeyGenSpec, *, delete_records: bool) ->
 
 
 def partition_key_ranges(keyed: DataFrame, spec: KeyGenSpec) -> list[PartitionKeyRange]:
-    """Count and key range of the incoming records per partition (one small collect).
+    """Records, distinct keys and key range of the batch per partition (one small collect).
 
     Raises:
         RecordKeyError: some record key is null or empty (nothing has been written yet).
     """
+    per_key = keyed.groupBy(PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN).agg(
+        F.count(F.lit(1)).alias("n"),
+        F.max(F.col(_BAD_KEY_COLUMN).cast("int")).alias("bad"),
+    )
     rows = run_job(
         lambda: (
-            keyed.groupBy(PARTITION_PATH_COLUMN)
+            per_key.groupBy(PARTITION_PATH_COLUMN)
             .agg(
-                F.count(F.lit(1)).alias("n"),
+                F.sum("n").alias("n"),
+                F.count(F.lit(1)).alias("keys"),
                 F.min(RECORD_KEY_COLUMN).alias("lo"),
                 F.max(RECORD_KEY_COLUMN).alias("hi"),
-                F.max(F.col(_BAD_KEY_COLUMN).cast("int")).alias("bad"),
+                F.max("bad").alias("bad"),
             )
             .collect()
         )
@@ -209,12 +218,38 @@ def partition_key_ranges(keyed: DataFrame, spec: KeyGenSpec) -> list[PartitionKe
     if any(r["bad"] for r in rows):
         raise RecordKeyError(invalid_record_key_message(spec))
     return [
-        PartitionKeyRange(r[PARTITION_PATH_COLUMN], int(r["n"]), r["lo"], r["hi"]) for r in rows
+        PartitionKeyRange(
+            r[PARTITION_PATH_COLUMN], int(r["n"]), r["lo"], r["hi"], distinct_keys=int(r["keys"])
+        )
+        for r in rows
     ]
 
 
 def _file_id_of(name: Column) -> Column:
     return F.substring_index(name, "_", 1)
+
+
+@dataclass
+class LocatedRecords:
+    """The batch tagged with its file groups, and the workload profile the buckets are
+    planned from.
+
+    Attributes:
+        tagged: The batch plus ``__file_id`` (null for inserts); lazy, each action re-reads
+            the batch and joins it with the cached matches.
+        update_counts: (partition, file_id) -> stored keys of the file group the batch updates.
+        insert_counts: partition -> distinct incoming keys not in the table.
+    """
+
+    tagged: DataFrame
+    update_counts: dict[tuple[str, str], int]
+    insert_counts: dict[str, int]
+    _cached: DataFrame | None = None
+
+    def release(self) -> None:
+        """Drop the cached matches (after the write job)."""
+        if self._cached is not None:
+            self._cached.unpersist()
 
 
 def locate_records(
@@ -224,31 +259,63 @@ def locate_records(
     ranges: list[PartitionKeyRange],
     *,
     use_index: bool,
-) -> DataFrame:
-    """Tag the batch with the file group holding each key: the index lookup of upserts and
-    deletes over the latest base files of the touched partitions; without the index (inserts),
-    every record gets a null ``__file_id``."""
-    candidates = plan_index_lookup(storage, latest, ranges) if use_index else []
-    return tag_locations(keyed, candidates, storage, incoming_count=sum(r.count for r in ranges))
+    existing_only: bool = False,
+) -> LocatedRecords:
+    """Index lookup of a write: which file group holds each incoming key.
 
+    Non-global simple index over the latest base files of the touched partitions whose footer
+    key range meets the batch's. One Spark job scans their keys, keeps those in the batch (a
+    semi-join: a batch of at most ``_BROADCAST_KEYS`` keys is broadcast to the scan, so the
+    table's keys are never shuffled nor collected), caches these few matches and counts them
+    per file group. The write job joins the batch with the cached matches again; the batch
+    itself is never cached.
 
-def tag_locations(
-    keyed: DataFrame,
-    candidates: list[IndexCandidate],
-    storage: Storage,
-    *,
-    incoming_count: int | None = None,
-) -> DataFrame:
-    """Join the batch's keys against the candidate base files: ``__file_id`` of stored keys.
-
-    Non-global simple index: a key matches only within its partition path. Records without a
-    match (inserts) get a null ``__file_id``. A batch of at most ``_BROADCAST_KEYS`` records is
-    broadcast to the scan of the stored keys (a semi-join: the table's keys are never shuffled
-    nor collected), and the few matches are broadcast back onto the batch; larger batches use
-    a shuffle join.
+    Without the index (inserts) every record is an insert. ``existing_only`` (deletes) keeps
+    the records whose key is stored.
     """
+    incoming = sum(r.count for r in ranges)
+    candidates = plan_index_lookup(storage, latest, ranges) if use_index else []
     if not candidates:
-        return keyed.withColumn(FILE_ID_COLUMN, F.lit(None).cast("string"))
+        tagged = keyed.withColumn(FILE_ID_COLUMN, F.lit(None).cast("string"))
+        if existing_only:
+            return LocatedRecords(tagged.limit(0), {}, {})
+        inserts = {r.partition_path: r.count for r in ranges if r.count}
+        return LocatedRecords(tagged, {}, inserts)
+    matches = _stored_matches(keyed, candidates, storage, incoming).persist(
+        StorageLevel.MEMORY_AND_DISK
+    )
+    try:
+        rows = run_job(lambda: matches.groupBy("__p", FILE_ID_COLUMN).count().collect())
+    except BaseException:
+        matches.unpersist()
+        raise
+    updates = {(r["__p"], r[FILE_ID_COLUMN]): int(r["count"]) for r in rows}
+    matched: dict[str, int] = {}
+    for (partition, _), n in updates.items():
+        matched[partition] = matched.get(partition, 0) + n
+    inserts = {
+        r.partition_path: r.distinct_keys - matched.get(r.partition_path, 0)
+        for r in ranges
+        if r.distinct_keys > matched.get(r.partition_path, 0) and not existing_only
+    }
+    small = incoming <= _BROADCAST_KEYS
+    cond = (keyed[RECORD_KEY_COLUMN] == matches["__k"]) & (
+        keyed[PARTITION_PATH_COLUMN] == matches["__p"]
+    )
+    how = "inner" if existing_only else "left"
+    tagged = keyed.join(F.broadcast(matches) if small else matches, cond, how).drop("__k", "__p")
+    return LocatedRecords(tagged, updates, inserts, matches)
+
+
+def _stored_matches(
+    keyed: DataFrame, candidates: list[IndexCandidate], storage: Storage, incoming: int
+) -> DataFrame:
+    """Key, partition and file group (``__k``, ``__p``, ``__file_id``) of every stored key of
+    the candidate files that the batch holds.
+
+    A key stored in two file groups of a partition (inserts without combining) is located in
+    both, as Hudi's simple index does (its left outer join): an update reaches every copy.
+    """
     spark = keyed.sparkSession
     paths = [storage.uri(c.rel_path) for c in candidates]
     stored = (
@@ -260,36 +327,12 @@ def tag_locations(
             _file_id_of(F.col(FILE_NAME_COLUMN)).alias(FILE_ID_COLUMN),
         )
     )
-    if incoming_count is not None and incoming_count <= _BROADCAST_KEYS:
-        batch_keys = keyed.select(
-            F.col(RECORD_KEY_COLUMN).alias("__k"), F.col(PARTITION_PATH_COLUMN).alias("__p")
-        )
-        stored = stored.join(F.broadcast(batch_keys), ["__k", "__p"], "left_semi")
-        stored = F.broadcast(stored.dropDuplicates(["__k", "__p"]))
-    else:
-        stored = stored.dropDuplicates(["__k", "__p"])
-    cond = (keyed[RECORD_KEY_COLUMN] == stored["__k"]) & (
-        keyed[PARTITION_PATH_COLUMN] == stored["__p"]
+    batch_keys = keyed.select(
+        F.col(RECORD_KEY_COLUMN).alias("__k"), F.col(PARTITION_PATH_COLUMN).alias("__p")
     )
-    tagged = keyed.join(stored, cond, "left").drop("__k", "__p")
-    # persisted: the workload profile and the write both read it; the caller unpersists
-    return tagged.persist(StorageLevel.MEMORY_AND_DISK)
-
-
-def workload_counts(
-    tagged: DataFrame,
-) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
-    """(partition, file_id) -> tagged updates, and partition -> inserts."""
-    rows = run_job(lambda: tagged.groupBy(PARTITION_PATH_COLUMN, FILE_ID_COLUMN).count().collect())
-    updates: dict[tuple[str, str], int] = {}
-    inserts: dict[str, int] = {}
-    for r in rows:
-        partition, file_id, n = r[PARTITION_PATH_COLUMN], r[FILE_ID_COLUMN], int(r["count"])
-        if file_id is None:
-            inserts[partition] = inserts.get(partition, 0) + n
-        else:
-            updates[(partition, file_id)] = n
-    return updates, inserts
+    if incoming <= _BROADCAST_KEYS:
+        batch_keys = F.broadcast(batch_keys)
+    return stored.join(batch_keys, ["__k", "__p"], "left_semi")
 
 
 def _route(tagged: DataFrame, plan: BucketPlan) -> DataFrame:
@@ -330,6 +373,18 @@ def _route(tagged: DataFrame, plan: BucketPlan) -> DataFrame:
     ).drop("__rp", "__lo", "__hi", "__fid", "__frac")
 
 
+def _with_slots(routed: DataFrame, slots: Mapping[str, int]) -> DataFrame:
+    """Replace the target file id by the bucket's shuffle slot (an int, see
+    :mod:`engine.spark.partitioning`)."""
+    if len(slots) <= _CASE_ROUTE_LIMIT:
+        pairs = [F.lit(x) for file_id, slot in slots.items() for x in (file_id, slot)]
+        return routed.withColumn(_SLOT_COLUMN, F.create_map(*pairs)[F.col(_TARGET_COLUMN)])
+    spark = routed.sparkSession
+    table = spark.createDataFrame(list(slots.items()), f"__sfid string, {_SLOT_COLUMN} int")
+    joined = routed.join(F.broadcast(table), routed[_TARGET_COLUMN] == F.col("__sfid"), "left")
+    return joined.drop("__sfid")
+
+
 def write_buckets(
     tagged: DataFrame,
     plan: BucketPlan,
@@ -337,7 +392,11 @@ def write_buckets(
     *,
     write_group: GroupWriter = write_file_group,
 ) -> list[HoodieWriteStat]:
-    """Write one new base file per bucket, one group (task call) per file group.
+    """Write one new base file per bucket, each bucket in its own task.
+
+    Every bucket gets a slot value that hash-partitions onto its own shuffle partition, so a
+    plain ``repartition`` + ``mapInArrow`` hands each task its file group's records (no sort,
+    no group-by); past ``_MAX_WRITE_PARTITIONS`` buckets a task writes several, one by one.
 
     ``write_group`` is the task-side handle of a bucket (merge-on-read writes pass one that
     appends log files, and may return several stats for one bucket).
@@ -345,31 +404,36 @@ def write_buckets(
     if not plan.buckets:
         return []
     checkpoint("write.before_files")
-    routed = _route(tagged, plan).drop(FILE_ID_COLUMN, _BAD_KEY_COLUMN)
-    buckets = dict(plan.buckets)
+    partitions = max(1, min(len(plan.buckets), _MAX_WRITE_PARTITIONS))
+    file_ids = sorted(plan.buckets, key=lambda f: plan.buckets[f].number)
+    slot_of = dict(zip(file_ids, slot_values(len(file_ids), partitions), strict=True))
+    bucket_of_slot = {slot_of[f]: plan.buckets[f] for f in file_ids}
+    routed = _with_slots(_route(tagged, plan), slot_of).drop(
+        FILE_ID_COLUMN, _BAD_KEY_COLUMN, _TARGET_COLUMN
+    )
 
-    def handle(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
-        file_id = key[0].as_py() if hasattr(key[0], "as_py") else key[0]
-        bucket = buckets[file_id]
+    def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        received = list(batches)
+        if not received:
+            return
+        table = pa.Table.from_batches(received)
         context = TaskContext.get()
         task = TaskInfo(
             stage_id=context.stageId() if context else 0,
             task_attempt_id=context.taskAttemptId() if context else 0,
         )
-        records = table.drop_columns([_TARGET_COLUMN])
-        checkpoint("task.before_file")
-        written = write_group(records, bucket, ctx, task)
-        checkpoint("task.after_file")
-        stats = written if isinstance(written, list) else [written]
-        return pa.table({"stat": [json.dumps(s.to_dict()) for s in stats]})
+        slots = pc.unique(table[_SLOT_COLUMN]).to_pylist()
+        stats: list[HoodieWriteStat] = []
+        for slot in sorted(slots):
+            rows = table if len(slots) == 1 else table.filter(pc.equal(table[_SLOT_COLUMN], slot))
+            checkpoint("task.before_file")
+            written = write_group(
+                rows.drop_columns([_SLOT_COLUMN]), bucket_of_slot[slot], ctx, task
+            )
+            checkpoint("task.after_file")
+            stats.extend(written if isinstance(written, list) else [written])
+        yield pa.RecordBatch.from_pydict({"stat": [json.dumps(s.to_dict()) for s in stats]})
 
-    # one shuffle partition per bucket (explicit counts are not coalesced by adaptive
-    # execution), so file groups are written in parallel
-    partitions = max(1, min(len(buckets), _MAX_WRITE_PARTITIONS))
-    result = (
-        routed.repartition(partitions, _TARGET_COLUMN)
-        .groupBy(_TARGET_COLUMN)
-        .applyInArrow(handle, "stat string")
-    )
+    result = routed.repartition(partitions, _SLOT_COLUMN).mapInArrow(write_partition, "stat string")
     rows = run_job(result.collect)
     return [HoodieWriteStat.from_dict(json.loads(r["stat"])) for r in rows]

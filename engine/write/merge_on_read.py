@@ -246,22 +246,20 @@ def write_merge_on_read(
         merge_spec: Payload class and ordering field.
         commit_schema: Avro schema (no meta fields) the deltacommit writes with.
     """
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
     from engine.spark import jobs
 
     touched = [r.partition_path for r in ranges]
     table_slices = latest_table_slices(storage, timeline, touched)
     located = jobs.locate_records(
-        keyed, storage, table_slices.base_files, ranges, use_index=operation in ("upsert", "delete")
+        keyed,
+        storage,
+        table_slices.base_files,
+        ranges,
+        use_index=operation in ("upsert", "delete"),
+        existing_only=operation == "delete",
     )
-    tagged = located
-    if operation == "delete":
-        tagged = tagged.filter(F.col(jobs.FILE_ID_COLUMN).isNotNull())
-    tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        update_counts, insert_counts = jobs.workload_counts(tagged)
+        update_counts, insert_counts = located.update_counts, located.insert_counts
         small_file_limit = _int_option(cfg, config.PARQUET_SMALL_FILE_LIMIT, 0)
         estimate = _int_option(cfg, config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE, 1024)
         plan, small_file_ids = plan_merge_on_read_buckets(
@@ -300,10 +298,9 @@ def write_merge_on_read(
             and bucket.file_id not in small_file_ids
         }
         handle = MergeOnReadHandle(appends, log_write_config(cfg))
-        return jobs.write_buckets(tagged, plan, ctx, write_group=handle)
+        return jobs.write_buckets(located.tagged, plan, ctx, write_group=handle)
     finally:
-        tagged.unpersist()
-        located.unpersist()
+        located.release()
 
 
 def describe(stats: list[HoodieWriteStat]) -> dict[str, Any]:

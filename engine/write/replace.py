@@ -155,12 +155,12 @@ def write_insert_overwrite(
     """
     from engine.spark import jobs
 
-    tagged = jobs.tag_locations(keyed, [], storage)  # all inserts: no index lookup
-    insert_counts = {r.partition_path: r.count for r in ranges if r.count}
+    # all inserts: no index lookup
+    located = jobs.locate_records(keyed, storage, {}, ranges, use_index=False)
     estimate: int = cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE) or 1024
     plan = plan_buckets(
         update_counts={},
-        insert_counts=insert_counts,
+        insert_counts=located.insert_counts,
         latest_base_files={},
         avg_record_size=average_record_size(timeline, estimate),
         max_file_size=cfg.get(config.PARQUET_MAX_FILE_SIZE) or 0,
@@ -186,10 +186,7 @@ def write_insert_overwrite(
         combine=cfg.get(config.COMBINE_BEFORE_INSERT) is True,
         compression=str(cfg.get(config.PARQUET_COMPRESSION_CODEC)),
     )
-    try:
-        return jobs.write_buckets(tagged, plan, ctx)
-    finally:
-        tagged.unpersist()
+    return jobs.write_buckets(located.tagged, plan, ctx)
 
 
 def delete_partitions(
