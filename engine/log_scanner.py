@@ -37,8 +37,8 @@ import pyarrow.compute as pc
 
 from engine.errors import LogFormatError
 from engine.fs_view import Visibility
+from engine.io.delete_block import DeleteRecord
 from engine.io.logfile import (
-    DeleteRecord,
     HoodieLogBlockType,
     LogBlock,
     decode_avro_data_block,

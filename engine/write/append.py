@@ -35,8 +35,8 @@ import pyarrow.compute as pc
 from engine.commit_metadata import HoodieWriteStat
 from engine.faults import checkpoint
 from engine.filenames import format_log_file_name, make_write_token
+from engine.io.delete_block import DeleteRecord
 from engine.io.logfile import (
-    DeleteRecord,
     encode_avro_data_block,
     encode_delete_block,
 )

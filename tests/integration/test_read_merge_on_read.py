@@ -17,8 +17,8 @@ import pytest
 from engine import config
 from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.fs_view import Visibility
+from engine.io.delete_block import DeleteRecord
 from engine.io.logfile import (
-    DeleteRecord,
     encode_avro_data_block,
     encode_command_block,
     encode_delete_block,

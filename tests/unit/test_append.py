@@ -246,7 +246,7 @@ def test_append_deletes_one_delete_block_after_data_blocks(tmp_path: Path) -> No
     content = blocks[-1]["content"]
     version, length = struct.unpack_from(">ii", content, 0)
     assert version == 3 and length == len(content) - 8
-    from engine.io.logfile import decode_delete_record_list
+    from engine.io.delete_block import decode_delete_record_list
 
     deleted = {d.record_key: d for d in decode_delete_record_list(content[8:])}
     assert len(deleted) == 32
@@ -331,7 +331,7 @@ def test_append_blocks_layout_matches_corpus_java_blocks(
     our_fields = [f["name"] for f in json.loads(ours[0]["header"][2])["fields"]][:5]
     assert our_fields == java_fields
     # the Java delete payload decodes with the same record list as ours
-    from engine.io.logfile import decode_delete_record_list
+    from engine.io.delete_block import decode_delete_record_list
 
     java_deletes = decode_delete_record_list(java_delete[0]["content"][8:])
     assert {d.ordering_wrapper for d in java_deletes} == {"IntWrapper"}

@@ -1,4 +1,5 @@
-"""engine.io.avro: the columnar encoder must produce fastavro's (= Java's) bytes exactly."""
+"""engine.io.avro and avro_decode: the columnar encoder must produce fastavro's (= Java's) bytes
+exactly, and the decoder must read them back."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.errors import SchemaError
-from engine.io.avro import decode_length_prefixed, encode_datums, encode_length_prefixed
+from engine.io.avro import encode_datums, encode_length_prefixed
+from engine.io.avro_decode import decode_length_prefixed
 from engine.schema import arrow_to_avro_schema, avro_to_arrow_schema
 
 UTC = dt.UTC

@@ -14,21 +14,23 @@ import pyarrow as pa
 import pytest
 
 from engine.errors import LogFormatError, SchemaError
-from engine.io.logfile import (
+from engine.io.delete_block import (
     DeleteRecord,
+    decode_delete_record_list,
+    encode_delete_record_list,
+)
+from engine.io.logfile import (
     HeaderMetadataType,
     HoodieLogBlockType,
     LogBlock,
     decode_avro_data_block,
     decode_command_block,
     decode_delete_block,
-    decode_delete_record_list,
     decode_parquet_data_block,
     encode_avro_data_block,
     encode_block,
     encode_command_block,
     encode_delete_block,
-    encode_delete_record_list,
     encode_parquet_data_block,
     read_log_blocks,
 )
