@@ -25,38 +25,35 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from engine import config
-from engine.bucketing import plan_buckets
 from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.compaction import run_pending_compactions
 from engine.config import HoodieConfig, parse_options
 from engine.errors import ConfigError, HudiError, SchemaError, TableNotFoundError
 from engine.faults import checkpoint
-from engine.filenames import new_file_id
 from engine.instant import Action, new_instant_time
-from engine.io.parquet import avro_schema_with_meta, commit_schema_of, table_arrow_schema
+from engine.io.parquet import commit_schema_of
 from engine.keygen import keygen_spec_from_config
 from engine.lock import TableLock
 from engine.merge import MergeSpec
 from engine.properties import (
     METAFOLDER,
     read_properties,
-    write_partition_metadata,
     write_properties,
 )
 from engine.schema import avro_to_arrow_schema, remove_meta_fields, schema_json
 from engine.storage import Storage
 from engine.table_services import run_table_services, validate_service_options
-from engine.timeline import Timeline, create_requested, transition_to_inflight
-from engine.write.commit import OPERATION_TYPES, build_commit_metadata, commit_write
+from engine.timeline import Timeline, create_requested
+from engine.write.commit import build_commit_metadata, commit_write
 from engine.write.conflict import (
     Heartbeat,
     check_write_conflicts,
     is_write_alive,
     rollback_on_error,
 )
-from engine.write.handles import WriteContext
+from engine.write.copy_on_write import write_copy_on_write
 from engine.write.merge_on_read import write_merge_on_read
-from engine.write.plan import average_record_size, latest_base_files
+from engine.write.plan import WriteJob
 from engine.write.replace import (
     REPLACE_OPERATIONS,
     delete_partitions,
@@ -302,14 +299,23 @@ class HudiTable:
                 heartbeat = Heartbeat(self.storage, instant_time, cfg).start()
             with heartbeat, rollback_on_error(self.storage, lock, instant_time):
                 checkpoint("write.requested")
-                write_data = (
-                    partial(write_merge_on_read, self.storage) if is_mor else self._write_data
+                job = WriteJob(
+                    self.storage,
+                    keyed,
+                    ranges,
+                    cfg,
+                    timeline,
+                    operation,
+                    instant_time,
+                    merge_spec,
+                    commit_schema,
                 )
                 if is_replace:
-                    write_data = partial(write_insert_overwrite, self.storage)
-                stats = write_data(
-                    keyed, ranges, cfg, timeline, operation, instant_time, merge_spec, commit_schema
-                )
+                    stats = write_insert_overwrite(job)
+                elif is_mor:
+                    stats = write_merge_on_read(job)
+                else:
+                    stats = write_copy_on_write(job)
                 checkpoint("write.before_commit")
                 with lock.hold():  # commit: conflict check, then the completed instant
                     replaced = (
@@ -361,69 +367,6 @@ class HudiTable:
             return schema_json(remove_meta_fields(latest))
         evolved = pa_schema_append(current, added)
         return commit_schema_of(evolved, name)
-
-    def _write_data(
-        self,
-        keyed: DataFrame,
-        ranges: list[Any],
-        cfg: HoodieConfig,
-        timeline: Timeline,
-        operation: str,
-        instant_time: str,
-        merge_spec: MergeSpec,
-        commit_schema: str,
-    ) -> list[HoodieWriteStat]:
-
-        from engine.spark import jobs
-
-        touched = [r.partition_path for r in ranges]
-        latest = latest_base_files(timeline, touched)
-        located = jobs.locate_records(
-            keyed,
-            self.storage,
-            latest,
-            ranges,
-            use_index=operation in ("upsert", "delete"),
-            existing_only=operation == "delete",
-        )
-        update_counts, insert_counts = located.update_counts, located.insert_counts
-        estimate: int = cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE) or 1024
-        max_file_size: int = cfg.get(config.PARQUET_MAX_FILE_SIZE) or 0
-        small_file_limit: int = cfg.get(config.PARQUET_SMALL_FILE_LIMIT) or 0
-        plan = plan_buckets(
-            update_counts=update_counts,
-            insert_counts=insert_counts,
-            latest_base_files=latest,
-            avg_record_size=average_record_size(timeline, estimate),
-            max_file_size=max_file_size,
-            small_file_limit=small_file_limit,
-            pack_small_files=operation in ("upsert", "insert"),
-            new_file_id=new_file_id,
-        )
-        transition_to_inflight(
-            self.storage,
-            instant_time,
-            Action.COMMIT,
-            HoodieCommitMetadata(operation_type=OPERATION_TYPES[operation]).to_json(),
-        )
-        for partition in sorted({b.partition_path for b in plan.buckets.values()}):
-            write_partition_metadata(self.storage, partition, instant_time)
-        combine_inserts: bool = cfg.get(config.COMBINE_BEFORE_INSERT) is True
-        combine = combine_inserts if operation in ("insert", "bulk_insert") else True
-        ctx = WriteContext(
-            base_path=self.base_path,
-            instant_time=instant_time,
-            operation=operation,
-            arrow_schema=table_arrow_schema(commit_schema),
-            avro_schema_with_meta=avro_schema_with_meta(commit_schema),
-            merge_spec=merge_spec,
-            combine=combine,
-            compression=str(cfg.get(config.PARQUET_COMPRESSION_CODEC)),
-        )
-        try:
-            return jobs.write_buckets(located.tagged, plan, ctx)
-        finally:
-            located.release()
 
 
 def _check_castable(incoming: Any, current: Any) -> None:

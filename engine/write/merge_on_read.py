@@ -31,24 +31,19 @@ from typing import TYPE_CHECKING, Any
 
 from engine import config
 from engine.bucketing import Bucket, BucketPlan, SmallFile, plan_buckets
-from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.commit_metadata import HoodieWriteStat
 from engine.config import HoodieConfig
 from engine.filenames import new_file_id
 from engine.fs_view import FileSystemView
-from engine.index import PartitionKeyRange
 from engine.instant import Action
-from engine.io.parquet import avro_schema_with_meta, table_arrow_schema
-from engine.merge import MergeSpec
-from engine.properties import write_partition_metadata
 from engine.storage import Storage
-from engine.timeline import Timeline, transition_to_inflight
+from engine.timeline import Timeline
 from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
-from engine.write.commit import OPERATION_TYPES
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
+from engine.write.plan import WriteJob
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import DataFrame
 
 __all__ = [
     "MergeOnReadHandle",
@@ -222,75 +217,34 @@ def log_write_config(cfg: HoodieConfig) -> LogWriteConfig:
     )
 
 
-def write_merge_on_read(
-    storage: Storage,
-    keyed: DataFrame,
-    ranges: list[PartitionKeyRange],
-    cfg: HoodieConfig,
-    timeline: Timeline,
-    operation: str,
-    instant_time: str,
-    merge_spec: MergeSpec,
-    commit_schema: str,
-) -> list[HoodieWriteStat]:
-    """Write the data of a requested deltacommit; returns the write stats to commit.
-
-    Args:
-        storage: Table storage.
-        keyed: Incoming records with record key and partition path (persisted).
-        ranges: Key range per touched partition.
-        cfg: Table properties merged with the write options.
-        timeline: The timeline the write started from (failed writes rolled back).
-        operation: upsert | insert | bulk_insert | delete.
-        instant_time: The requested deltacommit.
-        merge_spec: Payload class and ordering field.
-        commit_schema: Avro schema (no meta fields) the deltacommit writes with.
-    """
+def write_merge_on_read(job: WriteJob) -> list[HoodieWriteStat]:
+    """Write the data of a requested deltacommit; returns the write stats to commit."""
     from engine.spark import jobs
 
-    touched = [r.partition_path for r in ranges]
-    table_slices = latest_table_slices(storage, timeline, touched)
+    cfg = job.cfg
+    table_slices = latest_table_slices(job.storage, job.timeline, job.touched_partitions)
     located = jobs.locate_records(
-        keyed,
-        storage,
+        job.keyed,
+        job.storage,
         table_slices.base_files,
-        ranges,
-        use_index=operation in ("upsert", "delete"),
-        existing_only=operation == "delete",
+        job.ranges,
+        use_index=job.operation in ("upsert", "delete"),
+        existing_only=job.operation == "delete",
     )
     try:
-        update_counts, insert_counts = located.update_counts, located.insert_counts
         small_file_limit = _int_option(cfg, config.PARQUET_SMALL_FILE_LIMIT, 0)
         estimate = _int_option(cfg, config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE, 1024)
         plan, small_file_ids = plan_merge_on_read_buckets(
-            update_counts=update_counts,
-            insert_counts=insert_counts,
+            update_counts=located.update_counts,
+            insert_counts=located.insert_counts,
             table_slices=table_slices,
-            avg_record_size=average_record_size(timeline, estimate, small_file_limit),
+            avg_record_size=average_record_size(job.timeline, estimate, small_file_limit),
             max_file_size=_int_option(cfg, config.PARQUET_MAX_FILE_SIZE, 0),
             small_file_limit=small_file_limit,
             candidates_limit=_int_option(cfg, config.MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT, 0),
-            pack_small_files=operation in ("upsert", "insert"),
+            pack_small_files=job.operation in ("upsert", "insert"),
         )
-        transition_to_inflight(
-            storage,
-            instant_time,
-            Action.DELTA_COMMIT,
-            HoodieCommitMetadata(operation_type=OPERATION_TYPES[operation]).to_json(),
-        )
-        for partition in sorted({b.partition_path for b in plan.buckets.values()}):
-            write_partition_metadata(storage, partition, instant_time)
-        combine_inserts = cfg.get(config.COMBINE_BEFORE_INSERT) is True
-        ctx = WriteContext(
-            base_path=storage.base_path,
-            instant_time=instant_time,
-            operation=operation,
-            arrow_schema=table_arrow_schema(commit_schema),
-            avro_schema_with_meta=avro_schema_with_meta(commit_schema),
-            merge_spec=merge_spec,
-            combine=combine_inserts if operation in ("insert", "bulk_insert") else True,
-            compression=str(cfg.get(config.PARQUET_COMPRESSION_CODEC)),
-        )
+        job.start_inflight(Action.DELTA_COMMIT, plan)
         appends = {
             bucket.file_id: table_slices.slices[(bucket.partition_path, bucket.file_id)]
             for bucket in plan.buckets.values()
@@ -298,7 +252,7 @@ def write_merge_on_read(
             and bucket.file_id not in small_file_ids
         }
         handle = MergeOnReadHandle(appends, log_write_config(cfg))
-        return jobs.write_buckets(located.tagged, plan, ctx, write_group=handle)
+        return jobs.write_buckets(located.tagged, plan, job.write_context(), write_group=handle)
     finally:
         located.release()
 

@@ -1,19 +1,92 @@
-"""Driver-side planning of a copy-on-write write: what the table holds where the batch lands.
+"""Driver-side planning of a write: what the table holds where the batch lands.
 
 The driver reads only metadata here (directory listings, footers, commit metadata); the data work
 is planned for Spark tasks: which latest base files the index must scan, the average record size
 that sizes new files, and the buckets (file groups) the records are routed to.
+
+:class:`WriteJob` is one requested write as every branch (copy-on-write, merge-on-read, replace)
+receives it from :class:`engine.table.HudiTable`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from engine.bucketing import SmallFile
+from engine import config
+from engine.bucketing import BucketPlan, SmallFile
+from engine.commit_metadata import HoodieCommitMetadata
+from engine.config import HoodieConfig
 from engine.fs_view import FileSystemView
-from engine.timeline import Timeline
+from engine.index import PartitionKeyRange
+from engine.instant import Action
+from engine.io.parquet import avro_schema_with_meta, table_arrow_schema
+from engine.merge import MergeSpec
+from engine.properties import write_partition_metadata
+from engine.storage import Storage
+from engine.timeline import Timeline, transition_to_inflight
+from engine.write.commit import OPERATION_TYPES
+from engine.write.handles import WriteContext
 
-__all__ = ["average_record_size", "latest_base_files"]
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["WriteJob", "average_record_size", "latest_base_files"]
+
+
+@dataclass(frozen=True)
+class WriteJob:
+    """A requested write and everything its data phase needs.
+
+    Attributes:
+        storage: Table storage.
+        keyed: Incoming records with record key and partition path (Spark).
+        ranges: Records, distinct keys and key range per touched partition.
+        cfg: Table properties merged with the write options.
+        timeline: The timeline the write started from (failed writes rolled back).
+        operation: The write operation (upsert, insert, bulk_insert, delete, insert_overwrite...).
+        instant_time: The requested instant.
+        merge_spec: Payload class and ordering field.
+        commit_schema: Avro schema (no meta fields) the instant writes with.
+    """
+
+    storage: Storage
+    keyed: DataFrame
+    ranges: list[PartitionKeyRange]
+    cfg: HoodieConfig
+    timeline: Timeline
+    operation: str
+    instant_time: str
+    merge_spec: MergeSpec
+    commit_schema: str
+
+    @property
+    def touched_partitions(self) -> list[str]:
+        return [r.partition_path for r in self.ranges]
+
+    def write_context(self, operation: str | None = None) -> WriteContext:
+        """The tasks' snapshot; ``operation`` overrides the handles' operation (replace writes
+        use the insert path). Inserts combine duplicates only with combine.before.insert."""
+        operation = operation or self.operation
+        combine_inserts = self.cfg.get(config.COMBINE_BEFORE_INSERT) is True
+        return WriteContext(
+            base_path=self.storage.base_path,
+            instant_time=self.instant_time,
+            operation=operation,
+            arrow_schema=table_arrow_schema(self.commit_schema),
+            avro_schema_with_meta=avro_schema_with_meta(self.commit_schema),
+            merge_spec=self.merge_spec,
+            combine=combine_inserts if operation in ("insert", "bulk_insert") else True,
+            compression=str(self.cfg.get(config.PARQUET_COMPRESSION_CODEC)),
+        )
+
+    def start_inflight(self, action: Action, plan: BucketPlan) -> None:
+        """``<t>.<action>.inflight``, then the partition metafile of every partition written."""
+        metadata = HoodieCommitMetadata(operation_type=OPERATION_TYPES[self.operation])
+        transition_to_inflight(self.storage, self.instant_time, action, metadata.to_json())
+        for partition in sorted({b.partition_path for b in plan.buckets.values()}):
+            write_partition_metadata(self.storage, partition, self.instant_time)
 
 
 def latest_base_files(

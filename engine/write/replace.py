@@ -37,21 +37,15 @@ from engine.errors import ConfigError
 from engine.filenames import new_file_id
 from engine.fs_view import FileSystemView
 from engine.instant import Action, Instant, new_instant_time
-from engine.io.parquet import avro_schema_with_meta, table_arrow_schema
-from engine.merge import MergeSpec
-from engine.properties import write_partition_metadata
 from engine.storage import Storage
 from engine.timeline import Timeline, create_requested, transition_to_inflight
 from engine.timeline_metadata import REQUESTED_REPLACE_METADATA_SCHEMA, serialize
 from engine.write.commit import OPERATION_TYPES, commit_write
-from engine.write.handles import WriteContext
-from engine.write.plan import average_record_size
+from engine.write.plan import WriteJob, average_record_size
 from engine.write.rollback import rollback_failed_writes
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
-    from engine.index import PartitionKeyRange
+    pass
 
 __all__ = [
     "REPLACE_OPERATIONS",
@@ -123,32 +117,11 @@ def plan_replaced_file_ids(
     return {p: sorted(ids) for p, ids in sorted(replaced.items())}
 
 
-def write_insert_overwrite(
-    storage: Storage,
-    keyed: DataFrame,
-    ranges: list[PartitionKeyRange],
-    cfg: HoodieConfig,
-    timeline: Timeline,
-    operation: str,
-    instant_time: str,
-    merge_spec: MergeSpec,
-    commit_schema: str,
-) -> list[HoodieWriteStat]:
+def write_insert_overwrite(job: WriteJob) -> list[HoodieWriteStat]:
     """Write the records of a requested replacecommit into new file groups.
 
     Hudi's insert-overwrite partitioner has no small files and no index: every record is an
     insert, sized into new file groups of ``hoodie.parquet.max.file.size``.
-
-    Args:
-        storage: Table storage.
-        keyed: Incoming records with record key and partition path (persisted).
-        ranges: Record count and key range per partition written.
-        cfg: Table properties merged with the write options.
-        timeline: The timeline the write started from.
-        operation: ``insert_overwrite`` or ``insert_overwrite_table``.
-        instant_time: The requested replacecommit.
-        merge_spec: Payload class and ordering field (used when inserts are combined).
-        commit_schema: Avro schema (no meta fields) the replacecommit writes with.
 
     Returns:
         One write stat per new base file.
@@ -156,37 +129,21 @@ def write_insert_overwrite(
     from engine.spark import jobs
 
     # all inserts: no index lookup
-    located = jobs.locate_records(keyed, storage, {}, ranges, use_index=False)
-    estimate: int = cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE) or 1024
+    located = jobs.locate_records(job.keyed, job.storage, {}, job.ranges, use_index=False)
+    estimate: int = job.cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE) or 1024
     plan = plan_buckets(
         update_counts={},
         insert_counts=located.insert_counts,
         latest_base_files={},
-        avg_record_size=average_record_size(timeline, estimate),
-        max_file_size=cfg.get(config.PARQUET_MAX_FILE_SIZE) or 0,
+        avg_record_size=average_record_size(job.timeline, estimate),
+        max_file_size=job.cfg.get(config.PARQUET_MAX_FILE_SIZE) or 0,
         small_file_limit=0,
         pack_small_files=False,
         new_file_id=new_file_id,
     )
-    transition_to_inflight(
-        storage,
-        instant_time,
-        Action.REPLACE_COMMIT,
-        HoodieCommitMetadata(operation_type=OPERATION_TYPES[operation]).to_json(),
-    )
-    for partition in sorted({b.partition_path for b in plan.buckets.values()}):
-        write_partition_metadata(storage, partition, instant_time)
-    ctx = WriteContext(
-        base_path=storage.base_path,
-        instant_time=instant_time,
-        operation="insert",  # the handles' insert path: new files, no stored rows
-        arrow_schema=table_arrow_schema(commit_schema),
-        avro_schema_with_meta=avro_schema_with_meta(commit_schema),
-        merge_spec=merge_spec,
-        combine=cfg.get(config.COMBINE_BEFORE_INSERT) is True,
-        compression=str(cfg.get(config.PARQUET_COMPRESSION_CODEC)),
-    )
-    return jobs.write_buckets(located.tagged, plan, ctx)
+    job.start_inflight(Action.REPLACE_COMMIT, plan)
+    # the handles' insert path: new files, no stored rows
+    return jobs.write_buckets(located.tagged, plan, job.write_context("insert"))
 
 
 def delete_partitions(

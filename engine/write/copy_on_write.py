@@ -1,0 +1,49 @@
+"""The copy-on-write branch of a write: a ``commit`` whose file groups get new base files.
+
+index lookup ──► workload profile ──► buckets (updates keep their file group; inserts fill
+small files, then new file groups) ──► <t>.commit.inflight ──► one task per file group
+(create / merge handle) ──► write stats for the commit
+"""
+
+from __future__ import annotations
+
+from engine import config
+from engine.bucketing import plan_buckets
+from engine.commit_metadata import HoodieWriteStat
+from engine.filenames import new_file_id
+from engine.instant import Action
+from engine.write.plan import WriteJob, average_record_size, latest_base_files
+
+__all__ = ["write_copy_on_write"]
+
+
+def write_copy_on_write(job: WriteJob) -> list[HoodieWriteStat]:
+    """Write the data of a requested commit; returns the write stats to commit."""
+    from engine.spark import jobs
+
+    cfg = job.cfg
+    latest = latest_base_files(job.timeline, job.touched_partitions)
+    located = jobs.locate_records(
+        job.keyed,
+        job.storage,
+        latest,
+        job.ranges,
+        use_index=job.operation in ("upsert", "delete"),
+        existing_only=job.operation == "delete",
+    )
+    try:
+        estimate: int = cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE) or 1024
+        plan = plan_buckets(
+            update_counts=located.update_counts,
+            insert_counts=located.insert_counts,
+            latest_base_files=latest,
+            avg_record_size=average_record_size(job.timeline, estimate),
+            max_file_size=cfg.get(config.PARQUET_MAX_FILE_SIZE) or 0,
+            small_file_limit=cfg.get(config.PARQUET_SMALL_FILE_LIMIT) or 0,
+            pack_small_files=job.operation in ("upsert", "insert"),
+            new_file_id=new_file_id,
+        )
+        job.start_inflight(Action.COMMIT, plan)
+        return jobs.write_buckets(located.tagged, plan, job.write_context())
+    finally:
+        located.release()
