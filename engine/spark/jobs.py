@@ -157,26 +157,42 @@ def _expression_keys(df: DataFrame, spec: KeyGenSpec) -> tuple[Column, Column, C
     return key, path, bad
 
 
+def _is_deterministic(df: DataFrame) -> bool:
+    """Whether evaluating ``df`` twice gives the same rows (no rand(), uuid(), ...)."""
+    try:
+        return bool(df._jdf.queryExecution().analyzed().deterministic())
+    except Exception:  # no JVM plan at hand (Spark Connect): assume not
+        return False
+
+
 def add_record_keys(df: DataFrame, spec: KeyGenSpec, *, delete_records: bool) -> DataFrame:
     """``df`` (meta columns dropped) plus record key, partition path and arrival order.
 
     Simple, complex and non-partitioned keys of string/integral/boolean/date fields are Spark
-    expressions (the batch is then re-read by each job, as Spark's own writers do); other key
-    generators run :mod:`engine.keygen` in ``mapInArrow`` and the result is persisted. A
+    expressions; other key generators run :mod:`engine.keygen` in ``mapInArrow``. A
     ``__bad_key`` column flags null/empty keys for :func:`partition_key_ranges`.
+
+    Each Spark job of the write evaluates the batch again, as Spark's own writers do, when that
+    gives the same rows every time; otherwise (a non-deterministic plan, or ``mapInArrow`` key
+    generation) the keyed batch is persisted once, so that the index lookup and the write see
+    the same records. The caller unpersists it.
     """
     df = df.drop(*[c for c in df.columns if c in META_COLUMNS])
-    df = df.withColumn(ARRIVAL_COLUMN, F.monotonically_increasing_id())
+    deterministic = _is_deterministic(df)
+    extra = [F.monotonically_increasing_id().alias(ARRIVAL_COLUMN)]
     if delete_records:
-        df = df.withColumn(DELETE_RECORD_COLUMN, F.lit(True))
+        extra.append(F.lit(True).alias(DELETE_RECORD_COLUMN))
+    df = df.select("*", *extra)
     expressions = _expression_keys(df, spec)
     if expressions is not None:
         key, path, bad = expressions
-        return (
-            df.withColumn(RECORD_KEY_COLUMN, key)
-            .withColumn(PARTITION_PATH_COLUMN, path)
-            .withColumn(_BAD_KEY_COLUMN, bad)
+        keyed = df.select(
+            "*",
+            key.alias(RECORD_KEY_COLUMN),
+            path.alias(PARTITION_PATH_COLUMN),
+            bad.alias(_BAD_KEY_COLUMN),
         )
+        return keyed if deterministic else keyed.persist(StorageLevel.MEMORY_AND_DISK)
     out_struct = with_string_fields(df.schema, (RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN))
 
     def keygen(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -284,15 +300,24 @@ def locate_records(
     matches = _stored_matches(keyed, candidates, storage, incoming).persist(
         StorageLevel.MEMORY_AND_DISK
     )
+    # stored keys per file group, and distinct stored keys per partition (a key may sit in two
+    # file groups of a partition), in one job over the cached matches
+    per_group = matches.groupBy("__p", FILE_ID_COLUMN).agg(F.count(F.lit(1)).alias("n"))
+    per_partition = matches.groupBy("__p").agg(
+        F.lit(None).cast("string").alias(FILE_ID_COLUMN), F.count_distinct("__k").alias("n")
+    )
     try:
-        rows = run_job(lambda: matches.groupBy("__p", FILE_ID_COLUMN).count().collect())
+        rows = run_job(per_group.unionByName(per_partition).collect)
     except BaseException:
         matches.unpersist()
         raise
-    updates = {(r["__p"], r[FILE_ID_COLUMN]): int(r["count"]) for r in rows}
+    updates: dict[tuple[str, str], int] = {}
     matched: dict[str, int] = {}
-    for (partition, _), n in updates.items():
-        matched[partition] = matched.get(partition, 0) + n
+    for r in rows:
+        if r[FILE_ID_COLUMN] is None:
+            matched[r["__p"]] = int(r["n"])
+        else:
+            updates[(r["__p"], r[FILE_ID_COLUMN])] = int(r["n"])
     inserts = {
         r.partition_path: r.distinct_keys - matched.get(r.partition_path, 0)
         for r in ranges
@@ -424,6 +449,11 @@ def write_buckets(
         )
         slots = pc.unique(table[_SLOT_COLUMN]).to_pylist()
         stats: list[HoodieWriteStat] = []
+        if None in slots:
+            raise HudiError(
+                f"Instant {ctx.instant_time}: records were routed to no file group "
+                "(the workload profile missed them); nothing of this write is committed"
+            )
         for slot in sorted(slots):
             rows = table if len(slots) == 1 else table.filter(pc.equal(table[_SLOT_COLUMN], slot))
             checkpoint("task.before_file")
