@@ -157,12 +157,42 @@ def _expression_keys(df: DataFrame, spec: KeyGenSpec) -> tuple[Column, Column, C
     return key, path, bad
 
 
-def _is_deterministic(df: DataFrame) -> bool:
-    """Whether evaluating ``df`` twice gives the same rows (no rand(), uuid(), ...)."""
+# plan nodes a re-evaluation of the batch repeats cheaply and identically (scans of files,
+# catalog tables, local rows or an existing cache, with projections and filters)
+_CHEAP_PLAN_NODES = frozenset(
+    {
+        "Project",
+        "Filter",
+        "Union",
+        "LogicalRelation",
+        "HiveTableRelation",
+        "DataSourceV2Relation",
+        "DataSourceV2ScanRelation",
+        "LocalRelation",
+        "Range",
+        "InMemoryRelation",
+    }
+)
+
+
+def _evaluate_once(df: DataFrame) -> bool:
+    """Whether the write must persist the batch instead of evaluating it in every job: its
+    plan is not deterministic (rand(), uuid(), nondeterministic UDFs) or does more than scan
+    and filter (joins, aggregations, windows, UDFs: a dbt model's query runs once)."""
     try:
-        return bool(df._jdf.queryExecution().analyzed().deterministic())
-    except Exception:  # no JVM plan at hand (Spark Connect): assume not
+        plan = df._jdf.queryExecution().optimizedPlan()
+        if not plan.deterministic():
+            return True
+        pending = [plan]
+        while pending:
+            node = pending.pop()
+            if node.nodeName() not in _CHEAP_PLAN_NODES:
+                return True
+            children = node.children()
+            pending.extend(children.apply(i) for i in range(children.size()))
         return False
+    except Exception:  # no JVM plan at hand (Spark Connect): evaluate once
+        return True
 
 
 def add_record_keys(df: DataFrame, spec: KeyGenSpec, *, delete_records: bool) -> DataFrame:
@@ -172,13 +202,13 @@ def add_record_keys(df: DataFrame, spec: KeyGenSpec, *, delete_records: bool) ->
     expressions; other key generators run :mod:`engine.keygen` in ``mapInArrow``. A
     ``__bad_key`` column flags null/empty keys for :func:`partition_key_ranges`.
 
-    Each Spark job of the write evaluates the batch again, as Spark's own writers do, when that
-    gives the same rows every time; otherwise (a non-deterministic plan, or ``mapInArrow`` key
-    generation) the keyed batch is persisted once, so that the index lookup and the write see
-    the same records. The caller unpersists it.
+    Each Spark job of the write reads the batch again when that is a cheap scan giving the same
+    rows every time; any other batch (a non-deterministic or costly plan, or ``mapInArrow`` key
+    generation) is persisted on first use, so the model's query runs once and the index lookup
+    and the write see the same records. The caller unpersists it.
     """
     df = df.drop(*[c for c in df.columns if c in META_COLUMNS])
-    deterministic = _is_deterministic(df)
+    persist = _evaluate_once(df)
     extra = [F.monotonically_increasing_id().alias(ARRIVAL_COLUMN)]
     if delete_records:
         extra.append(F.lit(True).alias(DELETE_RECORD_COLUMN))
@@ -192,7 +222,7 @@ def add_record_keys(df: DataFrame, spec: KeyGenSpec, *, delete_records: bool) ->
             path.alias(PARTITION_PATH_COLUMN),
             bad.alias(_BAD_KEY_COLUMN),
         )
-        return keyed if deterministic else keyed.persist(StorageLevel.MEMORY_AND_DISK)
+        return keyed.persist(StorageLevel.MEMORY_AND_DISK) if persist else keyed
     out_struct = with_string_fields(df.schema, (RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN))
 
     def keygen(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

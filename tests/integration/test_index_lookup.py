@@ -72,3 +72,22 @@ def test_key_stored_in_two_file_groups_is_updated_in_both(
     ]
     assert sorted(s.num_update_writes for s in result.write_stats) == [0, 1, 1]
     assert sum(s.num_inserts for s in result.write_stats) == 1
+
+
+def test_a_batch_with_a_udf_is_evaluated_once(spark: SparkSession, tmp_path: Path) -> None:
+    """A dbt model's query (here a UDF) runs once per write, not once per Spark job."""
+    path = str(tmp_path / "t")
+    calls = spark.sparkContext.accumulator(0)
+
+    def tag(i):  # type: ignore[no-untyped-def]  (hints would make it a pandas UDF)
+        calls.add(1)
+        return f"k{i}"
+
+    key = F.udf(tag, "string")
+    batch = spark.range(30).select(
+        key(F.col("id")).alias("id"), F.lit("p").alias("part"), F.lit(1).alias("ts")
+    )
+    write_hudi(batch, path, {**OPTIONS, "hoodie.datasource.write.operation": "upsert"})
+    write_hudi(batch, path, {**OPTIONS, "hoodie.datasource.write.operation": "upsert"})
+    assert calls.value == 60
+    assert _hudi_rs(path).num_rows == 30
