@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-META = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-    "_hoodie_operation",
-)
+from tests import hudi_rs
 
 
 def _canon(value: Any) -> Any:
@@ -20,22 +14,19 @@ def _canon(value: Any) -> Any:
     return value
 
 
-def spark_rows(spark: Any, sql: str, columns: list[str]) -> list[tuple[Any, ...]]:
-    """``columns`` of a query's rows, sorted."""
-    rows = spark.sql(sql).select(*columns).collect()
+def _sorted(rows: Iterable[Any], columns: list[str]) -> list[tuple[Any, ...]]:
+    """``columns`` of every row (a Spark ``Row`` or a dict), sorted."""
     return sorted(tuple(_canon(r[c]) for c in columns) for r in rows)
 
 
-def hudi_rs_rows(base_path: str, columns: list[str]) -> list[tuple[Any, ...]]:
-    """The table's snapshot read by hudi-rs, the independent reader."""
-    from hudi import HudiTableBuilder
+def spark_rows(spark: Any, sql: str, columns: list[str]) -> list[tuple[Any, ...]]:
+    """``columns`` of a query's rows, sorted."""
+    return _sorted(spark.sql(sql).select(*columns).collect(), columns)
 
-    table = HudiTableBuilder.from_base_uri(base_path).build()
-    out = []
-    for batch in table.read():
-        for row in batch.to_pylist():
-            out.append(tuple(_canon(row[c]) for c in columns))
-    return sorted(out)
+
+def hudi_rs_rows(base_path: str, columns: list[str]) -> list[tuple[Any, ...]]:
+    """``columns`` of the table's snapshot read by hudi-rs, the independent reader, sorted."""
+    return _sorted(hudi_rs.hudi_rs_rows(base_path), columns)
 
 
 def base_path_of(spark: Any, schema: str, identifier: str) -> str:

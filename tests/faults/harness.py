@@ -26,7 +26,7 @@ from engine.io.logfile import HeaderMetadataType, HoodieLogBlockType, read_log_b
 from engine.storage import Storage
 from engine.timeline import Timeline
 from engine.write.markers import create_marker
-from tests.property.oracle import hudi_rs_rows
+from tests.hudi_rs import hudi_rs_rows
 
 REPO = Path(__file__).resolve().parents[2]
 WRITER_TIMEOUT = 300

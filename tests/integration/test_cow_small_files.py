@@ -7,7 +7,8 @@ import math
 import pytest
 
 from engine import write_hudi
-from tests.property.oracle import hudi_rs_rows
+from tests.hudi_rs import hudi_rs_rows, hudi_rs_table
+from tests.keyed_table import write_options
 
 pytestmark = pytest.mark.spark
 
@@ -15,17 +16,14 @@ MAX_FILE_SIZE = 120 * 1024
 
 
 def test_upserts_of_new_rows_pack_into_few_files(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from hudi import HudiTableBuilder
-
     path = str(tmp_path / "t")
-    options = {
-        "hoodie.table.name": "events",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.partitionpath.field": "dt",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.parquet.max.file.size": str(MAX_FILE_SIZE),
-        "hoodie.parquet.small.file.limit": str(MAX_FILE_SIZE),
-    }
+    options = write_options(
+        "events",
+        {
+            "hoodie.parquet.max.file.size": str(MAX_FILE_SIZE),
+            "hoodie.parquet.small.file.limit": str(MAX_FILE_SIZE),
+        },
+    )
     batches, per_batch = 30, 1000
     for b in range(batches):
         df = spark.range(b * per_batch, (b + 1) * per_batch).selectExpr(
@@ -35,8 +33,7 @@ def test_upserts_of_new_rows_pack_into_few_files(spark, tmp_path) -> None:  # ty
             "sha2(cast(id as string), 256) as payload",
         )
         write_hudi(df, path, options)
-    table = HudiTableBuilder.from_base_uri(path).build()
-    slices = table.get_file_slices()
+    slices = hudi_rs_table(path).get_file_slices()
     total = sum(s.base_file_size for s in slices)
     assert len(slices) <= math.ceil(total / MAX_FILE_SIZE) + 1, [s.base_file_size for s in slices]
     assert len(hudi_rs_rows(path)) == batches * per_batch

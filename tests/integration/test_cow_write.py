@@ -4,39 +4,32 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from engine import write_hudi
 from engine.errors import ConfigError, RecordKeyError
-from engine.properties import parse_properties_text, table_checksum
-from tests.property.oracle import hudi_rs_rows
+from engine.properties import table_checksum
+from tests.hudi_rs import hudi_rs_rows
+from tests.integration.metafolder import (
+    instant_metadata,
+    table_properties,
+    timeline_files,
+    write_stats,
+)
+from tests.keyed_table import SCHEMA, write_options
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = "id string, dt string, ts long, v string"
+COPY_ON_WRITE = {
+    "hoodie.datasource.write.operation": "upsert",
+    "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
+}
 
 
 def opts(**extra: str) -> dict[str, str]:
-    base = {
-        "hoodie.table.name": "orders",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.partitionpath.field": "dt",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.operation": "upsert",
-        "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
-    }
-    return {**base, **extra}
-
-
-def timeline_files(path: Path) -> list[str]:
-    return sorted(p.name for p in (path / ".hoodie").iterdir() if p.is_file())
-
-
-def commit_json(path: Path, instant: str) -> dict:  # type: ignore[type-arg]
-    return json.loads((path / ".hoodie" / f"{instant}.commit").read_text())
+    return write_options("orders", COPY_ON_WRITE, extra)
 
 
 def test_write_hudi_new_table_layout_timeline_and_commit_metadata(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -45,7 +38,7 @@ def test_write_hudi_new_table_layout_timeline_and_commit_metadata(spark, tmp_pat
     result = write_hudi(spark.createDataFrame(rows, SCHEMA), str(path), opts())
     t = result.instant_time
 
-    props = parse_properties_text((path / ".hoodie" / "hoodie.properties").read_text())
+    props = table_properties(path)
     assert props["hoodie.table.version"] == "6"
     assert props["hoodie.timeline.layout.version"] == "1"
     assert props["hoodie.table.checksum"] == str(table_checksum(None, "orders"))
@@ -66,10 +59,10 @@ def test_write_hudi_new_table_layout_timeline_and_commit_metadata(spark, tmp_pat
         assert f"commitTime={t}" in meta and "partitionDepth=1" in meta
     assert not (path / ".hoodie" / ".temp" / t).exists()
 
-    metadata = commit_json(path, t)
+    metadata = instant_metadata(path, t, "commit")
     assert metadata["operationType"] == "UPSERT"
     assert json.loads(metadata["extraMetadata"]["schema"])["name"] == "orders_record"
-    stats = [s for lst in metadata["partitionToWriteStats"].values() for s in lst]
+    stats = write_stats(metadata)
     assert sum(s["numWrites"] for s in stats) == 6
     assert sum(s["numInserts"] for s in stats) == 6
     for s in stats:

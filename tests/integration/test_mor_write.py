@@ -14,33 +14,28 @@ from engine.compaction import pending_compactions, schedule_compaction
 from engine.config import parse_options
 from engine.filenames import parse_log_file_name
 from engine.io.logfile import HeaderMetadataType, HoodieLogBlockType, read_log_blocks
-from engine.properties import parse_properties_text
 from engine.read_arrow import read_table
 from engine.storage import Storage
 from engine.timeline import Timeline
+from tests.integration.metafolder import (
+    instant_metadata,
+    table_properties,
+    timeline_files,
+    write_stats,
+)
+from tests.keyed_table import SCHEMA, write_options
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = "id string, dt string, ts long, v string"
+MERGE_ON_READ = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
 
 
 def opts(**extra: Any) -> dict[str, Any]:
-    base = {
-        "hoodie.table.name": "events",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.partitionpath.field": "dt",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
-    }
-    return {**base, **extra}
+    return write_options("events", MERGE_ON_READ, extra)
 
 
 def deltacommit(path: Path, instant: str) -> dict[str, Any]:
-    return json.loads((path / ".hoodie" / f"{instant}.deltacommit").read_text())
-
-
-def stats_of(commit: dict[str, Any]) -> list[dict[str, Any]]:
-    return [s for stats in commit["partitionToWriteStats"].values() for s in stats]
+    return instant_metadata(path, instant, "deltacommit")
 
 
 def rows_of(path: Path, **options: str) -> dict[str, tuple[Any, ...]]:
@@ -48,23 +43,19 @@ def rows_of(path: Path, **options: str) -> dict[str, tuple[Any, ...]]:
     return {r["id"]: (r["dt"], r["ts"], r["v"]) for r in table}
 
 
-def timeline_names(path: Path) -> list[str]:
-    return sorted(p.name for p in (path / ".hoodie").iterdir() if p.is_file())
-
-
 def test_write_mor_updates_append_avro_log_blocks_with_delta_stats(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "t"
     first = [(f"k{i}", "2024-01-01", 1, f"a{i}") for i in range(8)]
     t1 = write_hudi(spark.createDataFrame(first, SCHEMA), str(path), opts()).instant_time
-    props = parse_properties_text((path / ".hoodie" / "hoodie.properties").read_text())
+    props = table_properties(path)
     assert props["hoodie.table.type"] == "MERGE_ON_READ"
-    assert f"{t1}.deltacommit" in timeline_names(path)
+    assert f"{t1}.deltacommit" in timeline_files(path)
     base_files = list((path / "2024-01-01").glob("*.parquet"))
     assert len(base_files) == 1
 
     updates = [(f"k{i}", "2024-01-01", 2, f"b{i}") for i in range(3)]
     t2 = write_hudi(spark.createDataFrame(updates, SCHEMA), str(path), opts()).instant_time
-    (stat,) = stats_of(deltacommit(path, t2))
+    (stat,) = write_stats(deltacommit(path, t2))
     assert deltacommit(path, t2)["operationType"] == "UPSERT"
     log_name = stat["path"].split("/")[-1]
     log = parse_log_file_name(log_name)
@@ -82,7 +73,7 @@ def test_write_mor_updates_append_avro_log_blocks_with_delta_stats(spark, tmp_pa
 
     dels = spark.createDataFrame([("k1", "2024-01-01", 3, None)], SCHEMA)
     t3 = write_hudi(dels, str(path), opts(**{"hoodie.datasource.write.operation": "delete"}))
-    (stat3,) = stats_of(deltacommit(path, t3.instant_time))
+    (stat3,) = write_stats(deltacommit(path, t3.instant_time))
     assert parse_log_file_name(stat3["path"].split("/")[-1]).version == 2
     assert stat3["numDeletes"] == 1 and stat3["logFiles"][-1] == stat3["path"].split("/")[-1]
     blocks = list(read_log_blocks((path / stat3["path"]).read_bytes()))
@@ -98,7 +89,7 @@ def test_write_mor_inserts_rewrite_small_file_without_logs_only(spark, tmp_path)
     write_hudi(spark.createDataFrame([("d1-0", "d1", 2, "b")], SCHEMA), str(path), opts())
     batch = [("d1-9", "d1", 3, "new"), ("d2-9", "d2", 3, "new"), ("d2-0", "d2", 3, "upd")]
     t = write_hudi(spark.createDataFrame(batch, SCHEMA), str(path), opts()).instant_time
-    stats = {s["partitionPath"]: s for s in stats_of(deltacommit(path, t))}
+    stats = {s["partitionPath"]: s for s in write_stats(deltacommit(path, t))}
     # d2: small file without logs takes the insert and its update: a new base file at t
     assert stats["d2"]["path"].endswith(f"_{t}.parquet") and stats["d2"]["prevCommit"] != "null"
     assert stats["d2"]["numInserts"] == 1 and stats["d2"]["numUpdateWrites"] == 1
@@ -127,7 +118,7 @@ def test_write_mor_inline_compaction_after_max_delta_commits(spark, tmp_path) ->
     assert snapshot == {"a": ("d", 2, "v2"), "b": ("d", 3, "v3")}
     # the next update appends to the compacted slice
     t = write_hudi(spark.createDataFrame([("a", "d", 4, "v4")], SCHEMA), str(path), inline)
-    (stat,) = stats_of(deltacommit(path, t.instant_time))
+    (stat,) = write_stats(deltacommit(path, t.instant_time))
     assert (
         parse_log_file_name(stat["path"].split("/")[-1]).base_instant_time
         == completed.name.split(".")[0]
@@ -186,7 +177,7 @@ def test_cli_compact_schedules_and_runs_on_spark(spark, tmp_path, capsys) -> Non
     assert (path / ".hoodie" / f"{scheduled}.compaction.requested").exists()
     assert cli_main(["compact", str(path), "--order", "LIFO"]) == 0
     assert capsys.readouterr().out.strip() == scheduled
-    metadata = json.loads((path / ".hoodie" / f"{scheduled}.commit").read_text())
+    metadata = instant_metadata(path, scheduled, "commit")
     assert sorted(metadata["partitionToWriteStats"]) == ["d", "e"]
     assert cli_main(["compact", str(path)]) == 0
     assert capsys.readouterr().out.strip() == "nothing to compact"
@@ -213,9 +204,7 @@ def test_write_mor_into_corpus_tables_upsert_and_compact(spark, corpus_copy, nam
         .slice(0, 1)
     )
     frame = spark.createDataFrame(updated)
-    ordering = parse_properties_text((path / ".hoodie" / "hoodie.properties").read_text()).get(
-        "hoodie.table.precombine.field"
-    )
+    ordering = table_properties(path).get("hoodie.table.precombine.field")
     result = write_hudi(frame, str(path))
     assert any(s.is_delta for s in result.write_stats)
     after = {r["_hoodie_record_key"]: r for r in read_table(str(path)).to_pylist()}

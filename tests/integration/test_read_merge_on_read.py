@@ -29,6 +29,7 @@ from engine.read_arrow import read_table
 from engine.schema import arrow_to_avro_schema, schema_json
 from engine.storage import Storage
 from engine.timeline import Timeline
+from tests.hudi_rs import hudi_rs_rows
 
 T1, T2, T3, T4, T5, T6 = (f"2024020100000{i}000" for i in range(1, 7))
 FILE_ID = "c0ffee00-1111-2222-3333-444455556666-0"
@@ -114,10 +115,7 @@ class MorTable:
         return {r["id"]: (r["v"], r["ts"]) for r in rows}
 
     def read_hudi_rs(self) -> dict[str, tuple[str, int]]:
-        from hudi import HudiTableBuilder
-
-        batches = HudiTableBuilder.from_base_uri(str(self.root)).build().read()
-        rows = pa.Table.from_batches(batches).to_pylist() if batches else []
+        rows = hudi_rs_rows(self.root)
         return {r["id"]: (r["v"], r["ts"]) for r in rows}
 
 

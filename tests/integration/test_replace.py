@@ -6,7 +6,6 @@ Every check reads through hudi-rs (the judge) and through ``read_hudi``; the rep
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -19,22 +18,15 @@ from engine.errors import ConfigError, HudiError, RecordKeyError
 from engine.fs_view import FileSystemView
 from engine.storage import Storage
 from engine.timeline import Timeline
-from tests.property.oracle import hudi_rs_rows
+from tests.hudi_rs import hudi_rs_rows
+from tests.integration.metafolder import instant_metadata
+from tests.keyed_table import SCHEMA, write_options
 
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
 
-SCHEMA = "id string, dt string, ts long, v string"
-
 
 def opts(operation: str, **extra: str) -> dict[str, str]:
-    base = {
-        "hoodie.table.name": "orders",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.partitionpath.field": "dt",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.operation": operation,
-    }
-    return {**base, **extra}
+    return write_options("orders", {"hoodie.datasource.write.operation": operation}, extra)
 
 
 def rows_of(spark: Any, path: Path, as_of: str | None = None) -> set[tuple[str, str, str]]:
@@ -56,7 +48,7 @@ def live_groups(path: Path) -> dict[str, set[str]]:
 
 
 def replace_metadata(path: Path, instant: str) -> dict[str, Any]:
-    return json.loads((path / ".hoodie" / f"{instant}.replacecommit").read_text())
+    return instant_metadata(path, instant, "replacecommit")
 
 
 def seed(spark: Any, path: Path, **extra: str) -> tuple[str, set[tuple[str, str, str]]]:

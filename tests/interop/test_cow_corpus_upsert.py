@@ -14,17 +14,11 @@ import pytest
 
 from engine import read_hudi, write_hudi
 from engine.properties import parse_properties_text
-from tests.property.oracle import OVERWRITE, Oracle, hudi_rs_rows
+from engine.schema import META_COLUMNS
+from tests.hudi_rs import hudi_rs_batches, hudi_rs_rows
+from tests.property.oracle import OVERWRITE, Oracle
 
 pytestmark = [pytest.mark.interop, pytest.mark.spark]
-
-META = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
 
 CASES = {
     # table -> (field to change, new id for the inserted copy)
@@ -50,10 +44,7 @@ def key_of(props: dict[str, str]):  # type: ignore[no-untyped-def]
 
 
 def hudi_rs_schema(path: Path) -> pa.Schema:
-    from hudi import HudiTableBuilder
-
-    batches = HudiTableBuilder.from_base_uri(str(path)).build().read()
-    return batches[0].schema
+    return hudi_rs_batches(path)[0].schema
 
 
 def comparable(rows: list[dict[str, Any]], columns: list[str]) -> list[str]:
@@ -66,7 +57,7 @@ def test_upsert_into_hudi_written_table_hudi_rs_reads_model(spark, corpus_copy, 
     props = properties(path)
     before = hudi_rs_rows(str(path))
     assert before, "corpus table has rows"
-    data_columns = [c for c in before[0] if c not in META]
+    data_columns = [c for c in before[0] if c not in META_COLUMNS]
     change, new_id = CASES[name]
     precombine = props["hoodie.table.precombine.field"]
 
@@ -122,10 +113,10 @@ def test_upsert_into_table_with_metadata_table_disables_it(spark, corpus_copy) -
     props_file.write_text(text, "latin-1")
     (path / ".hoodie" / "metadata" / "files").mkdir(parents=True)
     before = hudi_rs_rows(str(path))
-    row = {c: v for c, v in before[0].items() if c not in META}
+    row = {c: v for c, v in before[0].items() if c not in META_COLUMNS}
     row["longField"] += 1
     schema = hudi_rs_schema(path)
-    schema = pa.schema([f for f in schema if f.name not in META])
+    schema = pa.schema([f for f in schema if f.name not in META_COLUMNS])
     arrow = pa.Table.from_pylist([row], schema=schema)
     write_hudi(spark.createDataFrame(arrow), str(path), {})
     assert properties(path).get("hoodie.table.metadata.partitions", "") == ""

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from engine import write_hudi
-from tests.property.oracle import OVERWRITE, Oracle, actual_set, hudi_rs_rows
+from tests.hudi_rs import hudi_rs_rows
+from tests.property.oracle import OVERWRITE, Oracle, actual_set
 
 pytestmark = [pytest.mark.interop, pytest.mark.spark]
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
 from engine import write_hudi
 from engine.cli import main as cli_main
+from tests.hudi_rs import hudi_rs_rows
 from tests.property.oracle import DEFAULT, OVERWRITE, Oracle, actual_set
 
 pytestmark = [pytest.mark.interop, pytest.mark.spark]
@@ -23,32 +23,6 @@ pytestmark = [pytest.mark.interop, pytest.mark.spark]
 SCHEMA = "id int, region string, ts long, v string, _hoodie_is_deleted boolean"
 FIELDS = ["id", "region", "ts", "v", "_hoodie_is_deleted"]
 COLUMNS = ["region", "ts", "v", "_hoodie_commit_time"]
-
-
-def rs_read(
-    path: str,
-    *,
-    as_of: str | None = None,
-    read_optimized: bool = False,
-    incremental: tuple[str, str] | None = None,
-) -> list[dict[str, Any]]:
-    """Rows hudi-rs reads (meta columns included)."""
-    from hudi import HudiQueryType, HudiReadOptions, HudiTableBuilder
-
-    table = HudiTableBuilder.from_base_uri(path).build()
-    options = HudiReadOptions()
-    if read_optimized:
-        options = options.with_hudi_option("hoodie.read.use.read_optimized.mode", "true")
-    if as_of is not None:
-        options = options.with_as_of_timestamp(as_of)
-    if incremental is not None:
-        options = (
-            options.with_query_type(HudiQueryType.Incremental)
-            .with_start_timestamp(incremental[0])
-            .with_end_timestamp(incremental[1])
-        )
-    batches = table.read(options)
-    return pa.Table.from_batches(batches).to_pylist() if batches else []
 
 
 def identity(row: dict[str, Any]) -> tuple[str, str]:
@@ -90,7 +64,7 @@ def test_mor_table_hudi_rs_reads_model_rows_every_query_type(spark, tmp_path, pa
         instants.append(result.instant_time)
         dicts = [dict(zip(FIELDS, r, strict=True)) for r in rows]
         oracle.apply(dicts, operation, result.instant_time)
-        assert actual_set(rs_read(path), COLUMNS) == oracle.expected(COLUMNS)
+        assert actual_set(hudi_rs_rows(path), COLUMNS) == oracle.expected(COLUMNS)
 
     regions = ("eu", "us")
     write([(i, regions[i % 2], 1, f"a{i}", False) for i in range(12)], "insert")
@@ -108,8 +82,8 @@ def test_mor_table_hudi_rs_reads_model_rows_every_query_type(spark, tmp_path, pa
         max(p.name.split(".")[0] for p in (tmp_path / "t" / ".hoodie").glob("*.commit"))
     )
     expected_now = oracle.expected(COLUMNS)
-    assert actual_set(rs_read(path), COLUMNS) == expected_now
-    assert actual_set(rs_read(path, read_optimized=True), COLUMNS) == expected_now
+    assert actual_set(hudi_rs_rows(path), COLUMNS) == expected_now
+    assert actual_set(hudi_rs_rows(path, read_optimized=True), COLUMNS) == expected_now
     write([(i, regions[i % 2], 5, f"d{i}", False) for i in (0, 5, 7, 20)])
     write(
         [(i, regions[i % 2], 6, f"e{i}", False) for i in (0, 8)],
@@ -119,17 +93,17 @@ def test_mor_table_hudi_rs_reads_model_rows_every_query_type(spark, tmp_path, pa
         max(p.name.split(".")[0] for p in (tmp_path / "t" / ".hoodie").glob("*.commit"))
     )
     assert compactions[1] > instants[-1]
-    assert actual_set(rs_read(path, read_optimized=True), COLUMNS) == oracle.expected(COLUMNS)
+    assert actual_set(hudi_rs_rows(path, read_optimized=True), COLUMNS) == oracle.expected(COLUMNS)
 
     for instant in instants:
-        assert actual_set(rs_read(path, as_of=instant), COLUMNS) == oracle.expected(
+        assert actual_set(hudi_rs_rows(path, as_of=instant), COLUMNS) == oracle.expected(
             COLUMNS, as_of=instant
         ), instant
     for compaction in compactions:
-        assert actual_set(rs_read(path, as_of=compaction), COLUMNS) == oracle.expected(
+        assert actual_set(hudi_rs_rows(path, as_of=compaction), COLUMNS) == oracle.expected(
             COLUMNS, as_of=compaction
         )
     for begin, end in [*pairwise(instants), (instants[0], instants[4])]:
-        assert actual_set(rs_read(path, incremental=(begin, end)), COLUMNS) == (
+        assert actual_set(hudi_rs_rows(path, incremental=(begin, end)), COLUMNS) == (
             incremental_expected(oracle, begin, end)
         ), (begin, end)

@@ -8,36 +8,20 @@ cleaner.
 
 from __future__ import annotations
 
-import io
-from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from engine import read_hudi, write_hudi
-from engine.cli import main as cli_main
 from engine.storage import Storage
 from engine.timeline import Timeline
 from engine.timeline_metadata import deserialize
-from tests.property.oracle import hudi_rs_rows
+from tests.interop.services import rows_by_id, run_cli, service_options, spark_rows_by_id, write
 
 pytestmark = [pytest.mark.interop, pytest.mark.spark]
 
-SCHEMA = "id string, dt string, ts long, v string"
-OPTIONS = {
-    "hoodie.table.name": "svc",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "dt",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.clean.automatic": "false",
-    "hoodie.archive.automatic": "false",
-}
+OPTIONS = service_options("svc")
 DAYS = ("2024-01-01", "2024-01-02")
-
-
-def rows_by_id(path: Path, as_of: str | None = None) -> dict[str, str]:
-    return {r["id"]: r["v"] for r in hudi_rs_rows(str(path), as_of)}
 
 
 def write_rounds(
@@ -48,7 +32,7 @@ def write_rounds(
     state: dict[str, str] = {}
     for r in range(rounds):
         batch = [(f"k{i}", DAYS[i % 2], r, f"r{r}-{i}") for i in range(4) if r == 0 or i < 2]
-        t = write_hudi(spark.createDataFrame(batch, SCHEMA), str(path), options).instant_time
+        t = write(spark, path, batch, options)
         state = {**state, **{b[0]: b[3] for b in batch}}
         history.append((t, dict(state)))
     return history
@@ -58,19 +42,12 @@ def base_files(path: Path) -> list[str]:
     return sorted(str(p.relative_to(path)) for p in path.rglob("*.parquet"))
 
 
-def run_cli(*argv: str) -> tuple[int, str]:
-    out = io.StringIO()
-    with redirect_stdout(out):
-        code = cli_main(list(argv))
-    return code, out.getvalue()
-
-
 def test_clean_cli_keep_latest_commits_keeps_retained_time_travel(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "t"
     history = write_rounds(spark, path, 4, OPTIONS)
     instants = [t for t, _ in history]
     assert len(base_files(path)) == 8  # 2 file groups x 4 slices
-    code, out = run_cli("clean", str(path), "--option", "hoodie.cleaner.commits.retained=2")
+    code, out, _ = run_cli("clean", str(path), "--option", "hoodie.cleaner.commits.retained=2")
     assert code == 0
     clean_time, _, deleted = out.strip().partition(" ")
     assert deleted == "deleted 2 file(s)"
@@ -88,7 +65,7 @@ def test_clean_cli_keep_latest_commits_keeps_retained_time_travel(spark, tmp_pat
     assert rows_by_id(path) == history[-1][1]
     for t, expected in history[2:]:
         assert rows_by_id(path, t) == expected
-    assert run_cli("clean", str(path), "--option", "hoodie.cleaner.commits.retained=2") == (
+    assert run_cli("clean", str(path), "--option", "hoodie.cleaner.commits.retained=2")[:2] == (
         0,
         "nothing to clean\n",
     )
@@ -97,7 +74,7 @@ def test_clean_cli_keep_latest_commits_keeps_retained_time_travel(spark, tmp_pat
 def test_clean_keep_latest_file_versions_keeps_one_slice_per_group(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "t"
     history = write_rounds(spark, path, 3, OPTIONS)
-    code, _ = run_cli(
+    code, _, _ = run_cli(
         "clean",
         str(path),
         "--option",
@@ -109,8 +86,7 @@ def test_clean_keep_latest_file_versions_keeps_one_slice_per_group(spark, tmp_pa
     files = base_files(path)
     assert len(files) == 2 and all(history[-1][0] in f for f in files)
     assert rows_by_id(path) == history[-1][1]
-    ours = {r["id"]: r["v"] for r in read_hudi(spark, str(path)).collect()}
-    assert ours == history[-1][1]
+    assert spark_rows_by_id(spark, path) == history[-1][1]
 
 
 def test_clean_and_archive_automatic_after_commits(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -136,9 +112,8 @@ def test_clean_and_archive_automatic_after_commits(spark, tmp_path) -> None:  # 
     assert len(base_files(path)) <= 4
     assert rows_by_id(path) == history[-1][1]
     assert rows_by_id(path, commits[-1]) == history[-1][1]
-    ours = {r["id"]: r["v"] for r in read_hudi(spark, str(path)).collect()}
-    assert ours == history[-1][1]
-    code, out = run_cli("timeline", str(path))
+    assert spark_rows_by_id(spark, path) == history[-1][1]
+    code, out, _ = run_cli("timeline", str(path))
     assert code == 0
     listed = [line.split() for line in out.splitlines()]
     assert [t for t, action, _ in listed if action == "commit"] == commits
@@ -150,11 +125,9 @@ def test_clean_removes_replaced_file_groups_only_after_retention(spark, tmp_path
     history = write_rounds(spark, path, 2, OPTIONS)
     replaced = [f for f in base_files(path) if f.startswith(DAYS[0])]
     over = [("n1", DAYS[0], 9, "over")]
-    t_replace = write_hudi(
-        spark.createDataFrame(over, SCHEMA),
-        str(path),
-        {**OPTIONS, "hoodie.datasource.write.operation": "insert_overwrite"},
-    ).instant_time
+    t_replace = write(
+        spark, path, over, {**OPTIONS, "hoodie.datasource.write.operation": "insert_overwrite"}
+    )
     after_replace = {k: v for k, v in history[-1][1].items() if int(k[1:]) % 2 == 1} | {
         "n1": "over"
     }
@@ -164,8 +137,8 @@ def test_clean_removes_replaced_file_groups_only_after_retention(spark, tmp_path
     run_cli("clean", str(path), "--option", "hoodie.cleaner.commits.retained=1")
     assert all((path / f).exists() for f in replaced)
     more = [("k1", DAYS[1], 10, "late")]
-    write_hudi(spark.createDataFrame(more, SCHEMA), str(path), OPTIONS)
-    code, _ = run_cli("clean", str(path), "--option", "hoodie.cleaner.commits.retained=1")
+    write(spark, path, more, OPTIONS)
+    code, _, _ = run_cli("clean", str(path), "--option", "hoodie.cleaner.commits.retained=1")
     assert code == 0
     assert not any((path / f).exists() for f in replaced)
     assert rows_by_id(path) == {**after_replace, "k1": "late"}

@@ -7,21 +7,18 @@ does), failed writes rolled back by the next write, and the commit-time conflict
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import socket
 import subprocess
 import sys
 import time
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from engine import read_hudi, write_hudi
-from engine.cli import main as cli_main
+from engine import write_hudi
 from engine.commit_metadata import HoodieWriteStat
 from engine.config import parse_options
 from engine.errors import WriteConflictError
@@ -33,41 +30,13 @@ from engine.timeline import Timeline, create_requested, transition_to_inflight
 from engine.timeline_metadata import deserialize
 from engine.write.conflict import Heartbeat, check_write_conflicts, is_write_alive
 from tests.faults.harness import assert_no_orphans, uncommit
-from tests.property.oracle import hudi_rs_rows
+from tests.interop.services import rows_by_id, run_cli, service_options, spark_rows_by_id, write
+from tests.keyed_table import SCHEMA
 
 pytestmark = [pytest.mark.interop, pytest.mark.spark]
 
-SCHEMA = "id string, dt string, ts long, v string"
-OPTIONS = {
-    "hoodie.table.name": "rb",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "dt",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.clean.automatic": "false",
-    "hoodie.archive.automatic": "false",
-}
+OPTIONS = service_options("rb")
 MOR = {**OPTIONS, "hoodie.datasource.write.table.type": "MERGE_ON_READ"}
-
-
-def rows_by_id(path: Path, as_of: str | None = None) -> dict[str, str]:
-    return {r["id"]: r["v"] for r in hudi_rs_rows(str(path), as_of)}
-
-
-def spark_rows(spark: Any, path: Path) -> dict[str, str]:
-    return {r["id"]: r["v"] for r in read_hudi(spark, str(path)).collect()}
-
-
-def run_cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = cli_main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
-def write(
-    spark: Any, path: Path, rows: list[tuple[str, str, int, str]], options: dict[str, str]
-) -> str:
-    return write_hudi(spark.createDataFrame(rows, SCHEMA), str(path), options).instant_time
 
 
 def seed(spark: Any, path: Path, options: dict[str, str]) -> dict[str, str]:
@@ -85,7 +54,7 @@ def test_rollback_cli_last_cow_commit_restores_previous_state(spark, tmp_path) -
     assert code == 0, err
     rollback_time = out.strip()
     assert rows_by_id(path) == before
-    assert spark_rows(spark, path) == before
+    assert spark_rows_by_id(spark, path) == before
     assert not list(path.rglob(f"*_{t}.parquet"))
     hoodie = path / ".hoodie"
     assert not [p for p in hoodie.iterdir() if p.name.startswith(t)]
@@ -124,7 +93,7 @@ def test_rollback_last_mor_deltacommit_appends_command_block(spark, tmp_path) ->
     assert code == 0, err
     rollback_time = out.strip()
     assert rows_by_id(path) == middle
-    assert spark_rows(spark, path) == middle
+    assert spark_rows_by_id(spark, path) == middle
     added = sorted({p.name for p in path.rglob(".*.log.*")} - set(logs_before))
     assert len(added) == 2 and all(n.endswith("_1-0-1") for n in added)  # one per file slice
     for name in added:

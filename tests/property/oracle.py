@@ -1,4 +1,4 @@
-"""A row-at-a-time model of a copy-on-write table, and hudi-rs reads to compare against it.
+"""A row-at-a-time model of a copy-on-write table, and the sorted form read rows are compared in.
 
 The model is written independently of ``engine.merge`` (plain dicts, one record at a time) from
 the payload rules of the issue: it is what the engine's vectorised merge must agree with.
@@ -9,8 +9,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
-
-import pyarrow as pa
 
 OVERWRITE = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 DEFAULT = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
@@ -150,18 +148,6 @@ class Oracle:
             if instant <= as_of:
                 state = snapshot
         return self.as_set(state, columns)
-
-
-def hudi_rs_rows(path: str, as_of: str | None = None) -> list[Row]:
-    """Rows hudi-rs (the judge) reads from the table, meta columns included."""
-    from hudi import HudiReadOptions, HudiTableBuilder
-
-    table = HudiTableBuilder.from_base_uri(str(path)).build()
-    options = HudiReadOptions()
-    if as_of is not None:
-        options = options.with_as_of_timestamp(as_of)
-    batches = table.read(options)
-    return pa.Table.from_batches(batches).to_pylist() if batches else []
 
 
 def actual_set(rows: Iterable[Row], columns: Sequence[str]) -> list[tuple[Any, ...]]:

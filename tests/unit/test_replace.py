@@ -21,7 +21,7 @@ from engine.write.replace import (
     plan_replaced_file_ids,
     requested_replace_metadata,
 )
-from tests.property.oracle import hudi_rs_rows
+from tests.hudi_rs import hudi_rs_rows
 
 pytestmark = pytest.mark.unit
 

@@ -25,6 +25,7 @@ from engine.schema import (
     schema_json,
     with_meta_columns,
 )
+from tests.hudi_rs import hudi_rs_table
 
 CORPUS_TABLES = [
     "cow__v6_complexkeygen_hivestyle",
@@ -133,9 +134,9 @@ def test_schema_corpus_parquet_files_match_avro_schema(
 def test_avro_to_arrow_schema_corpus_matches_hudi_rs_schema(
     corpus_table: Callable[[str], Path], name: str
 ) -> None:
-    hudi = pytest.importorskip("hudi")
+    pytest.importorskip("hudi")
     base = corpus_table(name)
-    table = hudi.HudiTableBuilder.from_base_uri(str(base)).build()
+    table = hudi_rs_table(base)
     ours = avro_to_arrow_schema(add_meta_fields(commit_schemas(base)[-1][1]))
     theirs = table.get_schema_with_meta_fields()
     # hudi-rs marks meta columns not-null; the Avro schema makes them nullable

@@ -1,0 +1,128 @@
+"""How the property tests run: how many sequences, the table each one writes, every commit applied
+to the row model, the judging of read rows, and groups of sequences run concurrently.
+
+``make test`` runs 40 sequences per property test, ``make test-long`` (``HUDI_TEST_LONG=1``) 400;
+``HUDI_PROPERTY_SEQUENCES`` sets the number directly.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any, TypeVar, cast
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine import read_hudi, write_hudi
+from tests.keyed_table import write_options
+from tests.property.oracle import Oracle, Row, actual_set
+
+LONG = bool(os.environ.get("HUDI_TEST_LONG"))
+SEQUENCES = int(os.environ.get("HUDI_PROPERTY_SEQUENCES", 400 if LONG else 40))
+# Sequences run GROUP at a time on threads sharing the session: Spark jobs of tiny batches are
+# latency-bound, so concurrent tables keep the suite fast. Each example is one group.
+GROUP = 4
+SCHEMA = "id string, dt string, ts long, v string, n long, _hoodie_is_deleted boolean"
+FIELDS = ["id", "dt", "ts", "v", "n", "_hoodie_is_deleted"]
+COLUMNS = ["id", "dt", "ts", "v", "n", "_hoodie_commit_time"]
+
+Test = TypeVar("Test", bound=Callable[..., None])
+
+
+def identity(row: Row) -> tuple[str, str]:
+    """(record key, partition path) of a record."""
+    return row["id"], row["dt"]
+
+
+def records(ids: Sequence[str], ts: st.SearchStrategy[int | None]) -> st.SearchStrategy[Row]:
+    """Incoming records: keys from ``ids`` in three partitions, ordering values from ``ts``, null
+    and non-null values, soft deletes now and then."""
+    return st.fixed_dictionaries(
+        {
+            "id": st.sampled_from(list(ids)),
+            "dt": st.sampled_from(["p1", "p1", "p2", "p3"]),
+            "ts": ts,
+            "v": st.one_of(st.sampled_from(["x", "y", "z"]), st.none()),
+            "n": st.one_of(st.integers(0, 9), st.none()),
+            "_hoodie_is_deleted": st.sampled_from([False, False, False, True, None]),
+        }
+    )
+
+
+def sequence_groups(sequence: st.SearchStrategy[Any]) -> Callable[[Test], Test]:
+    """Hypothesis drives the test with ``group``: GROUP sequences drawn from ``sequence``, in
+    SEQUENCES // GROUP examples (the same ones every run, unless long)."""
+
+    def drive(test: Test) -> Test:
+        driven = given(group=st.lists(sequence, min_size=GROUP, max_size=GROUP))(test)
+        configured = settings(
+            max_examples=max(1, SEQUENCES // GROUP),
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+            derandomize=not LONG,
+        )(driven)
+        return cast(Test, configured)
+
+    return drive
+
+
+def run_group(
+    spark: Any, group: Sequence[tuple[Any, ...]], run_sequence: Callable[..., None]
+) -> None:
+    """``run_sequence(spark, *sequence)`` for each sequence of ``group``, concurrently; the first
+    failure is raised."""
+    with ThreadPoolExecutor(max_workers=GROUP) as pool:
+        futures = [pool.submit(run_sequence, spark, *sequence) for sequence in group]
+        for future in futures:
+            future.result()
+
+
+@contextmanager
+def scratch_table(prefix: str) -> Iterator[str]:
+    """Base path of a table in a temporary folder, removed afterwards."""
+    root = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield os.path.join(root, "t")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def table_options(payload: str, *extra: Mapping[str, Any]) -> dict[str, Any]:
+    """Write options of a sequence's table: keyed by (id, dt), ordered by ts, merged by
+    ``payload``."""
+    return write_options("prop", {"hoodie.datasource.write.payload.class": payload}, *extra)
+
+
+def model(payload: str) -> Oracle:
+    """The row model of a sequence's table, merged by ``payload``."""
+    return Oracle(payload, "ts", identity, FIELDS)
+
+
+def commit(
+    spark: Any,
+    path: str,
+    options: Mapping[str, Any],
+    oracle: Oracle,
+    rows: list[Row],
+    operation: str,
+) -> str:
+    """Write ``rows`` with ``operation`` and apply the commit to the model; returns its instant."""
+    df = spark.createDataFrame([tuple(r[c] for c in FIELDS) for r in rows], SCHEMA)
+    result = write_hudi(df, path, {**options, "hoodie.datasource.write.operation": operation})
+    oracle.apply(rows, operation, result.instant_time)
+    return result.instant_time
+
+
+def judge(rows: list[Row], oracle: Oracle, context: Any = None) -> None:
+    """Rows read (meta columns included) must be the model's rows: data and commit times."""
+    assert actual_set(rows, COLUMNS) == oracle.expected(COLUMNS), context
+
+
+def read_hudi_rows(spark: Any, path: str) -> list[Row]:
+    """Rows ``read_hudi`` (Spark) reads."""
+    return [r.asDict() for r in read_hudi(spark, path).collect()]
