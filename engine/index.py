@@ -2,22 +2,40 @@
 
 Hudi's SIMPLE index (the Spark default in 0.14) needs no index storage: the meta columns are the
 index. An upsert joins its incoming ``(_hoodie_record_key, _hoodie_partition_path)`` against the
-``_hoodie_record_key`` / ``_hoodie_file_name`` columns of the latest base files of the partitions it
-touches. This module plans that lookup on the driver: which base files can hold any incoming key,
-pruned by the per-partition key range of the batch against each file's footer min/max keys. The
-join itself runs on Spark (:mod:`engine.spark.jobs`).
+``_hoodie_record_key`` column of the latest base files of the partitions it touches, pruned by the
+partition's incoming key range against each file's footer min/max keys.
+
+:func:`lookup_partition` is that lookup for one partition, run inside a Spark task with all of the
+partition's incoming keys (:mod:`engine.spark.profile`): it profiles the keys (count, distinct,
+range) and finds the stored ones. A key stored in two file groups of a partition (inserts without
+combining) is found in both, as Hudi's simple index (a left outer join) finds it: an update
+reaches every copy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from engine.bucketing import SmallFile
-from engine.io.parquet import read_record_key_range
+from engine.fs_view import FileSystemView
+from engine.io.parquet import read_base_file, read_record_key_range
+from engine.schema import RECORD_KEY_COLUMN
 from engine.storage import Storage
+from engine.timeline import Timeline
 
-__all__ = ["IndexCandidate", "PartitionKeyRange", "plan_index_lookup"]
+__all__ = [
+    "IndexCandidate",
+    "IndexSource",
+    "PartitionKeyRange",
+    "PartitionLookup",
+    "latest_base_files",
+    "lookup_partition",
+    "plan_index_lookup",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,3 +87,85 @@ def plan_index_lookup(
         if _overlaps(read_record_key_range(storage, rel), batch):
             out.append(IndexCandidate(partition, file_id, rel))
     return out
+
+
+def latest_base_files(
+    timeline: Timeline, partition_paths: Iterable[str]
+) -> dict[tuple[str, str], SmallFile]:
+    """Latest committed base file of every live file group in ``partition_paths``.
+
+    Returns:
+        (partition_path, file_id) -> the base file with its size.
+    """
+    partitions = sorted(set(partition_paths))
+    if not partitions or timeline.last_completed() is None:
+        return {}
+    storage = timeline.storage
+    view = FileSystemView(storage, timeline, partition_paths=partitions)
+    sizes: dict[str, int] = {}
+    for partition in view.partition_paths:
+        for entry in storage.list_dir(partition):
+            sizes[f"{partition}/{entry.name}" if partition else entry.name] = entry.size
+    out: dict[tuple[str, str], SmallFile] = {}
+    for file_slice in view.latest_base_files():
+        rel = file_slice.base_file_path
+        if rel is None or file_slice.base_file is None:
+            continue
+        out[(file_slice.partition_path, file_slice.file_id)] = SmallFile(
+            file_id=file_slice.file_id,
+            base_file=file_slice.base_file,
+            instant_time=file_slice.base_instant_time,
+            size_bytes=sizes.get(rel, 0),
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class IndexSource:
+    """The table state an index lookup reads (picklable: it travels to Spark tasks)."""
+
+    storage: Storage
+    timeline: Timeline
+
+
+@dataclass
+class PartitionLookup:
+    """One partition's incoming keys, profiled and looked up.
+
+    Attributes:
+        key_range: Records, distinct keys and key range of the partition's incoming records.
+        matches: file_id -> the incoming keys stored in that file group's latest base file.
+        matched_keys: Distinct incoming keys found in any file group.
+    """
+
+    key_range: PartitionKeyRange
+    matches: dict[str, pa.Array] = field(default_factory=dict)
+    matched_keys: int = 0
+
+
+def lookup_partition(
+    partition_path: str, record_keys: pa.Array, source: IndexSource | None
+) -> PartitionLookup:
+    """Profile the incoming keys of one partition and, with a ``source``, find the stored ones
+    in the latest base files whose footer key range meets the keys' range."""
+    distinct = pc.unique(record_keys)
+    bounds = pc.min_max(distinct)
+    key_range = PartitionKeyRange(
+        partition_path,
+        len(record_keys),
+        bounds["min"].as_py(),
+        bounds["max"].as_py(),
+        distinct_keys=len(distinct),
+    )
+    if source is None or not len(distinct):
+        return PartitionLookup(key_range)
+    latest = latest_base_files(source.timeline, [partition_path])
+    matches: dict[str, pa.Array] = {}
+    for candidate in plan_index_lookup(source.storage, latest, [key_range]):
+        stored = read_base_file(source.storage, candidate.rel_path, [RECORD_KEY_COLUMN])
+        keys = stored.column(RECORD_KEY_COLUMN).combine_chunks()
+        found = keys.filter(pc.is_in(keys, value_set=distinct))
+        if len(found):
+            matches[candidate.file_id] = found
+    matched = len(pc.unique(pa.concat_arrays(list(matches.values())))) if matches else 0
+    return PartitionLookup(key_range, matches, matched)

@@ -30,6 +30,7 @@ from engine.compaction import run_pending_compactions
 from engine.config import HoodieConfig, parse_options
 from engine.errors import ConfigError, HudiError, SchemaError, TableNotFoundError
 from engine.faults import checkpoint
+from engine.index import IndexSource
 from engine.instant import Action, new_instant_time
 from engine.io.parquet import commit_schema_of
 from engine.keygen import keygen_spec_from_config
@@ -65,6 +66,8 @@ from engine.write.rollback import rollback_failed_writes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+    from engine.spark.profile import BatchProfile
 
 __all__ = ["HudiTable", "WriteResult", "write_hudi"]
 
@@ -216,6 +219,7 @@ class HudiTable:
             SchemaError: the data does not fit the table schema.
         """
         from engine.spark import jobs
+        from engine.spark.profile import profile_batch
 
         user = parse_options(options)
         cfg, props = self._resolve_config(user)
@@ -265,10 +269,17 @@ class HudiTable:
                 raise ConfigError(f"Key field {name!r} is not a column of the data")
 
         keyed = jobs.add_record_keys(df, spec, delete_records=operation == "delete")
+        profile: BatchProfile | None = None
         try:
-            # raises RecordKeyError before any write
-            ranges = jobs.partition_key_ranges(keyed, spec)
             timeline = self.timeline() if props is not None else None
+            lookup = (
+                IndexSource(self.storage, timeline)
+                if timeline is not None and operation in ("upsert", "delete")
+                else None
+            )
+            # raises RecordKeyError before any write
+            profile = profile_batch(keyed, spec, lookup)
+            ranges = profile.ranges
             commit_schema = self._commit_schema(df, cfg, timeline, operation)
             with lock.hold():  # start-commit: one writer at a time
                 if props is None:
@@ -299,10 +310,14 @@ class HudiTable:
                 heartbeat = Heartbeat(self.storage, instant_time, cfg).start()
             with heartbeat, rollback_on_error(self.storage, lock, instant_time):
                 checkpoint("write.requested")
+                if lookup is not None and _written_since(lookup.timeline, timeline, compacted):
+                    # another writer committed after the lookup: look the keys up again
+                    profile.release()
+                    profile = profile_batch(keyed, spec, IndexSource(self.storage, timeline))
                 job = WriteJob(
                     self.storage,
                     keyed,
-                    ranges,
+                    profile,
                     cfg,
                     timeline,
                     operation,
@@ -341,6 +356,8 @@ class HudiTable:
                         replaced=replaced,
                     )
         finally:
+            if profile is not None:
+                profile.release()
             keyed.unpersist()
         checkpoint("write.after_commit")
         run_table_services(self.storage, cfg, lock, merge_on_read=is_mor)
@@ -367,6 +384,15 @@ class HudiTable:
             return schema_json(remove_meta_fields(latest))
         evolved = pa_schema_append(current, added)
         return commit_schema_of(evolved, name)
+
+
+def _written_since(before: Timeline, after: Timeline, compacted: list[str]) -> bool:
+    """Whether a write (not one of our ``compacted`` compactions) completed between the two."""
+    seen = {i.instant_time for i in before.commits_timeline()}
+    return any(
+        i.instant_time not in seen and i.instant_time not in compacted
+        for i in after.commits_timeline()
+    )
 
 
 def _check_castable(incoming: Any, current: Any) -> None:

@@ -1,14 +1,11 @@
-"""The Spark side of a copy-on-write write: key generation, index join, routing, file writes.
+"""The Spark side of a write: key generation, routing, file writes.
 
 Every function the executors run is a closure over frozen, picklable values (key generator spec,
-bucket plan, write context); no SparkSession travels. Three Spark jobs per write::
+bucket plan, write context); no SparkSession travels. Two Spark jobs per write::
 
     input ──keygen──► keyed (+ _hoodie_record_key, _hoodie_partition_path)
-    1. keyed ──groupBy(partition)──► records, distinct keys, min / max key   (driver: touched
-                                                                              partitions, pruning)
-    2. keys of candidate base files ⋉ batch keys ──► matches (key, partition, file id)  cached
-       matches ──groupBy(partition, file id).count──► workload profile      (driver: buckets)
-    3. keyed ⟕ matches ──route──repartition(bucket slot).mapInArrow(handle)──► write stats
+    1. keyed ──► profile + index lookup per partition            (engine.spark.profile)
+    2. keyed ⟕ keys found ──route──repartition(bucket slot)──mapInArrow(handle)──► write stats
 """
 
 from __future__ import annotations
@@ -16,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import TypeVar
 
 import pyarrow as pa
@@ -25,11 +21,10 @@ from pyspark import StorageLevel, TaskContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from engine.bucketing import Bucket, BucketPlan, SmallFile
+from engine.bucketing import Bucket, BucketPlan
 from engine.commit_metadata import HoodieWriteStat
 from engine.errors import HudiError, RecordKeyError, SchemaError
 from engine.faults import checkpoint
-from engine.index import IndexCandidate, PartitionKeyRange, plan_index_lookup
 from engine.keygen import (
     DEFAULT_PARTITION_PATH,
     EMPTY_RECORDKEY_PLACEHOLDER,
@@ -37,26 +32,21 @@ from engine.keygen import (
     KeyGenSpec,
     generate_partition_paths,
     generate_record_keys,
-    invalid_record_key_message,
 )
 from engine.merge import ARRIVAL_COLUMN, DELETE_RECORD_COLUMN
 from engine.schema import (
-    FILE_NAME_COLUMN,
     META_COLUMNS,
     PARTITION_PATH_COLUMN,
     RECORD_KEY_COLUMN,
 )
 from engine.spark.partitioning import slot_values
 from engine.spark.schema import with_string_fields
-from engine.storage import Storage
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
 
 __all__ = [
+    "BAD_KEY_COLUMN",
     "FILE_ID_COLUMN",
-    "LocatedRecords",
     "add_record_keys",
-    "locate_records",
-    "partition_key_ranges",
     "run_job",
     "write_buckets",
 ]
@@ -64,15 +54,10 @@ __all__ = [
 FILE_ID_COLUMN = "__file_id"
 _TARGET_COLUMN = "__target_file_id"
 _SLOT_COLUMN = "__slot"
-_BAD_KEY_COLUMN = "__bad_key"
+BAD_KEY_COLUMN = "__bad_key"
 _HASH_BUCKETS = 1_000_000
 _CASE_ROUTE_LIMIT = 64
-_BROADCAST_KEYS = 2_000_000
 _MAX_WRITE_PARTITIONS = 2_000
-# the index reads three meta columns; a fixed schema spares Spark a footer-inference job
-_INDEX_SCHEMA = (
-    f"{RECORD_KEY_COLUMN} string, {PARTITION_PATH_COLUMN} string, {FILE_NAME_COLUMN} string"
-)
 _TASK_ERROR = re.compile(r"(RecordKeyError|SchemaError|HudiError): (.+)")
 _ERRORS: dict[str, type[HudiError]] = {
     "RecordKeyError": RecordKeyError,
@@ -220,7 +205,7 @@ def add_record_keys(df: DataFrame, spec: KeyGenSpec, *, delete_records: bool) ->
             "*",
             key.alias(RECORD_KEY_COLUMN),
             path.alias(PARTITION_PATH_COLUMN),
-            bad.alias(_BAD_KEY_COLUMN),
+            bad.alias(BAD_KEY_COLUMN),
         )
         return keyed.persist(StorageLevel.MEMORY_AND_DISK) if persist else keyed
     out_struct = with_string_fields(df.schema, (RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN))
@@ -234,160 +219,8 @@ def add_record_keys(df: DataFrame, spec: KeyGenSpec, *, delete_records: bool) ->
                 names=[*batch.schema.names, RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN],
             )
 
-    keyed = df.mapInArrow(keygen, out_struct).withColumn(_BAD_KEY_COLUMN, F.lit(False))
+    keyed = df.mapInArrow(keygen, out_struct).withColumn(BAD_KEY_COLUMN, F.lit(False))
     return keyed.persist(StorageLevel.MEMORY_AND_DISK)
-
-
-def partition_key_ranges(keyed: DataFrame, spec: KeyGenSpec) -> list[PartitionKeyRange]:
-    """Records, distinct keys and key range of the batch per partition (one small collect).
-
-    Raises:
-        RecordKeyError: some record key is null or empty (nothing has been written yet).
-    """
-    per_key = keyed.groupBy(PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN).agg(
-        F.count(F.lit(1)).alias("n"),
-        F.max(F.col(_BAD_KEY_COLUMN).cast("int")).alias("bad"),
-    )
-    rows = run_job(
-        lambda: (
-            per_key.groupBy(PARTITION_PATH_COLUMN)
-            .agg(
-                F.sum("n").alias("n"),
-                F.count(F.lit(1)).alias("keys"),
-                F.min(RECORD_KEY_COLUMN).alias("lo"),
-                F.max(RECORD_KEY_COLUMN).alias("hi"),
-                F.max("bad").alias("bad"),
-            )
-            .collect()
-        )
-    )
-    if any(r["bad"] for r in rows):
-        raise RecordKeyError(invalid_record_key_message(spec))
-    return [
-        PartitionKeyRange(
-            r[PARTITION_PATH_COLUMN], int(r["n"]), r["lo"], r["hi"], distinct_keys=int(r["keys"])
-        )
-        for r in rows
-    ]
-
-
-def _file_id_of(name: Column) -> Column:
-    return F.substring_index(name, "_", 1)
-
-
-@dataclass
-class LocatedRecords:
-    """The batch tagged with its file groups, and the workload profile the buckets are
-    planned from.
-
-    Attributes:
-        tagged: The batch plus ``__file_id`` (null for inserts); lazy, each action re-reads
-            the batch and joins it with the cached matches.
-        update_counts: (partition, file_id) -> stored keys of the file group the batch updates.
-        insert_counts: partition -> distinct incoming keys not in the table.
-    """
-
-    tagged: DataFrame
-    update_counts: dict[tuple[str, str], int]
-    insert_counts: dict[str, int]
-    _cached: DataFrame | None = None
-
-    def release(self) -> None:
-        """Drop the cached matches (after the write job)."""
-        if self._cached is not None:
-            self._cached.unpersist()
-
-
-def locate_records(
-    keyed: DataFrame,
-    storage: Storage,
-    latest: Mapping[tuple[str, str], SmallFile],
-    ranges: list[PartitionKeyRange],
-    *,
-    use_index: bool,
-    existing_only: bool = False,
-) -> LocatedRecords:
-    """Index lookup of a write: which file group holds each incoming key.
-
-    Non-global simple index over the latest base files of the touched partitions whose footer
-    key range meets the batch's. One Spark job scans their keys, keeps those in the batch (a
-    semi-join: a batch of at most ``_BROADCAST_KEYS`` keys is broadcast to the scan, so the
-    table's keys are never shuffled nor collected), caches these few matches and counts them
-    per file group. The write job joins the batch with the cached matches again; the batch
-    itself is never cached.
-
-    Without the index (inserts) every record is an insert. ``existing_only`` (deletes) keeps
-    the records whose key is stored.
-    """
-    incoming = sum(r.count for r in ranges)
-    candidates = plan_index_lookup(storage, latest, ranges) if use_index else []
-    if not candidates:
-        tagged = keyed.withColumn(FILE_ID_COLUMN, F.lit(None).cast("string"))
-        if existing_only:
-            return LocatedRecords(tagged.limit(0), {}, {})
-        inserts = {r.partition_path: r.count for r in ranges if r.count}
-        return LocatedRecords(tagged, {}, inserts)
-    matches = _stored_matches(keyed, candidates, storage, incoming).persist(
-        StorageLevel.MEMORY_AND_DISK
-    )
-    # stored keys per file group, and distinct stored keys per partition (a key may sit in two
-    # file groups of a partition), in one job over the cached matches
-    per_group = matches.groupBy("__p", FILE_ID_COLUMN).agg(F.count(F.lit(1)).alias("n"))
-    per_partition = matches.groupBy("__p").agg(
-        F.lit(None).cast("string").alias(FILE_ID_COLUMN), F.count_distinct("__k").alias("n")
-    )
-    try:
-        rows = run_job(per_group.unionByName(per_partition).collect)
-    except BaseException:
-        matches.unpersist()
-        raise
-    updates: dict[tuple[str, str], int] = {}
-    matched: dict[str, int] = {}
-    for r in rows:
-        if r[FILE_ID_COLUMN] is None:
-            matched[r["__p"]] = int(r["n"])
-        else:
-            updates[(r["__p"], r[FILE_ID_COLUMN])] = int(r["n"])
-    inserts = {
-        r.partition_path: r.distinct_keys - matched.get(r.partition_path, 0)
-        for r in ranges
-        if r.distinct_keys > matched.get(r.partition_path, 0) and not existing_only
-    }
-    small = incoming <= _BROADCAST_KEYS
-    cond = (keyed[RECORD_KEY_COLUMN] == matches["__k"]) & (
-        keyed[PARTITION_PATH_COLUMN] == matches["__p"]
-    )
-    how = "inner" if existing_only else "left"
-    tagged = keyed.join(F.broadcast(matches) if small else matches, cond, how).drop("__k", "__p")
-    return LocatedRecords(tagged, updates, inserts, matches)
-
-
-def _stored_matches(
-    keyed: DataFrame, candidates: list[IndexCandidate], storage: Storage, incoming: int
-) -> DataFrame:
-    """Key, partition and file group (``__k``, ``__p``, ``__file_id``) of every stored key of
-    the candidate files that the batch holds.
-
-    A key stored in two file groups of a partition (inserts without combining) is located in
-    both, as Hudi's simple index does (its left outer join): an update reaches every copy.
-    """
-    spark = keyed.sparkSession
-    paths = [storage.uri(c.rel_path) for c in candidates]
-    stored = (
-        spark.read.schema(_INDEX_SCHEMA)
-        .parquet(*paths)
-        .select(
-            F.col(RECORD_KEY_COLUMN).alias("__k"),
-            F.col(PARTITION_PATH_COLUMN).alias("__p"),
-            _file_id_of(F.col(FILE_NAME_COLUMN)).alias(FILE_ID_COLUMN),
-        )
-    )
-    batch_keys = keyed.select(
-        F.col(RECORD_KEY_COLUMN).alias("__k"), F.col(PARTITION_PATH_COLUMN).alias("__p")
-    )
-    if incoming <= _BROADCAST_KEYS:
-        batch_keys = F.broadcast(batch_keys)
-    return stored.join(batch_keys, ["__k", "__p"], "left_semi")
 
 
 def _route(tagged: DataFrame, plan: BucketPlan) -> DataFrame:
@@ -464,7 +297,7 @@ def write_buckets(
     slot_of = dict(zip(file_ids, slot_values(len(file_ids), partitions), strict=True))
     bucket_of_slot = {slot_of[f]: plan.buckets[f] for f in file_ids}
     routed = _with_slots(_route(tagged, plan), slot_of).drop(
-        FILE_ID_COLUMN, _BAD_KEY_COLUMN, _TARGET_COLUMN
+        FILE_ID_COLUMN, BAD_KEY_COLUMN, _TARGET_COLUMN
     )
 
     def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

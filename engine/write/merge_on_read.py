@@ -223,38 +223,28 @@ def write_merge_on_read(job: WriteJob) -> list[HoodieWriteStat]:
 
     cfg = job.cfg
     table_slices = latest_table_slices(job.storage, job.timeline, job.touched_partitions)
-    located = jobs.locate_records(
-        job.keyed,
-        job.storage,
-        table_slices.base_files,
-        job.ranges,
-        use_index=job.operation in ("upsert", "delete"),
-        existing_only=job.operation == "delete",
+    located = job.locate()
+    small_file_limit = _int_option(cfg, config.PARQUET_SMALL_FILE_LIMIT, 0)
+    estimate = _int_option(cfg, config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE, 1024)
+    plan, small_file_ids = plan_merge_on_read_buckets(
+        update_counts=located.update_counts,
+        insert_counts=located.insert_counts,
+        table_slices=table_slices,
+        avg_record_size=average_record_size(job.timeline, estimate, small_file_limit),
+        max_file_size=_int_option(cfg, config.PARQUET_MAX_FILE_SIZE, 0),
+        small_file_limit=small_file_limit,
+        candidates_limit=_int_option(cfg, config.MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT, 0),
+        pack_small_files=job.operation in ("upsert", "insert"),
     )
-    try:
-        small_file_limit = _int_option(cfg, config.PARQUET_SMALL_FILE_LIMIT, 0)
-        estimate = _int_option(cfg, config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE, 1024)
-        plan, small_file_ids = plan_merge_on_read_buckets(
-            update_counts=located.update_counts,
-            insert_counts=located.insert_counts,
-            table_slices=table_slices,
-            avg_record_size=average_record_size(job.timeline, estimate, small_file_limit),
-            max_file_size=_int_option(cfg, config.PARQUET_MAX_FILE_SIZE, 0),
-            small_file_limit=small_file_limit,
-            candidates_limit=_int_option(cfg, config.MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT, 0),
-            pack_small_files=job.operation in ("upsert", "insert"),
-        )
-        job.start_inflight(Action.DELTA_COMMIT, plan)
-        appends = {
-            bucket.file_id: table_slices.slices[(bucket.partition_path, bucket.file_id)]
-            for bucket in plan.buckets.values()
-            if (bucket.partition_path, bucket.file_id) in table_slices.slices
-            and bucket.file_id not in small_file_ids
-        }
-        handle = MergeOnReadHandle(appends, log_write_config(cfg))
-        return jobs.write_buckets(located.tagged, plan, job.write_context(), write_group=handle)
-    finally:
-        located.release()
+    job.start_inflight(Action.DELTA_COMMIT, plan)
+    appends = {
+        bucket.file_id: table_slices.slices[(bucket.partition_path, bucket.file_id)]
+        for bucket in plan.buckets.values()
+        if (bucket.partition_path, bucket.file_id) in table_slices.slices
+        and bucket.file_id not in small_file_ids
+    }
+    handle = MergeOnReadHandle(appends, log_write_config(cfg))
+    return jobs.write_buckets(located.tagged, plan, job.write_context(), write_group=handle)
 
 
 def describe(stats: list[HoodieWriteStat]) -> dict[str, Any]:

@@ -10,15 +10,13 @@ receives it from :class:`engine.table.HudiTable`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine import config
-from engine.bucketing import BucketPlan, SmallFile
+from engine.bucketing import BucketPlan
 from engine.commit_metadata import HoodieCommitMetadata
 from engine.config import HoodieConfig
-from engine.fs_view import FileSystemView
 from engine.index import PartitionKeyRange
 from engine.instant import Action
 from engine.io.parquet import avro_schema_with_meta, table_arrow_schema
@@ -32,7 +30,9 @@ from engine.write.handles import WriteContext
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["WriteJob", "average_record_size", "latest_base_files"]
+    from engine.spark.profile import BatchProfile, LocatedRecords
+
+__all__ = ["WriteJob", "average_record_size"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class WriteJob:
     Attributes:
         storage: Table storage.
         keyed: Incoming records with record key and partition path (Spark).
-        ranges: Records, distinct keys and key range per touched partition.
+        profile: The batch profile and the keys found by the index lookup.
         cfg: Table properties merged with the write options.
         timeline: The timeline the write started from (failed writes rolled back).
         operation: The write operation (upsert, insert, bulk_insert, delete, insert_overwrite...).
@@ -53,7 +53,7 @@ class WriteJob:
 
     storage: Storage
     keyed: DataFrame
-    ranges: list[PartitionKeyRange]
+    profile: BatchProfile
     cfg: HoodieConfig
     timeline: Timeline
     operation: str
@@ -62,8 +62,16 @@ class WriteJob:
     commit_schema: str
 
     @property
+    def ranges(self) -> list[PartitionKeyRange]:
+        return self.profile.ranges
+
+    @property
     def touched_partitions(self) -> list[str]:
         return [r.partition_path for r in self.ranges]
+
+    def locate(self) -> LocatedRecords:
+        """The batch tagged with its file groups (deletes keep only stored keys)."""
+        return self.profile.locate(self.keyed, existing_only=self.operation == "delete")
 
     def write_context(self, operation: str | None = None) -> WriteContext:
         """The tasks' snapshot; ``operation`` overrides the handles' operation (replace writes
@@ -87,37 +95,6 @@ class WriteJob:
         transition_to_inflight(self.storage, self.instant_time, action, metadata.to_json())
         for partition in sorted({b.partition_path for b in plan.buckets.values()}):
             write_partition_metadata(self.storage, partition, self.instant_time)
-
-
-def latest_base_files(
-    timeline: Timeline, partition_paths: Iterable[str]
-) -> dict[tuple[str, str], SmallFile]:
-    """Latest committed base file of every live file group in ``partition_paths``.
-
-    Returns:
-        (partition_path, file_id) -> the base file with its size.
-    """
-    partitions = sorted(set(partition_paths))
-    if not partitions or timeline.last_completed() is None:
-        return {}
-    storage = timeline.storage
-    view = FileSystemView(storage, timeline, partition_paths=partitions)
-    sizes: dict[str, int] = {}
-    for partition in view.partition_paths:
-        for entry in storage.list_dir(partition):
-            sizes[f"{partition}/{entry.name}" if partition else entry.name] = entry.size
-    out: dict[tuple[str, str], SmallFile] = {}
-    for file_slice in view.latest_base_files():
-        rel = file_slice.base_file_path
-        if rel is None or file_slice.base_file is None:
-            continue
-        out[(file_slice.partition_path, file_slice.file_id)] = SmallFile(
-            file_id=file_slice.file_id,
-            base_file=file_slice.base_file,
-            instant_time=file_slice.base_instant_time,
-            size_bytes=sizes.get(rel, 0),
-        )
-    return out
 
 
 def average_record_size(timeline: Timeline, default: int) -> int:

@@ -128,8 +128,7 @@ def write_insert_overwrite(job: WriteJob) -> list[HoodieWriteStat]:
     """
     from engine.spark import jobs
 
-    # all inserts: no index lookup
-    located = jobs.locate_records(job.keyed, job.storage, {}, job.ranges, use_index=False)
+    located = job.locate()  # no index lookup: all inserts
     estimate: int = job.cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE) or 1024
     plan = plan_buckets(
         update_counts={},

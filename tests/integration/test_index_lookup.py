@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from engine import write_hudi
+from engine.spark import profile
 
 OPTIONS = {
     "hoodie.table.name": "consistency",
@@ -91,3 +93,34 @@ def test_a_batch_with_a_udf_is_evaluated_once(spark: SparkSession, tmp_path: Pat
     write_hudi(batch, path, {**OPTIONS, "hoodie.datasource.write.operation": "upsert"})
     assert calls.value == 60
     assert _hudi_rs(path).num_rows == 30
+
+
+def test_keys_are_looked_up_again_after_a_commit_by_another_writer(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lookup runs before the instant is requested; a commit landing in between (here
+    inserting the very key the batch updates) makes the write look its keys up again."""
+    path = str(tmp_path / "t")
+    row = "id string, part string, ts int"
+    upsert = {**OPTIONS, "hoodie.datasource.write.operation": "upsert"}
+    write_hudi(spark.createDataFrame([("a", "p", 1), ("b", "p", 1)], row), path, upsert)
+    original = profile.profile_batch
+    lookups: list[object] = []
+
+    def lookup_then_other_writer(*args, **kwargs):  # type: ignore[no-untyped-def]
+        result = original(*args, **kwargs)
+        lookups.append(args[2])
+        if len(lookups) == 1:
+            monkeypatch.setattr(profile, "profile_batch", original)
+            write_hudi(spark.createDataFrame([("k", "p", 1)], row), path, upsert)
+            monkeypatch.setattr(profile, "profile_batch", lookup_then_other_writer)
+        return result
+
+    monkeypatch.setattr(profile, "profile_batch", lookup_then_other_writer)
+    write_hudi(spark.createDataFrame([("k", "p", 2)], row), path, upsert)
+    assert sorted(_hudi_rs(path).to_pylist(), key=lambda r: r["id"]) == [
+        {"id": "a", "ts": 1},
+        {"id": "b", "ts": 1},
+        {"id": "k", "ts": 2},
+    ]
+    assert len(lookups) == 2  # the first lookup missed "k"; the second found it
