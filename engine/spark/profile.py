@@ -138,8 +138,10 @@ def _rows(kind: str, partition: str, count: int, **columns: object) -> pa.Record
             value = columns.get(f.name)
         if isinstance(value, pa.Array):
             arrays.append(value.cast(f.type))
+        elif value is None:
+            arrays.append(pa.nulls(count, f.type))
         else:
-            arrays.append(pa.array([value] * count, f.type))
+            arrays.append(pa.repeat(pa.scalar(value, f.type), count))
     return pa.RecordBatch.from_arrays(arrays, schema=_ARROW_SCHEMA)
 
 
