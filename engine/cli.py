@@ -25,17 +25,12 @@ from typing import Any
 
 from engine import config
 from engine.errors import HudiError
+from engine.schema import META_COLUMNS
 
 __all__ = ["canonical_json_lines", "canonical_value", "main"]
 
-META_COLUMNS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-    "_hoodie_operation",
-)
+# the five meta columns, and the optional operation column of tables that keep it
+_HIDDEN_COLUMNS = (*META_COLUMNS, "_hoodie_operation")
 
 
 def canonical_value(v: Any) -> Any:
@@ -106,7 +101,7 @@ def _cmd_read(args: argparse.Namespace) -> int:
     filters = [parse_filter(f) for f in args.filter or []]
     table = read_table(args.table, _read_options(args), filters)
     if not args.meta:
-        table = table.select([c for c in table.column_names if c not in META_COLUMNS])
+        table = table.select([c for c in table.column_names if c not in _HIDDEN_COLUMNS])
     if args.columns:
         table = table.select([c.strip() for c in args.columns.split(",") if c.strip()])
     if args.count:

@@ -17,11 +17,12 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from dbt.adapters.hudi.connections import HudiConnectionManager, HudiCredentials
-from dbt.adapters.hudi.options import META_COLUMNS, HudiModelConfig, parse_model_config
+from dbt.adapters.hudi.options import HudiModelConfig, parse_model_config
 from dbt.adapters.hudi.relation import HudiRelation
 from dbt.adapters.hudi.schema_change import plan_columns
 from dbt.adapters.hudi.snapshot import PublishedTable, catalog_base_path, get_session, publish
 from engine.errors import ConfigError, HudiError, SchemaError
+from engine.schema import META_COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

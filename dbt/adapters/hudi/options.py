@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from engine import config as hc
 from engine.errors import ConfigError, HudiError
+from engine.merge import IS_DELETED_COLUMN
 
 Materialization = Literal["hudi_upsert", "hudi_insert_overwrite", "hudi_mor"]
 MATERIALIZATIONS: tuple[str, ...] = ("hudi_upsert", "hudi_insert_overwrite", "hudi_mor")
@@ -39,15 +40,6 @@ ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
 OVERWRITE_SCOPES = ("partitions", "table")
 DEFAULT_COMPACTION_DELTA_COMMITS = 5
 
-# The Hudi column that marks a row as a delete (Hudi's own convention, not a hoodie.* key).
-IS_DELETED_COLUMN = "_hoodie_is_deleted"
-META_COLUMNS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
 
 # Keys the materialization decides; setting them through hudi_options would contradict it.
 _RESERVED = {
