@@ -15,6 +15,7 @@ reaches every copy.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -36,6 +37,8 @@ __all__ = [
     "lookup_partition",
     "plan_index_lookup",
 ]
+
+_READ_THREADS = 4  # base files whose keys one lookup task reads at a time
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,12 +163,16 @@ def lookup_partition(
     if source is None or not len(distinct):
         return PartitionLookup(key_range)
     latest = latest_base_files(source.timeline, [partition_path])
-    matches: dict[str, pa.Array] = {}
-    for candidate in plan_index_lookup(source.storage, latest, [key_range]):
+    candidates = plan_index_lookup(source.storage, latest, [key_range])
+
+    def found_in(candidate: IndexCandidate) -> pa.Array:
         stored = read_base_file(source.storage, candidate.rel_path, [RECORD_KEY_COLUMN])
         keys = stored.column(RECORD_KEY_COLUMN).combine_chunks()
-        found = keys.filter(pc.is_in(keys, value_set=distinct))
-        if len(found):
-            matches[candidate.file_id] = found
+        return keys.filter(pc.is_in(keys, value_set=distinct))
+
+    # a partition's files are read by one task: overlap their reads (Arrow releases the GIL)
+    with ThreadPoolExecutor(max_workers=min(_READ_THREADS, max(1, len(candidates)))) as pool:
+        found = list(pool.map(found_in, candidates))
+    matches = {c.file_id: keys for c, keys in zip(candidates, found, strict=True) if len(keys)}
     matched = len(pc.unique(pa.concat_arrays(list(matches.values())))) if matches else 0
     return PartitionLookup(key_range, matches, matched)
