@@ -92,8 +92,8 @@ def _read_options(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _cmd_read(args: argparse.Namespace) -> int:
-    from engine.read import parse_filter
     from engine.read_arrow import read_table
+    from engine.read_filter import parse_filter
 
     if args.incremental and len(args.incremental) > 2:
         print("ERROR: --incremental takes START [END]", file=sys.stderr)

@@ -45,3 +45,7 @@ class WriteConflictError(HudiError):
 
 class LockTimeoutError(HudiError):
     """The table lock could not be acquired in time."""
+
+
+class QueryError(HudiError):
+    """A read option or filter is malformed, or the table cannot be read by this engine."""

@@ -18,19 +18,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from engine.errors import QueryError
 from engine.fs_view import FileSlice
 from engine.log_scanner import scan_log_records
 from engine.merge import DELETE_RECORD_COLUMN, MergeSpec, combine_with_stored
-from engine.read import (
+from engine.read import QueryPlan, parse_read_query, plan_query
+from engine.read_filter import ReadFilter
+from engine.schema import (
     COMMIT_TIME_COLUMN,
     META_COLUMNS,
-    QueryError,
-    QueryPlan,
-    ReadFilter,
-    parse_read_query,
-    plan_query,
+    RECORD_KEY_COLUMN,
+    add_meta_fields,
+    avro_to_arrow_schema,
 )
-from engine.schema import RECORD_KEY_COLUMN, add_meta_fields, avro_to_arrow_schema
 from engine.storage import Storage
 
 __all__ = [

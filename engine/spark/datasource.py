@@ -38,16 +38,11 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from engine.errors import QueryError
 from engine.fs_view import FileSlice
-from engine.read import (
-    QueryError,
-    QueryPlan,
-    ReadFilter,
-    parse_read_query,
-    partition_pruner,
-    plan_query,
-)
+from engine.read import QueryPlan, parse_read_query, plan_query
 from engine.read_arrow import plan_schema, read_file_slice
+from engine.read_filter import ReadFilter, partition_pruner
 
 __all__ = ["HudiDataSource", "HudiDataSourceReader", "to_read_filter"]
 

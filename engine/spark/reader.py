@@ -23,8 +23,9 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from engine.fs_view import FileSlice
-from engine.read import COMMIT_TIME_COLUMN, QueryPlan
+from engine.read import QueryPlan
 from engine.read_arrow import plan_schema, read_file_slice
+from engine.schema import COMMIT_TIME_COLUMN
 
 __all__ = ["escape_glob", "plan_spark_schema", "read_plan"]
 

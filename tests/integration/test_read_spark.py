@@ -112,7 +112,7 @@ def test_read_hudi_missing_table_raises_naming_path(spark: Any, tmp_path: Path) 
 def test_read_hudi_incremental_without_begin_raises_naming_key(
     spark: Any, corpus_table: Callable[[str], Path]
 ) -> None:
-    from engine.read import QueryError
+    from engine.errors import QueryError
 
     path = str(corpus_table("cow__v6_nonpartitioned"))
     with pytest.raises(QueryError, match=config.READ_BEGIN_INSTANTTIME.key):
