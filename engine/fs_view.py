@@ -249,14 +249,23 @@ class FileSystemView:
         else:
             listed = list_partition_paths(storage, partition_filter)
         self._groups: dict[tuple[str, str], FileGroup] = {}
+        # sizes from the same listing: writers size small files without listing again
+        self._sizes: dict[str, int] = {}
         for partition_path, entries in listed.items():
             for file_id, group in _group_files(partition_path, entries).items():
                 self._groups[(partition_path, file_id)] = group
+            for entry in entries:
+                if not entry.is_dir:
+                    self._sizes[_join(partition_path, entry.name)] = entry.size
         self._replaced_cache: dict[str | None, frozenset[tuple[str, str]]] = {}
 
     @property
     def partition_paths(self) -> list[str]:
         return sorted({p for p, _ in self._groups})
+
+    def file_size(self, rel_path: str) -> int:
+        """Size in bytes of a listed file (path relative to the base path), 0 if not listed."""
+        return self._sizes.get(rel_path, 0)
 
     def file_groups(self) -> list[FileGroup]:
         return [self._groups[k] for k in sorted(self._groups)]

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.bucketing import SmallFile
-from engine.fs_view import FileSystemView
+from engine.fs_view import FileSlice, FileSystemView
 from engine.io.parquet import read_base_file, read_record_key_range
 from engine.schema import RECORD_KEY_COLUMN
 from engine.storage import Storage
@@ -36,6 +36,7 @@ __all__ = [
     "latest_base_files",
     "lookup_partition",
     "plan_index_lookup",
+    "sized_base_file",
 ]
 
 _READ_THREADS = 4  # base files whose keys one lookup task reads at a time
@@ -103,24 +104,26 @@ def latest_base_files(
     partitions = sorted(set(partition_paths))
     if not partitions or timeline.last_completed() is None:
         return {}
-    storage = timeline.storage
-    view = FileSystemView(storage, timeline, partition_paths=partitions)
-    sizes: dict[str, int] = {}
-    for partition in view.partition_paths:
-        for entry in storage.list_dir(partition):
-            sizes[f"{partition}/{entry.name}" if partition else entry.name] = entry.size
+    view = FileSystemView(timeline.storage, timeline, partition_paths=partitions)
     out: dict[tuple[str, str], SmallFile] = {}
     for file_slice in view.latest_base_files():
-        rel = file_slice.base_file_path
-        if rel is None or file_slice.base_file is None:
-            continue
-        out[(file_slice.partition_path, file_slice.file_id)] = SmallFile(
-            file_id=file_slice.file_id,
-            base_file=file_slice.base_file,
-            instant_time=file_slice.base_instant_time,
-            size_bytes=sizes.get(rel, 0),
-        )
+        base = sized_base_file(view, file_slice)
+        if base is not None:
+            out[(file_slice.partition_path, file_slice.file_id)] = base
     return out
+
+
+def sized_base_file(view: FileSystemView, file_slice: FileSlice) -> SmallFile | None:
+    """The slice's base file with its listed size, ``None`` for a slice without one."""
+    rel = file_slice.base_file_path
+    if rel is None or file_slice.base_file is None:
+        return None
+    return SmallFile(
+        file_id=file_slice.file_id,
+        base_file=file_slice.base_file,
+        instant_time=file_slice.base_instant_time,
+        size_bytes=view.file_size(rel),
+    )
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,9 @@
 
 Timeline of one write (the driver; the data work runs on Spark)::
 
-    roll back failed writes ──► finish a pending compaction (synchronous compaction only)
-      ──► <t>.deltacommit.requested ──► index lookup ──► buckets ──► <t>.deltacommit.inflight
+    index lookup (engine.spark.profile) ──► roll back failed writes ──► finish a pending
+      compaction (synchronous compaction only) ──► <t>.deltacommit.requested ──► buckets
+      ──► <t>.deltacommit.inflight
       ──► tasks: create / merge / append handles ──► <t>.deltacommit ──► inline compaction if due
 
 Routing follows Hudi 0.14's Spark ``SparkUpsertDeltaCommitPartitioner`` with an index that cannot
@@ -35,6 +36,7 @@ from engine.commit_metadata import HoodieWriteStat
 from engine.config import HoodieConfig
 from engine.filenames import new_file_id
 from engine.fs_view import FileSystemView
+from engine.index import sized_base_file
 from engine.instant import Action
 from engine.storage import Storage
 from engine.timeline import Timeline
@@ -89,10 +91,6 @@ def latest_table_slices(
     if not partitions or timeline.last_completed() is None:
         return TableSlices({}, {})
     view = FileSystemView(storage, timeline, partition_paths=partitions)
-    sizes: dict[str, int] = {}
-    for partition in view.partition_paths:
-        for entry in storage.list_dir(partition):
-            sizes[f"{partition}/{entry.name}" if partition else entry.name] = entry.size
     groups = {(g.partition_path, g.file_id): g for g in view.file_groups()}
     base_files: dict[tuple[str, str], SmallFile] = {}
     slices: dict[tuple[str, str], AppendSlice] = {}
@@ -109,14 +107,9 @@ def latest_table_slices(
             log_files=file_slice.log_files,
             next_log_version=max(versions, default=0) + 1,
         )
-        rel = file_slice.base_file_path
-        if rel is not None and file_slice.base_file is not None:
-            base_files[key] = SmallFile(
-                file_id=file_slice.file_id,
-                base_file=file_slice.base_file,
-                instant_time=file_slice.base_instant_time,
-                size_bytes=sizes.get(rel, 0),
-            )
+        base = sized_base_file(view, file_slice)
+        if base is not None:
+            base_files[key] = base
     return TableSlices(base_files, slices)
 
 
