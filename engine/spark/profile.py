@@ -28,14 +28,26 @@ from engine.index import IndexSource, PartitionKeyRange, lookup_partition
 from engine.keygen import KeyGenSpec, invalid_record_key_message
 from engine.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 from engine.spark.jobs import BAD_KEY_COLUMN, FILE_ID_COLUMN, run_job
+from engine.spark.schema import spark_struct_of
 
 __all__ = ["BatchProfile", "LocatedRecords", "profile_batch"]
 
 _KIND, _PARTITION, _KEY = "__kind", "__p", "__k"
 _PROFILE, _GROUP, _FOUND = "p", "g", "k"
-_ROWS_SCHEMA = (
-    f"{_KIND} string, {_PARTITION} string, {_KEY} string, {FILE_ID_COLUMN} string, "
-    "n long, distinct_keys long, matched long, lo string, hi string, bad boolean"
+# the job's rows: profile rows fill n .. bad, count rows n, found-key rows the key
+_ARROW_SCHEMA = pa.schema(
+    [
+        (_KIND, pa.string()),
+        (_PARTITION, pa.string()),
+        (_KEY, pa.string()),
+        (FILE_ID_COLUMN, pa.string()),
+        ("n", pa.int64()),
+        ("distinct_keys", pa.int64()),
+        ("matched", pa.int64()),
+        ("lo", pa.string()),
+        ("hi", pa.string()),
+        ("bad", pa.bool_()),
+    ]
 )
 # matches joined back onto the batch by broadcast up to this many keys, else by a shuffle join
 _BROADCAST_MATCHES = 2_000_000
@@ -79,17 +91,19 @@ class BatchProfile:
 
         ``existing_only`` (deletes) keeps only the records whose key is stored.
         """
-        if not self.indexed or self._rows is None:
-            tagged = keyed.withColumn(FILE_ID_COLUMN, F.lit(None).cast("string"))
-            if existing_only:
-                return LocatedRecords(tagged.limit(0), {}, {})
-            # without the index, duplicates of a key are kept unless inserts combine
+        if existing_only:
+            inserts: dict[str, int] = {}
+        elif self.indexed:
             inserts = {
-                r.partition_path: r.distinct_keys if self.indexed else r.count
+                r.partition_path: r.distinct_keys - self.matched.get(r.partition_path, 0)
                 for r in self.ranges
-                if r.count
+                if r.distinct_keys > self.matched.get(r.partition_path, 0)
             }
-            return LocatedRecords(tagged, {}, inserts)
+        else:  # no index: duplicates of a key are kept unless inserts combine
+            inserts = {r.partition_path: r.count for r in self.ranges if r.count}
+        if self._rows is None:  # no key is stored
+            tagged = keyed.withColumn(FILE_ID_COLUMN, F.lit(None).cast("string"))
+            return LocatedRecords(tagged.limit(0) if existing_only else tagged, {}, inserts)
         found = self._rows.filter(F.col(_KIND) == _FOUND).select(_KEY, _PARTITION, FILE_ID_COLUMN)
         if sum(self.update_counts.values()) <= _BROADCAST_MATCHES:
             found = F.broadcast(found)
@@ -97,33 +111,12 @@ class BatchProfile:
             keyed[PARTITION_PATH_COLUMN] == found[_PARTITION]
         )
         tagged = keyed.join(found, cond, "inner" if existing_only else "left")
-        inserts = {
-            r.partition_path: r.distinct_keys - self.matched.get(r.partition_path, 0)
-            for r in self.ranges
-            if r.distinct_keys > self.matched.get(r.partition_path, 0) and not existing_only
-        }
         return LocatedRecords(tagged.drop(_KEY, _PARTITION), dict(self.update_counts), inserts)
 
     def release(self) -> None:
         """Drop the cached keys (after the write job)."""
         if self._rows is not None:
             self._rows.unpersist()
-
-
-_ARROW_SCHEMA = pa.schema(
-    [
-        (_KIND, pa.string()),
-        (_PARTITION, pa.string()),
-        (_KEY, pa.string()),
-        (FILE_ID_COLUMN, pa.string()),
-        ("n", pa.int64()),
-        ("distinct_keys", pa.int64()),
-        ("matched", pa.int64()),
-        ("lo", pa.string()),
-        ("hi", pa.string()),
-        ("bad", pa.bool_()),
-    ]
-)
 
 
 def _rows(kind: str, partition: str, count: int, **columns: object) -> pa.RecordBatch:
@@ -148,7 +141,7 @@ def _rows(kind: str, partition: str, count: int, **columns: object) -> pa.Record
 def _lookup_task(
     source: IndexSource | None,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The task of the job: :data:`_ROWS_SCHEMA` rows for the partitions of its batches."""
+    """The task of the job: :data:`_ARROW_SCHEMA` rows for the partitions of its batches."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         received = list(batches)
@@ -200,7 +193,7 @@ def profile_batch(keyed: DataFrame, spec: KeyGenSpec, source: IndexSource | None
     keys = keyed.select(PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN, BAD_KEY_COLUMN)
     rows = (
         keys.repartition(PARTITION_PATH_COLUMN)
-        .mapInArrow(_lookup_task(source), _ROWS_SCHEMA)
+        .mapInArrow(_lookup_task(source), spark_struct_of(_ARROW_SCHEMA))
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     try:
