@@ -45,6 +45,7 @@ __all__ = [
     "generate_partition_paths",
     "generate_record_keys",
     "invalid_record_key_message",
+    "is_single_key",
     "keygen_spec_from_config",
 ]
 
@@ -218,7 +219,8 @@ def _column(batch: pa.RecordBatch | pa.Table, name: str) -> pa.Array:
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
 
-def _is_single_key(spec: KeyGenSpec) -> bool:
+def is_single_key(spec: KeyGenSpec) -> bool:
+    """Whether the record key is the field's plain value (else ``field:value`` pairs)."""
     return len(spec.record_key_fields) == 1 and spec.kind in (
         "simple",
         "non_partitioned",
@@ -229,7 +231,7 @@ def _is_single_key(spec: KeyGenSpec) -> bool:
 def invalid_record_key_message(spec: KeyGenSpec) -> str:
     """Hudi's error for a null/empty record key, naming the field(s) and the config key."""
     fields = spec.record_key_fields
-    if _is_single_key(spec):
+    if is_single_key(spec):
         return (
             f"recordKey value for field {fields[0]!r} cannot be null or empty "
             f"(config {config.RECORDKEY_FIELD.key!r})"
@@ -248,7 +250,7 @@ def generate_record_keys(batch: pa.RecordBatch | pa.Table, spec: KeyGenSpec) -> 
             key is; the message names the field.
     """
     fields = spec.record_key_fields
-    if _is_single_key(spec):
+    if is_single_key(spec):
         text = _as_text(_column(batch, fields[0]))
         bad = pc.or_(pc.is_null(text), pc.fill_null(pc.equal(text, ""), False))
         if pc.any(bad).as_py():

@@ -2,10 +2,11 @@
 
 A copy-on-write write, on the driver (Spark does the data work, see :mod:`engine.spark.jobs`)::
 
-    options ──► validate against hoodie.properties ──► key generation (Spark) + batch profile
+    options ──► validate against hoodie.properties ──► key generation (Spark)
+      ──► batch profile + index lookup (one Spark job; null keys fail here)
       ──► lock: [create table] ──► roll back dead writers' writes ──► <t>.commit.requested
           + heartbeat ──► unlock
-      ──► index lookup (Spark join) ──► buckets (small files first) ──► <t>.inflight
+      ──► [lookup again if a write completed since] ──► buckets (small files first) ──► <t>.inflight
       ──► partition metafiles ──► one task per file group writes its base file
       ──► lock: conflict check ──► <t>.commit (the commit point) ──► markers removed ──► unlock
       ──► table services under the lock (inline compaction, clean, archival)

@@ -32,6 +32,7 @@ from engine.keygen import (
     KeyGenSpec,
     generate_partition_paths,
     generate_record_keys,
+    is_single_key,
 )
 from engine.merge import ARRIVAL_COLUMN, DELETE_RECORD_COLUMN
 from engine.schema import (
@@ -114,7 +115,7 @@ def _expression_keys(df: DataFrame, spec: KeyGenSpec) -> tuple[Column, Column, C
         return text(name).isNull() | (text(name) == F.lit(""))
 
     fields = spec.record_key_fields
-    if len(fields) == 1 and spec.kind in ("simple", "non_partitioned"):
+    if is_single_key(spec):
         key = text(fields[0])
         bad = missing(fields[0])
     else:
@@ -185,19 +186,18 @@ def add_record_keys(df: DataFrame, spec: KeyGenSpec, *, delete_records: bool) ->
 
     Simple, complex and non-partitioned keys of string/integral/boolean/date fields are Spark
     expressions; other key generators run :mod:`engine.keygen` in ``mapInArrow``. A
-    ``__bad_key`` column flags null/empty keys for :func:`partition_key_ranges`.
+    ``__bad_key`` column flags null/empty keys for :func:`engine.spark.profile.profile_batch`.
 
     Each Spark job of the write reads the batch again when that is a cheap scan giving the same
     rows every time; any other batch (a non-deterministic or costly plan, or ``mapInArrow`` key
     generation) is persisted on first use, so the model's query runs once and the index lookup
     and the write see the same records. The caller unpersists it.
     """
-    df = df.drop(*[c for c in df.columns if c in META_COLUMNS])
-    persist = _evaluate_once(df)
+    source = df.drop(*[c for c in df.columns if c in META_COLUMNS])
     extra = [F.monotonically_increasing_id().alias(ARRIVAL_COLUMN)]
     if delete_records:
         extra.append(F.lit(True).alias(DELETE_RECORD_COLUMN))
-    df = df.select("*", *extra)
+    df = source.select("*", *extra)
     expressions = _expression_keys(df, spec)
     if expressions is not None:
         key, path, bad = expressions
@@ -207,7 +207,8 @@ def add_record_keys(df: DataFrame, spec: KeyGenSpec, *, delete_records: bool) ->
             path.alias(PARTITION_PATH_COLUMN),
             bad.alias(BAD_KEY_COLUMN),
         )
-        return keyed.persist(StorageLevel.MEMORY_AND_DISK) if persist else keyed
+        # the batch as given: the arrival ids added here are not deterministic themselves
+        return keyed.persist(StorageLevel.MEMORY_AND_DISK) if _evaluate_once(source) else keyed
     out_struct = with_string_fields(df.schema, (RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN))
 
     def keygen(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -27,7 +27,7 @@ if it had committed first.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine import config
 from engine.bucketing import plan_buckets
@@ -43,9 +43,6 @@ from engine.timeline_metadata import REQUESTED_REPLACE_METADATA_SCHEMA, serializ
 from engine.write.commit import OPERATION_TYPES, commit_write
 from engine.write.plan import WriteJob, average_record_size
 from engine.write.rollback import rollback_failed_writes
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "REPLACE_OPERATIONS",
