@@ -118,6 +118,16 @@ def verify_hudi(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
     return {"verified": bool(ok and distinct == n), "out_rows": n}
 
 
+def timed_upsert(
+    anchors: ModuleType, name: str, op: Any, rep: int, meta: dict[str, Any]
+) -> dict[str, Any]:
+    """One timed repetition of an upsert of the batch, as anchors.py records its runs."""
+    rec = anchors.timed(
+        name, meta["expected_rows_after_upsert"], op, rep=rep, update_rows=meta["updates"]
+    )
+    return dict(rec)
+
+
 def copy_table(anchors: ModuleType, src: Path, dst: Path) -> None:
     anchors.copytree(str(src), str(dst))
 
@@ -144,13 +154,7 @@ def time_hudi(
         )
         return {"files_written": len(result.write_stats)}
 
-    rec = anchors.timed(
-        f"hudi-cow-upsert-{shape}",
-        meta["expected_rows_after_upsert"],
-        op,
-        rep=rep,
-        update_rows=meta["updates"],
-    )
+    rec = timed_upsert(anchors, f"hudi-cow-upsert-{shape}", op, rep, meta)
     rec.update(verify_hudi(table, meta))
     shutil.rmtree(table, ignore_errors=True)
     return dict(rec)
@@ -188,13 +192,7 @@ def time_spark(
         new_rows.select(*cols).write.insertInto(name, overwrite=True)
         return {"touched_partitions": len(touched)}
 
-    rec = anchors.timed(
-        f"spark-insert-overwrite-{shape}",
-        meta["expected_rows_after_upsert"],
-        op,
-        rep=rep,
-        update_rows=meta["updates"],
-    )
+    rec = timed_upsert(anchors, f"spark-insert-overwrite-{shape}", op, rep, meta)
     spark.catalog.refreshTable(name)
     rec.update(anchors.spark_verify(spark, tbl, meta))
     spark.sql(f"DROP TABLE IF EXISTS {name}")
