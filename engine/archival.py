@@ -198,7 +198,7 @@ def _encode_entries(entries: Iterable[dict[str, Any]], instant_time: str) -> byt
 
 
 def _archive_folder(cfg: HoodieConfig) -> str:
-    folder: str = cfg.get(config.ARCHIVELOG_FOLDER) or "archived"
+    folder = cfg.get(config.ARCHIVELOG_FOLDER)
     return f"{METAFOLDER}/{folder}"
 
 
@@ -221,8 +221,8 @@ def _replace_still_on_storage(storage: Storage, timeline: Timeline, instant: Ins
 
 def instants_to_archive(storage: Storage, timeline: Timeline, cfg: HoodieConfig) -> list[Instant]:
     """The completed instants archival may remove now, oldest first."""
-    max_commits = cfg.get(config.KEEP_MAX_COMMITS) or 30
-    min_commits = cfg.get(config.KEEP_MIN_COMMITS) or 20
+    max_commits = cfg.get(config.KEEP_MAX_COMMITS)
+    min_commits = cfg.get(config.KEEP_MIN_COMMITS)
     commits = timeline.commits_timeline()
     if len(commits) <= max_commits:
         return []

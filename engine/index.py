@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.bucketing import SmallFile
+from engine.filenames import partition_file_path
 from engine.fs_view import FileSlice, FileSystemView
 from engine.io.parquet import read_base_file, read_record_key_range
 from engine.schema import RECORD_KEY_COLUMN
@@ -87,7 +88,7 @@ def plan_index_lookup(
         batch = by_partition.get(partition)
         if batch is None:
             continue
-        rel = f"{partition}/{base.base_file}" if partition else base.base_file
+        rel = partition_file_path(partition, base.base_file)
         if _overlaps(read_record_key_range(storage, rel), batch):
             out.append(IndexCandidate(partition, file_id, rel))
     return out

@@ -49,8 +49,8 @@ class TableLock:
 
     def __init__(self, storage: Storage, cfg: HoodieConfig) -> None:
         self.storage = storage
-        self.wait_ms = cfg.get(config.LOCK_WAIT_TIME_MS) or 0
-        self.expire_minutes = cfg.get(config.LOCK_FILESYSTEM_EXPIRE) or 0
+        self.wait_ms = cfg.get(config.LOCK_WAIT_TIME_MS)
+        self.expire_minutes = cfg.get(config.LOCK_FILESYSTEM_EXPIRE)
         self.token = uuid.uuid4().hex
         self._held = 0
 

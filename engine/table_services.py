@@ -43,9 +43,9 @@ def validate_service_options(cfg: HoodieConfig) -> None:
     Raises:
         ConfigError: naming both keys and values (before anything is written).
     """
-    min_commits = cfg.get(config.KEEP_MIN_COMMITS) or 0
-    max_commits = cfg.get(config.KEEP_MAX_COMMITS) or 0
-    retained = cfg.get(config.CLEANER_COMMITS_RETAINED) or 0
+    min_commits = cfg.get(config.KEEP_MIN_COMMITS)
+    max_commits = cfg.get(config.KEEP_MAX_COMMITS)
+    retained = cfg.get(config.CLEANER_COMMITS_RETAINED)
     problems = []
     if min_commits < 1:
         problems.append(f"{config.KEEP_MIN_COMMITS.key}={min_commits} must be at least 1")
@@ -61,7 +61,7 @@ def validate_service_options(cfg: HoodieConfig) -> None:
         )
     for option in (config.CLEANER_COMMITS_RETAINED, config.CLEANER_FILEVERSIONS_RETAINED):
         value = cfg.get(option)
-        if value is not None and value < 1:
+        if value < 1:
             problems.append(f"{option.key}={value} must be at least 1")
     if problems:
         raise ConfigError("Invalid table service options: " + "; ".join(problems))

@@ -150,20 +150,6 @@ class LogBlock:
     def is_corrupt(self) -> bool:
         return self.block_type is HoodieLogBlockType.CORRUPT_BLOCK
 
-    @property
-    def is_data_block(self) -> bool:
-        return self.block_type in _DATA_BLOCKS
-
-
-_DATA_BLOCKS = frozenset(
-    (
-        HoodieLogBlockType.AVRO_DATA_BLOCK,
-        HoodieLogBlockType.PARQUET_DATA_BLOCK,
-        HoodieLogBlockType.HFILE_DATA_BLOCK,
-        HoodieLogBlockType.CDC_DATA_BLOCK,
-    )
-)
-
 
 # ---------------------------------------------------------------------------------------------
 # framing

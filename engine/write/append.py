@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 
 from engine.commit_metadata import HoodieWriteStat
 from engine.faults import checkpoint
-from engine.filenames import format_log_file_name, make_write_token
+from engine.filenames import format_log_file_name, make_write_token, partition_file_path
 from engine.io.delete_block import DeleteRecord
 from engine.io.logfile import (
     encode_avro_data_block,
@@ -291,11 +291,7 @@ def append_to_file_slice(
     for log_file in files:
         if not log_file.blocks:
             continue
-        rel = (
-            f"{file_slice.partition_path}/{log_file.name}"
-            if file_slice.partition_path
-            else log_file.name
-        )
+        rel = partition_file_path(file_slice.partition_path, log_file.name)
         create_marker(storage, ctx.instant_time, file_slice.partition_path, log_file.name, "APPEND")
         checkpoint("task.after_marker")
         storage.write_bytes(rel, b"".join(log_file.parts))

@@ -60,7 +60,7 @@ class Heartbeat:
     def __init__(self, storage: Storage, instant_time: str, cfg: HoodieConfig) -> None:
         self.storage = storage
         self.instant_time = instant_time
-        self.interval = max(0.05, (cfg.get(config.HEARTBEAT_INTERVAL_MS) or 60000) / 1000)
+        self.interval = max(0.05, cfg.get(config.HEARTBEAT_INTERVAL_MS) / 1000)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -114,15 +114,11 @@ def is_write_alive(storage: Storage, instant: Instant, cfg: HoodieConfig) -> boo
     host, pid = record.get("host"), record.get("pid")
     if host == socket.gethostname() and isinstance(pid, int):
         return pid != os.getpid() and pid_alive(pid)
-    interval = (cfg.get(config.HEARTBEAT_INTERVAL_MS) or 60000) / 1000
-    misses = cfg.get(config.HEARTBEAT_TOLERABLE_MISSES) or 0
+    interval = cfg.get(config.HEARTBEAT_INTERVAL_MS) / 1000
+    misses = cfg.get(config.HEARTBEAT_TOLERABLE_MISSES)
     info = storage.fs.get_file_info(storage.full_path(rel))
     beat_at = info.mtime.timestamp() if info.mtime is not None else 0.0
     return time.time() - beat_at <= interval * (misses + 1)
-
-
-def delete_heartbeat(storage: Storage, instant_time: str) -> None:
-    storage.delete(_heartbeat_path(instant_time))
 
 
 def _touched(

@@ -61,11 +61,6 @@ __all__ = [
 _RECORD_SIZE_ESTIMATION_THRESHOLD = 1.0
 
 
-def _int_option(cfg: HoodieConfig, option: config.ConfigOption[int], default: int) -> int:
-    value = cfg.get(option)
-    return default if value is None else value
-
-
 @dataclass(frozen=True)
 class TableSlices:
     """The latest file slices of the touched partitions, in the two shapes a write needs.
@@ -205,8 +200,8 @@ class MergeOnReadHandle:
 
 def log_write_config(cfg: HoodieConfig) -> LogWriteConfig:
     return LogWriteConfig(
-        data_block_max_size=_int_option(cfg, config.LOGFILE_DATA_BLOCK_MAX_SIZE, 1),
-        log_file_max_size=_int_option(cfg, config.LOGFILE_MAX_SIZE, 1),
+        data_block_max_size=cfg.get(config.LOGFILE_DATA_BLOCK_MAX_SIZE),
+        log_file_max_size=cfg.get(config.LOGFILE_MAX_SIZE),
     )
 
 
@@ -217,17 +212,17 @@ def write_merge_on_read(job: WriteJob) -> list[HoodieWriteStat]:
     cfg = job.cfg
     table_slices = latest_table_slices(job.storage, job.timeline, job.touched_partitions)
     located = job.locate()
-    small_file_limit = _int_option(cfg, config.PARQUET_SMALL_FILE_LIMIT, 0)
-    estimate = _int_option(cfg, config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE, 1024)
+    small_file_limit = cfg.get(config.PARQUET_SMALL_FILE_LIMIT)
+    estimate = cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE)
     plan, small_file_ids = plan_merge_on_read_buckets(
         update_counts=located.update_counts,
         insert_counts=located.insert_counts,
         table_slices=table_slices,
         avg_record_size=average_record_size(job.timeline, estimate, small_file_limit),
-        max_file_size=_int_option(cfg, config.PARQUET_MAX_FILE_SIZE, 0),
+        max_file_size=cfg.get(config.PARQUET_MAX_FILE_SIZE),
         small_file_limit=small_file_limit,
-        candidates_limit=_int_option(cfg, config.MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT, 0),
-        pack_small_files=job.operation in ("upsert", "insert"),
+        candidates_limit=cfg.get(config.MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT),
+        pack_small_files=job.operation.packs_small_files,
     )
     job.start_inflight(Action.DELTA_COMMIT, plan)
     appends = {

@@ -21,6 +21,7 @@ from dbt.adapters.hudi.options import HudiModelConfig, parse_model_config
 from dbt.adapters.hudi.relation import HudiRelation
 from dbt.adapters.hudi.schema_change import plan_columns
 from dbt.adapters.hudi.snapshot import PublishedTable, catalog_base_path, get_session, publish
+from engine.config import TableType
 from engine.errors import ConfigError, HudiError, SchemaError
 from engine.schema import META_COLUMNS
 
@@ -110,7 +111,7 @@ class HudiAdapter(SparkAdapter):
         """``relation`` as its latest committed snapshot (a session view for merge-on-read)."""
         if not isinstance(relation, HudiRelation):
             return relation
-        if self._table_type_of(relation) == "MERGE_ON_READ":
+        if self._table_type_of(relation) == TableType.MERGE_ON_READ:
             return relation.snapshot_relation()
         return relation.catalog_relation()
 
@@ -249,7 +250,7 @@ class HudiAdapter(SparkAdapter):
         if path is None:
             raise DbtRuntimeError(f"{relation} is not a Hudi model's table (no base path recorded)")
         props = read_properties(Storage(path))
-        table_type = props.get(hc.TABLE_TYPE.key, "COPY_ON_WRITE")
+        table_type = hc.TABLE_TYPE.parse(props.get(hc.TABLE_TYPE.key, hc.TABLE_TYPE.default))
         published = self._publish(relation, path, table_type)
         return dict(published.__dict__)
 
@@ -316,7 +317,9 @@ def _check_table_type(cfg: HudiModelConfig, storage: Any) -> None:
     from engine import config as hc
     from engine.properties import read_properties
 
-    current = read_properties(storage).get(hc.TABLE_TYPE.key, "COPY_ON_WRITE")
+    current = hc.TABLE_TYPE.parse(
+        read_properties(storage).get(hc.TABLE_TYPE.key, hc.TABLE_TYPE.default)
+    )
     if current != cfg.table_type:
         raise CompilationError(
             f"Model '{cfg.model}': the table at {storage.base_path} is {current}, but "

@@ -72,8 +72,8 @@ def run_compact(base_path: str, options: Mapping[str, Any] | None = None) -> dic
     started = time.monotonic()
     storage = Storage(base_path)
     cfg = table_config(storage, options)
-    table_type: str | None = cfg.get(hc.TABLE_TYPE)
-    if table_type != "MERGE_ON_READ":
+    table_type = cfg.get(hc.TABLE_TYPE)
+    if table_type != hc.TableType.MERGE_ON_READ:
         raise ConfigError(
             f"Table at {base_path} is {table_type}: only MERGE_ON_READ tables "
             "(hudi_mor models) are compacted"

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.hudi.relation import SNAPSHOT_VIEWS, format_snapshot_view_name
+from engine.config import TableType
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -166,7 +167,7 @@ def publish(
         catalog_name = format_catalog_name(schema, identifier)
         spark.sql(f"ALTER TABLE {catalog_name} SET TBLPROPERTIES ({assignments})")
         view = None
-        if table_type == "MERGE_ON_READ":
+        if table_type == TableType.MERGE_ON_READ:
             view = register_snapshot_view(spark, schema, identifier, base_path)
     return PublishedTable(
         catalog_name=f"{schema}.{identifier}",
