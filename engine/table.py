@@ -26,26 +26,25 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from engine import config
-from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
-from engine.compaction import run_pending_compactions
 from engine.config import HoodieConfig, TableType, WriteOperation, parse_options
 from engine.errors import ConfigError, HudiError, SchemaError, TableNotFoundError
 from engine.faults import checkpoint
-from engine.index import IndexSource
-from engine.instant import Action, new_instant_time
-from engine.io.parquet import commit_schema_of
-from engine.keygen import keygen_spec_from_config
-from engine.lock import TableLock
-from engine.merge import MergeSpec
-from engine.properties import (
+from engine.fs.properties import (
     METAFOLDER,
     read_properties,
     write_properties,
 )
-from engine.schema import avro_to_arrow_schema, remove_meta_fields, schema_json
-from engine.storage import Storage
-from engine.table_services import run_table_services, validate_service_options
-from engine.timeline import Timeline, create_requested
+from engine.fs.storage import Storage
+from engine.io.parquet import commit_schema_of
+from engine.model.keygen import keygen_spec_from_config
+from engine.model.merge import MergeSpec
+from engine.model.schema import avro_to_arrow_schema, remove_meta_fields, schema_json
+from engine.services.compaction import run_pending_compactions
+from engine.services.inline import run_table_services, validate_service_options
+from engine.services.lock import TableLock
+from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.timeline.instant import Action, new_instant_time
+from engine.timeline.timeline import Timeline, create_requested
 from engine.write.commit import build_commit_metadata, commit_write
 from engine.write.conflict import (
     Heartbeat,
@@ -54,6 +53,7 @@ from engine.write.conflict import (
     rollback_on_error,
 )
 from engine.write.copy_on_write import write_copy_on_write
+from engine.write.index import IndexSource
 from engine.write.merge_on_read import write_merge_on_read
 from engine.write.plan import WriteJob
 from engine.write.replace import (

@@ -59,7 +59,7 @@ from engine.io.delete_block import (
     encode_delete_record_list,
     wrapper_for_field,
 )
-from engine.schema import parse_avro_schema, schema_json
+from engine.model.schema import parse_avro_schema, schema_json
 
 __all__ = [
     "MAGIC",

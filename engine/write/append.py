@@ -32,23 +32,23 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.commit_metadata import HoodieWriteStat
 from engine.faults import checkpoint
-from engine.filenames import format_log_file_name, make_write_token, partition_file_path
+from engine.fs.filenames import format_log_file_name, make_write_token, partition_file_path
+from engine.fs.storage import Storage
 from engine.io.delete_block import DeleteRecord
 from engine.io.logfile import (
     encode_avro_data_block,
     encode_delete_block,
 )
 from engine.io.parquet import align_to_schema
-from engine.schema import (
+from engine.model.schema import (
     COMMIT_SEQNO_COLUMN,
     COMMIT_TIME_COLUMN,
     FILE_NAME_COLUMN,
     PARTITION_PATH_COLUMN,
     RECORD_KEY_COLUMN,
 )
-from engine.storage import Storage
+from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.handles import TaskInfo, WriteContext, prepare_incoming
 from engine.write.markers import create_marker
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from engine.commit_metadata import SCHEMA_KEY, HoodieCommitMetadata, HoodieWriteStat
 from engine.config import WriteOperation
 from engine.faults import checkpoint
-from engine.instant import Action
-from engine.storage import Storage
-from engine.timeline import complete
+from engine.fs.storage import Storage
+from engine.timeline.commit_metadata import SCHEMA_KEY, HoodieCommitMetadata, HoodieWriteStat
+from engine.timeline.instant import Action
+from engine.timeline.timeline import complete
 from engine.write.markers import delete_markers, list_marked_files
 
 __all__ = ["build_commit_metadata", "commit_write", "operation_type", "remove_unreported_files"]

@@ -1,7 +1,7 @@
 """Optimistic concurrency control between writers: heartbeats and the conflict check.
 
-Two writers on one table take the table lock (:mod:`engine.lock`) only around start-commit and
-around commit; their data work overlaps. What keeps the table consistent:
+Two writers on one table take the table lock (:mod:`engine.services.lock`) only around
+start-commit and around commit; their data work overlaps. What keeps the table consistent:
 
 * **Heartbeats** say which pending instants are alive. A writer creates
   ``.hoodie/.heartbeat/{instant_time}`` before requesting its instant and refreshes it every
@@ -26,14 +26,14 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from engine import config
-from engine.commit_metadata import HoodieWriteStat
 from engine.config import HoodieConfig
 from engine.errors import HudiError, WriteConflictError
-from engine.instant import Action, Instant, State
-from engine.lock import TableLock, pid_alive
-from engine.properties import METAFOLDER
-from engine.storage import Storage
-from engine.timeline import Timeline
+from engine.fs.properties import METAFOLDER
+from engine.fs.storage import Storage
+from engine.services.lock import TableLock, pid_alive
+from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.timeline.instant import Action, Instant, State
+from engine.timeline.timeline import Timeline
 from engine.write.rollback import rollback_instant
 
 __all__ = [

@@ -8,11 +8,11 @@ small files, then new file groups) ──► <t>.commit.inflight ──► one t
 from __future__ import annotations
 
 from engine import config
-from engine.bucketing import plan_buckets
-from engine.commit_metadata import HoodieWriteStat
-from engine.filenames import new_file_id
-from engine.index import latest_base_files
-from engine.instant import Action
+from engine.fs.filenames import new_file_id
+from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.timeline.instant import Action
+from engine.write.bucketing import plan_buckets
+from engine.write.index import latest_base_files
 from engine.write.plan import WriteJob, average_record_size
 
 __all__ = ["write_copy_on_write"]

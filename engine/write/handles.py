@@ -3,13 +3,13 @@
 Pure functions over Arrow tables, run inside Spark tasks (nothing here touches Spark or the
 timeline). Given the incoming records routed to a bucket, a handle:
 
-1. precombines them (payload rules of :mod:`engine.merge`);
+1. precombines them (payload rules of :mod:`engine.model.merge`);
 2. create handle (new file group): writes them as a new base file;
    merge handle (existing file group): reads the current base file, combines stored rows with
    the batch, writes the union as the group's new base file;
 3. stamps the meta columns of every written record (untouched rows keep their commit time and
    seqno, only ``_hoodie_file_name`` follows the new file);
-4. returns the :class:`~engine.commit_metadata.HoodieWriteStat` of the file.
+4. returns the :class:`~engine.timeline.commit_metadata.HoodieWriteStat` of the file.
 
 Sequence numbers are ``{instant_time}_{bucket_number}_{record_index}`` (Hudi uses the Spark
 partition, which is the bucket there). File names carry the write token
@@ -25,26 +25,26 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.bucketing import Bucket
-from engine.commit_metadata import HoodieWriteStat
 from engine.config import WriteOperation
 from engine.faults import checkpoint
-from engine.filenames import format_base_file_name, make_write_token, partition_file_path
+from engine.fs.filenames import format_base_file_name, make_write_token, partition_file_path
+from engine.fs.storage import Storage
 from engine.io.parquet import align_to_schema, read_base_file, write_base_file
-from engine.merge import (
+from engine.model.merge import (
     INTERNAL_COLUMNS,
     MergeSpec,
     combine_with_stored,
     delete_mask,
     precombine,
 )
-from engine.schema import (
+from engine.model.schema import (
     COMMIT_SEQNO_COLUMN,
     COMMIT_TIME_COLUMN,
     FILE_NAME_COLUMN,
     RECORD_KEY_COLUMN,
 )
-from engine.storage import Storage
+from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.write.bucketing import Bucket
 from engine.write.markers import create_marker
 
 __all__ = ["TaskInfo", "WriteContext", "write_file_group"]

@@ -31,17 +31,17 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from engine import config
-from engine.bucketing import Bucket, BucketPlan, SmallFile, plan_buckets
-from engine.commit_metadata import HoodieWriteStat
 from engine.config import HoodieConfig
-from engine.filenames import new_file_id
-from engine.fs_view import FileSystemView
-from engine.index import sized_base_file
-from engine.instant import Action
-from engine.storage import Storage
-from engine.timeline import Timeline
+from engine.fs.filenames import new_file_id
+from engine.fs.storage import Storage
+from engine.fs.view import FileSystemView
+from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.timeline.instant import Action
+from engine.timeline.timeline import Timeline
 from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
+from engine.write.bucketing import Bucket, BucketPlan, SmallFile, plan_buckets
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
+from engine.write.index import sized_base_file
 from engine.write.plan import WriteJob
 
 if TYPE_CHECKING:

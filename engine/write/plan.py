@@ -14,18 +14,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine import config
-from engine.bucketing import BucketPlan
-from engine.commit_metadata import HoodieCommitMetadata
 from engine.config import HoodieConfig, WriteOperation
-from engine.index import PartitionKeyRange
-from engine.instant import Action
+from engine.fs.properties import write_partition_metadata
+from engine.fs.storage import Storage
 from engine.io.parquet import avro_schema_with_meta, table_arrow_schema
-from engine.merge import MergeSpec
-from engine.properties import write_partition_metadata
-from engine.storage import Storage
-from engine.timeline import Timeline, transition_to_inflight
+from engine.model.merge import MergeSpec
+from engine.timeline.commit_metadata import HoodieCommitMetadata
+from engine.timeline.instant import Action
+from engine.timeline.timeline import Timeline, transition_to_inflight
+from engine.write.bucketing import BucketPlan
 from engine.write.commit import operation_type
 from engine.write.handles import WriteContext
+from engine.write.index import PartitionKeyRange
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -30,16 +30,16 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from engine import config
-from engine.bucketing import plan_buckets
-from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.config import HoodieConfig, WriteOperation
 from engine.errors import ConfigError
-from engine.filenames import new_file_id
-from engine.fs_view import FileSystemView
-from engine.instant import Action, Instant, new_instant_time
-from engine.storage import Storage
-from engine.timeline import Timeline, create_requested, transition_to_inflight
-from engine.timeline_metadata import REQUESTED_REPLACE_METADATA_SCHEMA, serialize
+from engine.fs.filenames import new_file_id
+from engine.fs.storage import Storage
+from engine.fs.view import FileSystemView
+from engine.timeline.avro_metadata import REQUESTED_REPLACE_METADATA_SCHEMA, serialize
+from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.timeline.instant import Action, Instant, new_instant_time
+from engine.timeline.timeline import Timeline, create_requested, transition_to_inflight
+from engine.write.bucketing import plan_buckets
 from engine.write.commit import commit_write, operation_type
 from engine.write.plan import WriteJob, average_record_size
 from engine.write.rollback import rollback_failed_writes

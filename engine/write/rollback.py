@@ -22,7 +22,7 @@ What a write left behind:
 
 A rollback killed midway stays pending; :func:`rollback_failed_writes` finishes it from its plan
 (same rollback instant) before anything else. Plan and metadata are single-record Avro container
-files (:mod:`engine.timeline_metadata`).
+files (:mod:`engine.timeline.avro_metadata`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from engine.errors import FileNameError, TimelineError
 from engine.faults import checkpoint
-from engine.filenames import (
+from engine.fs.filenames import (
     UNKNOWN_WRITE_TOKEN,
     format_log_file_name,
     is_base_file,
@@ -41,23 +41,23 @@ from engine.filenames import (
     parse_log_file_name,
     partition_file_path,
 )
-from engine.fs_view import list_partition_paths
-from engine.instant import COMMIT_ACTIONS, Action, Instant, State, new_instant_time
+from engine.fs.properties import METAFOLDER
+from engine.fs.storage import Storage
+from engine.fs.view import list_partition_paths
 from engine.io.logfile import encode_command_block
-from engine.properties import METAFOLDER
-from engine.storage import Storage
-from engine.timeline import (
+from engine.timeline.avro_metadata import (
+    ROLLBACK_METADATA_SCHEMA,
+    ROLLBACK_PLAN_SCHEMA,
+    deserialize,
+    serialize,
+)
+from engine.timeline.instant import COMMIT_ACTIONS, Action, Instant, State, new_instant_time
+from engine.timeline.timeline import (
     Timeline,
     complete,
     create_requested,
     delete_instant_files,
     transition_to_inflight,
-)
-from engine.timeline_metadata import (
-    ROLLBACK_METADATA_SCHEMA,
-    ROLLBACK_PLAN_SCHEMA,
-    deserialize,
-    serialize,
 )
 from engine.write.markers import delete_markers, list_marked_files
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from engine.bucketing import BucketPlan, SmallFile, plan_buckets
+from engine.write.bucketing import BucketPlan, SmallFile, plan_buckets
 
 pytestmark = pytest.mark.unit
 

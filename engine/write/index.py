@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.bucketing import SmallFile
-from engine.filenames import partition_file_path
-from engine.fs_view import FileSlice, FileSystemView
+from engine.fs.filenames import partition_file_path
+from engine.fs.storage import Storage
+from engine.fs.view import FileSlice, FileSystemView
 from engine.io.parquet import read_base_file, read_record_key_range
-from engine.schema import RECORD_KEY_COLUMN
-from engine.storage import Storage
-from engine.timeline import Timeline
+from engine.model.schema import RECORD_KEY_COLUMN
+from engine.timeline.timeline import Timeline
+from engine.write.bucketing import SmallFile
 
 __all__ = [
     "IndexCandidate",

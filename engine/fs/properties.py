@@ -14,8 +14,8 @@ from collections.abc import Mapping
 
 from engine import config
 from engine.errors import ConfigError, TableNotFoundError
-from engine.filenames import PARTITION_METAFILE_PREFIX, partition_file_path
-from engine.storage import Storage
+from engine.fs.filenames import PARTITION_METAFILE_PREFIX, partition_file_path
+from engine.fs.storage import Storage
 
 METAFOLDER = ".hoodie"
 PROPERTIES_FILE = f"{METAFOLDER}/hoodie.properties"

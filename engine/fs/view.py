@@ -27,17 +27,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from engine.errors import FileNameError
-from engine.filenames import (
+from engine.fs.filenames import (
     PARTITION_METAFILE_PREFIX,
     LogFileName,
     parse_base_file_name,
     parse_log_file_name,
     partition_file_path,
 )
-from engine.instant import Action
-from engine.properties import METAFOLDER
-from engine.storage import FileEntry, Storage
-from engine.timeline import Timeline
+from engine.fs.properties import METAFOLDER
+from engine.fs.storage import FileEntry, Storage
+from engine.timeline.instant import Action
+from engine.timeline.timeline import Timeline
 
 __all__ = [
     "FileGroup",

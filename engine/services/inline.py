@@ -16,14 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from engine import config
-from engine.archival import archive
-from engine.clean import CleanResult, clean
-from engine.compaction import compact_inline_if_due
 from engine.config import HoodieConfig
 from engine.errors import ConfigError
-from engine.instant import Instant
-from engine.lock import TableLock
-from engine.storage import Storage
+from engine.fs.storage import Storage
+from engine.services.archival import archive
+from engine.services.clean import CleanResult, clean
+from engine.services.compaction import compact_inline_if_due
+from engine.services.lock import TableLock
+from engine.timeline.instant import Instant
 
 __all__ = ["ServicesResult", "run_table_services", "validate_service_options"]
 

@@ -23,17 +23,17 @@ from dataclasses import dataclass
 from engine import config
 from engine.config import HoodieConfig
 from engine.faults import checkpoint
-from engine.filenames import partition_file_path
-from engine.fs_view import FileGroup, FileSystemView, Visibility
-from engine.instant import Action, Instant, State, new_instant_time
-from engine.storage import Storage
-from engine.timeline import Timeline, complete, create_requested, transition_to_inflight
-from engine.timeline_metadata import (
+from engine.fs.filenames import partition_file_path
+from engine.fs.storage import Storage
+from engine.fs.view import FileGroup, FileSystemView, Visibility
+from engine.timeline.avro_metadata import (
     CLEAN_METADATA_SCHEMA,
     CLEANER_PLAN_SCHEMA,
     deserialize,
     serialize,
 )
+from engine.timeline.instant import Action, Instant, State, new_instant_time
+from engine.timeline.timeline import Timeline, complete, create_requested, transition_to_inflight
 
 CLEANER_PLAN_VERSION = 2
 

@@ -26,8 +26,8 @@ import pyarrow.fs as pafs
 from engine import config
 from engine.config import HoodieConfig
 from engine.errors import LockTimeoutError
-from engine.properties import METAFOLDER
-from engine.storage import Storage
+from engine.fs.properties import METAFOLDER
+from engine.fs.storage import Storage
 
 LOCK_FILE = f"{METAFOLDER}/lock"
 _POLL_SECONDS = 0.1

@@ -8,8 +8,8 @@ Query types and the keys Hudi's Spark datasource reads::
     hoodie.datasource.read.end.instanttime     incremental end, inclusive (default: latest)
 
 Planning is pure (no Spark): the file system view picks the file slices, filters on partition
-columns prune partitions (:mod:`engine.read_filter`), and the resulting :class:`QueryPlan` drives
-both executors, the Arrow reader (``engine.read_arrow``) and the Spark reader
+columns prune partitions (:mod:`engine.read.filter`), and the resulting :class:`QueryPlan` drives
+both executors, the Arrow reader (``engine.read.arrow``) and the Spark reader
 (``engine.spark.reader``).
 
 Incremental queries read the latest slice (as of the end instant) of every file group written by
@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from engine import config
 from engine.config import TableType
 from engine.errors import QueryError, TableNotFoundError
-from engine.fs_view import FileSlice, FileSystemView, Visibility
-from engine.properties import read_properties
-from engine.read_filter import ReadFilter, partition_pruner
-from engine.storage import Storage
-from engine.timeline import Timeline
+from engine.fs.properties import read_properties
+from engine.fs.storage import Storage
+from engine.fs.view import FileSlice, FileSystemView, Visibility
+from engine.read.filter import ReadFilter, partition_pruner
+from engine.timeline.timeline import Timeline
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -36,25 +36,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine import config
-from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.config import HoodieConfig
 from engine.errors import HudiError, TimelineError
 from engine.faults import checkpoint
-from engine.filenames import (
+from engine.fs.filenames import (
     format_base_file_name,
     make_write_token,
     parse_base_file_name,
     partition_file_path,
 )
-from engine.fs_view import FileSlice, FileSystemView, Visibility, list_partition_paths
-from engine.instant import (
-    Action,
-    Instant,
-    State,
-    instant_file_name,
-    new_instant_time,
-    parse_instant_time,
-)
+from engine.fs.properties import METAFOLDER
+from engine.fs.storage import Storage
+from engine.fs.view import FileSlice, FileSystemView, Visibility, list_partition_paths
 from engine.io.logfile import HoodieLogBlockType, read_log_blocks
 from engine.io.parquet import (
     avro_schema_with_meta,
@@ -62,18 +55,25 @@ from engine.io.parquet import (
     table_arrow_schema,
     write_base_file,
 )
-from engine.properties import METAFOLDER
-from engine.read import QueryPlan, ReadQuery, TableInfo, load_table_info
-from engine.schema import COMMIT_SEQNO_COLUMN, FILE_NAME_COLUMN, RECORD_KEY_COLUMN
-from engine.storage import Storage
-from engine.timeline import (
+from engine.model.schema import COMMIT_SEQNO_COLUMN, FILE_NAME_COLUMN, RECORD_KEY_COLUMN
+from engine.read.plan import QueryPlan, ReadQuery, TableInfo, load_table_info
+from engine.timeline.avro_metadata import COMPACTION_PLAN_SCHEMA, deserialize, serialize
+from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.timeline.instant import (
+    Action,
+    Instant,
+    State,
+    instant_file_name,
+    new_instant_time,
+    parse_instant_time,
+)
+from engine.timeline.timeline import (
     Timeline,
     complete,
     create_requested,
     delete_instant_files,
     transition_to_inflight,
 )
-from engine.timeline_metadata import COMPACTION_PLAN_SCHEMA, deserialize, serialize
 from engine.write.commit import build_commit_metadata, remove_unreported_files
 from engine.write.handles import TaskInfo
 from engine.write.markers import create_marker, delete_markers, list_marked_files
@@ -327,10 +327,10 @@ def compact_file_slice(
 ) -> HoodieWriteStat:
     """Merge one file slice into a new base file at the compaction instant (pure, in a task).
 
-    The merge is the snapshot reader's (:func:`engine.read_arrow.merge_file_slice`), so after
+    The merge is the snapshot reader's (:func:`engine.read.arrow.merge_file_slice`), so after
     the compaction the read-optimized view equals the snapshot.
     """
-    from engine.read_arrow import conform, merge_file_slice
+    from engine.read.arrow import conform, merge_file_slice
 
     started = time.monotonic()
     storage = Storage(ctx.base_path)

@@ -99,9 +99,9 @@ def format_base_file_filter(base_file_names: Iterable[str]) -> str:
 
 def latest_base_file_names(base_path: str) -> tuple[list[str], str | None]:
     """Names of the latest committed base file of every live file group, and the last instant."""
-    from engine.fs_view import FileSystemView
-    from engine.storage import Storage
-    from engine.timeline import Timeline
+    from engine.fs.storage import Storage
+    from engine.fs.view import FileSystemView
+    from engine.timeline.timeline import Timeline
 
     storage = Storage(base_path)
     timeline = Timeline.load(storage)
@@ -142,7 +142,7 @@ def publish(
         table_type: ``COPY_ON_WRITE`` or ``MERGE_ON_READ``.
         columns: the table's snapshot schema (meta columns included), the catalog's columns.
     """
-    from engine.storage import Storage
+    from engine.fs.storage import Storage
 
     names, instant_time = latest_base_file_names(base_path)
     location = Storage(base_path).uri()
