@@ -39,7 +39,7 @@ from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline
 from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
-from engine.write.bucketing import Bucket, BucketPlan, SmallFile, plan_buckets
+from engine.write.bucketing import Bucket, BucketPlan, SizedBaseFile, plan_buckets
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
 from engine.write.index import sized_base_file
 from engine.write.plan import WriteJob
@@ -70,7 +70,7 @@ class TableSlices:
         slices: (partition, file_id) -> the slice an append would write to.
     """
 
-    base_files: dict[tuple[str, str], SmallFile]
+    base_files: dict[tuple[str, str], SizedBaseFile]
     slices: dict[tuple[str, str], AppendSlice]
 
     def has_logs(self, key: tuple[str, str]) -> bool:
@@ -87,7 +87,7 @@ def latest_table_slices(
         return TableSlices({}, {})
     view = FileSystemView(storage, timeline, partition_paths=partitions)
     groups = {(g.partition_path, g.file_id): g for g in view.file_groups()}
-    base_files: dict[tuple[str, str], SmallFile] = {}
+    base_files: dict[tuple[str, str], SizedBaseFile] = {}
     slices: dict[tuple[str, str], AppendSlice] = {}
     for file_slice in view.latest_file_slices():
         key = (file_slice.partition_path, file_slice.file_id)
@@ -139,9 +139,9 @@ def plan_merge_on_read_buckets(
         The bucket plan, and the file ids whose bucket the merge handle writes (small-file
         candidates of partitions receiving inserts); other existing file groups get appends.
     """
-    candidates: dict[tuple[str, str], SmallFile] = {}
+    candidates: dict[tuple[str, str], SizedBaseFile] = {}
     if pack_small_files and small_file_limit > 0 and candidates_limit > 0:
-        by_partition: dict[str, list[tuple[tuple[str, str], SmallFile]]] = {}
+        by_partition: dict[str, list[tuple[tuple[str, str], SizedBaseFile]]] = {}
         for key, base in table_slices.base_files.items():
             if key[0] in insert_counts and insert_counts[key[0]] > 0:
                 if not table_slices.has_logs(key) and base.size_bytes < small_file_limit:
