@@ -185,7 +185,7 @@ def run_read_bench(
     Returns:
         Timings in seconds and the two ratios (``cow_vs_parquet``, ``mor_vs_cow``).
     """
-    from engine.read.plan import read_hudi
+    from engine import read_hudi
 
     cow = str(Path(work_dir) / "cow")
     mor = str(Path(work_dir) / "mor")

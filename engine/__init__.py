@@ -1,27 +1,59 @@
 """dbt-hudi's engine: writes and reads Apache Hudi tables (table version 6) on PySpark.
 
-Public API::
+Public API (with :mod:`engine.config` for option keys and :mod:`engine.errors`)::
 
-    from engine import write_hudi, read_hudi
+    from engine import write_hudi, read_hudi        # Spark DataFrames in and out
+    from engine import HudiTable, spark_table       # the facade: write, read, services
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "read_hudi", "write_hudi"]
+__all__ = [
+    "IS_DELETED_COLUMN",
+    "META_COLUMNS",
+    "HudiTable",
+    "SparkRunner",
+    "TableType",
+    "WriteOperation",
+    "WriteResult",
+    "__version__",
+    "read_hudi",
+    "spark_table",
+    "write_hudi",
+]
+
+# public name -> module that defines it; imported on first use, so that importing ``engine``
+# imports neither pyspark nor the write path (Spark executors import parts of the engine)
+_EXPORTS = {
+    "HudiTable": "engine.table",
+    "WriteResult": "engine.table",
+    "TableType": "engine.config",
+    "WriteOperation": "engine.config",
+    "META_COLUMNS": "engine.model.schema",
+    "IS_DELETED_COLUMN": "engine.model.merge",
+    "SparkRunner": "engine.spark.runner",
+    "spark_table": "engine.spark.api",
+    "write_hudi": "engine.spark.api",
+    "read_hudi": "engine.spark.api",
+}
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy: importing `engine` must not import pyspark (executors and pure tools use parts of it).
-    if name == "write_hudi":
-        from engine.table import write_hudi
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(name)
+    return getattr(importlib.import_module(module), name)
 
-        return write_hudi
-    if name == "read_hudi":
-        from engine.read.plan import read_hudi
 
-        return read_hudi
-    raise AttributeError(name)
+if TYPE_CHECKING:
+    from engine.config import TableType, WriteOperation
+    from engine.model.merge import IS_DELETED_COLUMN
+    from engine.model.schema import META_COLUMNS
+    from engine.spark.api import read_hudi, spark_table, write_hudi
+    from engine.spark.runner import SparkRunner
+    from engine.table import HudiTable, WriteResult

@@ -24,8 +24,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine import config
-from engine.errors import HudiError
+from engine.errors import HudiError, TableNotFoundError
 from engine.model.schema import META_COLUMNS
+from engine.table import HudiTable
 
 __all__ = ["canonical_json_lines", "canonical_value", "main"]
 
@@ -33,7 +34,7 @@ __all__ = ["canonical_json_lines", "canonical_value", "main"]
 _HIDDEN_COLUMNS = (*META_COLUMNS, "_hoodie_operation")
 
 
-def canonical_value(v: Any) -> Any:
+def canonical_value(v: Any) -> Any:  # noqa: C901 - one branch per value type of the goldens
     """A JSON-ready value in the canonical form of the corpus goldens."""
     if v is None or isinstance(v, (bool, int, str)):
         return v
@@ -147,23 +148,12 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     Without ``--schedule``: run every pending compaction in ``--order``; when none is pending,
     schedule one (whatever the trigger strategy: the operator asked) and run it, on Spark.
     With ``--schedule``: only write the plan. Prints the compaction instants, one a line.
+    Runs under the table lock with the table's persisted properties, as dbt's run-operation.
     """
-    from engine.config import parse_options
-    from engine.fs.storage import Storage
-    from engine.services.compaction import run_pending_compactions, schedule_compaction
+    from engine.spark.api import spark_table
 
-    storage = Storage(args.table)
-    pairs = (kv.partition("=") for kv in args.option or [])
-    cfg = parse_options({key: value for key, _, value in pairs})
-    if args.schedule:
-        scheduled = schedule_compaction(storage, cfg, force=True)
-        print(scheduled or "nothing to compact")
-        return 0
-    done = run_pending_compactions(storage, order=args.order)
-    if not done:
-        scheduled = schedule_compaction(storage, cfg, force=True)
-        if scheduled is not None:
-            done = run_pending_compactions(storage, order=args.order)
+    table = spark_table(args.table)
+    done = table.compact(_options(args), order=args.order, schedule_only=args.schedule)
     for instant_time in done:
         print(instant_time)
     if not done:
@@ -188,30 +178,24 @@ def _add_compact_parser(sub: Any) -> None:
 SUBCOMMANDS["compact"] = _add_compact_parser
 
 
-def _open_for_service(args: argparse.Namespace) -> tuple[Any, Any]:
-    """(storage, config) of an existing table; CLI ``--option`` values override defaults."""
-    from engine.config import parse_options
-    from engine.errors import TableNotFoundError
-    from engine.fs.properties import METAFOLDER
-    from engine.fs.storage import Storage
-
-    storage = Storage(args.table)
-    if not storage.exists(f"{METAFOLDER}/hoodie.properties"):
-        raise TableNotFoundError(f"No Hudi table at {storage.base_path}")
+def _options(args: argparse.Namespace) -> dict[str, str]:
+    """The ``--option KEY=VALUE`` pairs of a service command."""
     pairs = (kv.partition("=") for kv in args.option or [])
-    return storage, parse_options({key: value for key, _, value in pairs})
+    return {key: value for key, _, value in pairs}
+
+
+def _existing_table(args: argparse.Namespace) -> HudiTable:
+    table = HudiTable(args.table)
+    if not table.exists:
+        raise TableNotFoundError(f"No Hudi table at {table.base_path}")
+    return table
 
 
 def _cmd_clean(args: argparse.Namespace) -> int:
     """``clean PATH [--option K=V]``: finish a pending clean, then plan and run a new one under
     the table lock (cleaner policy and retention from ``--option``). Prints the clean instant
     and the number of files deleted, or ``nothing to clean``."""
-    from engine.services.clean import clean
-    from engine.services.lock import TableLock
-
-    storage, cfg = _open_for_service(args)
-    with TableLock(storage, cfg).hold():
-        result = clean(storage, cfg)
+    result = _existing_table(args).clean(_options(args))
     if result is None:
         print("nothing to clean")
         return 0
@@ -234,30 +218,7 @@ SUBCOMMANDS["clean"] = _add_clean_parser
 def _cmd_rollback(args: argparse.Namespace) -> int:
     """``rollback PATH INSTANT``: undo a failed (pending) write whose writer is gone, or the
     latest completed write. Prints the rollback instant."""
-    from engine.services.lock import TableLock
-    from engine.timeline.timeline import Timeline
-    from engine.write.conflict import is_write_alive
-    from engine.write.rollback import rollback_instant, rollback_last_commit
-
-    storage, cfg = _open_for_service(args)
-    with TableLock(storage, cfg).hold():
-        timeline = Timeline.load(storage)
-        instant = timeline.get(args.instant)
-        if instant is None or instant.action.value not in (
-            "commit",
-            "deltacommit",
-            "replacecommit",
-        ):
-            raise HudiError(
-                f"No write instant {args.instant} on the timeline of {storage.base_path}"
-            )
-        if instant.is_completed:
-            rollback_time = rollback_last_commit(storage, args.instant)
-        elif is_write_alive(storage, instant, cfg):
-            raise HudiError(f"Write {args.instant} is still running (its heartbeat is alive)")
-        else:
-            rollback_time = rollback_instant(storage, instant, timeline.max_instant_time())
-    print(rollback_time)
+    print(_existing_table(args).rollback(args.instant, _options(args)))
     return 0
 
 
@@ -274,10 +235,7 @@ SUBCOMMANDS["rollback"] = _add_rollback_parser
 
 def _cmd_timeline(args: argparse.Namespace) -> int:
     """``timeline PATH``: the active timeline, one instant a line: time, action, state."""
-    from engine.timeline.timeline import Timeline
-
-    storage, _ = _open_for_service(args)
-    for instant in Timeline.load(storage).instants:
+    for instant in _existing_table(args).timeline().instants:
         print(f"{instant.instant_time} {instant.action.value} {instant.state.value}")
     return 0
 

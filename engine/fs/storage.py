@@ -68,10 +68,10 @@ class Storage:
     # ---- queries -----------------------------------------------------------------------------
 
     def exists(self, rel: str) -> bool:
-        return self.fs.get_file_info(self.full_path(rel)).type != pafs.FileType.NotFound
+        return bool(self.fs.get_file_info(self.full_path(rel)).type != pafs.FileType.NotFound)
 
     def is_dir(self, rel: str) -> bool:
-        return self.fs.get_file_info(self.full_path(rel)).type == pafs.FileType.Directory
+        return bool(self.fs.get_file_info(self.full_path(rel)).type == pafs.FileType.Directory)
 
     def size(self, rel: str) -> int:
         info = self.fs.get_file_info(self.full_path(rel))

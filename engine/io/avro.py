@@ -85,7 +85,8 @@ def _byte_gather(part: _Part, offsets: np.ndarray) -> np.ndarray:
     total = int(offsets[-1])
     index = np.repeat(part.starts - offsets[:-1], part.lens)
     index += np.arange(total, dtype=np.int64)
-    return part.buf[index]
+    out: np.ndarray = part.buf[index]
+    return out
 
 
 def _as_binary(part: _Part, n: int) -> pa.Array:
@@ -367,7 +368,9 @@ def _compile(node: Any, names: dict[str, Any], ns: str | None) -> _Encoder:
     return _required(_compile_type(node, names, ns))
 
 
-def _compile_type(node: Any, names: dict[str, Any], ns: str | None) -> _Encoder:
+def _compile_type(  # noqa: C901 - one branch per Avro type and logical type
+    node: Any, names: dict[str, Any], ns: str | None
+) -> _Encoder:
     if isinstance(node, str):
         primitive = _PRIMITIVE_ENCODERS.get(node)
         if primitive is not None:

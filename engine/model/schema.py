@@ -177,27 +177,9 @@ def _avro_type(dtype: pa.DataType, record_name: str, namespace: str, path: str) 
     """Avro type of ``dtype``; ``record_name``/``namespace`` name nested records like Spark."""
     if pa.types.is_dictionary(dtype):
         return _avro_type(dtype.value_type, record_name, namespace, path)
-    if pa.types.is_null(dtype):
-        return "null"
-    if pa.types.is_boolean(dtype):
-        return "boolean"
-    if dtype in (pa.int8(), pa.int16(), pa.int32(), pa.uint8(), pa.uint16()):
-        return "int"
-    if dtype in (pa.int64(), pa.uint32()):
-        return "long"
-    if dtype in (pa.float16(), pa.float32()):
-        return "float"
-    if dtype == pa.float64():
-        return "double"
-    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or _is_string_view(dtype):
-        return "string"
-    if (
-        pa.types.is_binary(dtype)
-        or pa.types.is_large_binary(dtype)
-        or pa.types.is_fixed_size_binary(dtype)
-        or _is_binary_view(dtype)
-    ):
-        return "bytes"
+    primitive = _avro_primitive(dtype)
+    if primitive is not None:
+        return primitive
     if pa.types.is_decimal(dtype):
         return {
             "type": "fixed",
@@ -208,15 +190,6 @@ def _avro_type(dtype: pa.DataType, record_name: str, namespace: str, path: str) 
             "precision": dtype.precision,
             "scale": dtype.scale,
         }
-    if pa.types.is_date(dtype):
-        return {"type": "int", "logicalType": "date"}
-    if pa.types.is_timestamp(dtype):
-        logical = "timestamp-micros" if dtype.tz is not None else "local-timestamp-micros"
-        return {"type": "long", "logicalType": logical}
-    if pa.types.is_time32(dtype):
-        return {"type": "int", "logicalType": "time-millis"}
-    if pa.types.is_time64(dtype):
-        return {"type": "long", "logicalType": "time-micros"}
     if (
         pa.types.is_list(dtype)
         or pa.types.is_large_list(dtype)
@@ -239,6 +212,41 @@ def _avro_type(dtype: pa.DataType, record_name: str, namespace: str, path: str) 
         ]
         return {"type": "record", "name": record_name, "namespace": namespace, "fields": fields}
     raise SchemaError(f"column {path!r}: Arrow type {dtype} has no Avro mapping")
+
+
+def _avro_primitive(dtype: pa.DataType) -> AvroSchema | None:
+    """Avro type of a primitive Arrow type (logical types included); ``None`` otherwise."""
+    if pa.types.is_null(dtype):
+        return "null"
+    if pa.types.is_boolean(dtype):
+        return "boolean"
+    if dtype in (pa.int8(), pa.int16(), pa.int32(), pa.uint8(), pa.uint16()):
+        return "int"
+    if dtype in (pa.int64(), pa.uint32()):
+        return "long"
+    if dtype in (pa.float16(), pa.float32()):
+        return "float"
+    if dtype == pa.float64():
+        return "double"
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or _is_string_view(dtype):
+        return "string"
+    if (
+        pa.types.is_binary(dtype)
+        or pa.types.is_large_binary(dtype)
+        or pa.types.is_fixed_size_binary(dtype)
+        or _is_binary_view(dtype)
+    ):
+        return "bytes"
+    if pa.types.is_date(dtype):
+        return {"type": "int", "logicalType": "date"}
+    if pa.types.is_timestamp(dtype):
+        logical = "timestamp-micros" if dtype.tz is not None else "local-timestamp-micros"
+        return {"type": "long", "logicalType": logical}
+    if pa.types.is_time32(dtype):
+        return {"type": "int", "logicalType": "time-millis"}
+    if pa.types.is_time64(dtype):
+        return {"type": "long", "logicalType": "time-micros"}
+    return None
 
 
 def _is_string_view(dtype: pa.DataType) -> bool:
@@ -316,7 +324,7 @@ def _arrow_field(
     return pa.field(name, _arrow_type(node, names, ns, path), nullable=nullable)
 
 
-def _arrow_type(
+def _arrow_type(  # noqa: C901 - one branch per Avro type and logical type
     node: AvroSchema, names: dict[str, AvroSchema], ns: str | None, path: str
 ) -> pa.DataType:
     if isinstance(node, list):

@@ -184,13 +184,13 @@ def _same_java_class(value: Any, wrapper: str | None, dtype: pa.DataType) -> boo
             return wrapper == "DecimalWrapper"
         return False
     if isinstance(value, bool):
-        return pa.types.is_boolean(dtype)
+        return bool(pa.types.is_boolean(dtype))
     if isinstance(value, int):
-        return pa.types.is_integer(dtype)
+        return bool(pa.types.is_integer(dtype))
     if isinstance(value, float):
-        return pa.types.is_floating(dtype)
+        return bool(pa.types.is_floating(dtype))
     if isinstance(value, str):
-        return pa.types.is_string(dtype) or pa.types.is_large_string(dtype)
+        return bool(pa.types.is_string(dtype) or pa.types.is_large_string(dtype))
     return False
 
 
@@ -248,20 +248,9 @@ def scan_log_records(
     parts: list[pa.Table] = []
     for block in blocks:
         if block.block_type is HoodieLogBlockType.DELETE_BLOCK:
-            cols = _delete_rows(block, schema, spec.ordering_field)
-            n = len(cols[RECORD_KEY_COLUMN])
-            if n == 0:
-                continue
-            arrays = []
-            for f in schema:
-                if f.name in (RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN):
-                    arrays.append(pa.array(cols[f.name], pa.string()).cast(f.type))
-                elif f.name == spec.ordering_field:
-                    arrays.append(_ordering_array(cols["__ordering"], f.type))
-                else:
-                    arrays.append(pa.nulls(n, f.type))
-            table = pa.Table.from_arrays(arrays, schema=schema)
-            parts.append(table.append_column(DELETE_RECORD_COLUMN, pa.array([True] * n)))
+            deletes = _delete_table(block, schema, spec.ordering_field)
+            if deletes is not None:
+                parts.append(deletes)
         else:
             table = _data_table(block, schema, reader_schema, conform)
             if table.num_rows:
@@ -280,6 +269,27 @@ def scan_log_records(
         ARRIVAL_COLUMN, pa.array(np.arange(records.num_rows, dtype=np.int64))
     )
     return LogScanResult(combine_log_records(records, spec), **stats)
+
+
+def _delete_table(
+    block: LogBlock, schema: pa.Schema, ordering_field: str | None
+) -> pa.Table | None:
+    """A delete block's records as rows of ``schema`` flagged as deletes: key, partition path
+    and ordering value set, other columns null; ``None`` when the block deletes nothing."""
+    cols = _delete_rows(block, schema, ordering_field)
+    n = len(cols[RECORD_KEY_COLUMN])
+    if n == 0:
+        return None
+    arrays = []
+    for f in schema:
+        if f.name in (RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN):
+            arrays.append(pa.array(cols[f.name], pa.string()).cast(f.type))
+        elif f.name == ordering_field:
+            arrays.append(_ordering_array(cols["__ordering"], f.type))
+        else:
+            arrays.append(pa.nulls(n, f.type))
+    table = pa.Table.from_arrays(arrays, schema=schema)
+    return table.append_column(DELETE_RECORD_COLUMN, pa.array([True] * n))
 
 
 def _ordering_array(values: list[Any], dtype: pa.DataType) -> pa.Array:

@@ -1,4 +1,4 @@
-"""Read queries: options, planning on the driver, and :func:`read_hudi` (Spark DataFrame).
+"""Read queries: options and planning on the driver (``engine.read_hudi`` runs the plans).
 
 Query types and the keys Hudi's Spark datasource reads::
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from engine import config
 from engine.config import TableType
@@ -33,9 +33,6 @@ from engine.fs.view import FileSlice, FileSystemView, Visibility
 from engine.read.filter import ReadFilter, partition_pruner
 from engine.timeline.timeline import Timeline
 
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-
 __all__ = [
     "QueryPlan",
     "ReadQuery",
@@ -43,7 +40,6 @@ __all__ = [
     "normalize_instant_time",
     "parse_read_query",
     "plan_query",
-    "read_hudi",
 ]
 
 QueryType = Literal["snapshot", "read_optimized", "incremental"]
@@ -314,27 +310,3 @@ def _plan_incremental(
         merge_logs=table.is_mor,
         avro_schema=avro_schema,
     )
-
-
-# ---- Spark entry point --------------------------------------------------------------------------
-
-
-def read_hudi(
-    spark: SparkSession, path: str, options: Mapping[str, Any] | None = None
-) -> DataFrame:
-    """Read the Hudi table at ``path`` as a Spark DataFrame (meta columns included).
-
-    Args:
-        spark: the session to read with.
-        path: the table's base path (local path or URI).
-        options: Hudi read keys (``hoodie.datasource.query.type``, ``as.of.instant``,
-            ``hoodie.datasource.read.begin.instanttime`` / ``.end.instanttime``).
-
-    Raises:
-        TableNotFoundError: no table at ``path``.
-        ConfigError: an unknown or malformed option.
-        QueryError: an unsupported table or malformed query.
-    """
-    from engine.spark.reader import read_plan
-
-    return read_plan(spark, plan_query(path, parse_read_query(options)))

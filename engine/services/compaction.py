@@ -370,14 +370,29 @@ def compact_file_slice(
         compression=ctx.compression,
     )
     stored = base if base is not None else schema.empty_table()
+    log_counts = _count_log_blocks(storage, file_slice.log_file_paths)
+    elapsed = int((time.monotonic() - started) * 1000)
+    return _compaction_stat(op, rel, merged, stored, size, elapsed, log_counts)
+
+
+def _compaction_stat(
+    op: CompactionOperation,
+    rel: str,
+    merged: pa.Table,
+    stored: pa.Table,
+    size: int,
+    elapsed: int,
+    log_counts: tuple[int, int, int, int],
+) -> HoodieWriteStat:
+    """The write stat of a compacted file slice: inserts are keys not in the base file, updates
+    rows whose commit seqno changed, deletes the base rows that are gone."""
     in_base = pc.is_in(merged.column(RECORD_KEY_COLUMN), value_set=stored[RECORD_KEY_COLUMN])
     kept = pc.is_in(merged.column(COMMIT_SEQNO_COLUMN), value_set=stored[COMMIT_SEQNO_COLUMN])
     num_inserts = merged.num_rows - int(pc.sum(pc.cast(in_base, pa.int64())).as_py() or 0)
     num_updates = (
         merged.num_rows - num_inserts - int(pc.sum(pc.cast(kept, pa.int64())).as_py() or 0)
     )
-    log_bytes, blocks, corrupt, rollbacks = _count_log_blocks(storage, file_slice.log_file_paths)
-    elapsed = int((time.monotonic() - started) * 1000)
+    log_bytes, blocks, corrupt, rollbacks = log_counts
     return HoodieWriteStat(
         file_id=op.file_id,
         path=rel,
@@ -410,12 +425,6 @@ def run_operations_locally(
 ) -> list[HoodieWriteStat]:
     """Run every operation in this process (tools and tests without Spark)."""
     return [compact_file_slice(op, ctx, TaskInfo(), k) for k, op in enumerate(operations)]
-
-
-def _spark_runner() -> OperationRunner:
-    from engine.spark.compaction import run_operations
-
-    return run_operations
 
 
 # ---- execution (driver side) ------------------------------------------------------------------
@@ -453,7 +462,7 @@ def rollback_compaction(storage: Storage, instant_time: str) -> None:
 
 
 def execute_compaction(
-    storage: Storage, instant_time: str, *, runner: OperationRunner | None = None
+    storage: Storage, instant_time: str, *, runner: OperationRunner
 ) -> HoodieCommitMetadata:
     """Run a requested (or retry an inflight) compaction and complete it as ``<C>.commit``.
 
@@ -498,8 +507,7 @@ def execute_compaction(
             )
         ),
     )
-    run = runner or _spark_runner()
-    stats = run(plan.operations, ctx) if plan.operations else []
+    stats = runner(plan.operations, ctx) if plan.operations else []
     remove_unreported_files(storage, instant_time, stats)
     metadata = replace(
         build_commit_metadata(stats, schema=commit_schema, operation=None),
@@ -513,7 +521,7 @@ def execute_compaction(
 
 
 def run_pending_compactions(
-    storage: Storage, *, order: Order = "FIFO", runner: OperationRunner | None = None
+    storage: Storage, *, runner: OperationRunner, order: Order = "FIFO"
 ) -> list[str]:
     """Run every pending compaction, oldest first (FIFO) or newest first (LIFO)."""
     pending = [i.instant_time for i in pending_compactions(Timeline.load(storage))]
@@ -527,12 +535,20 @@ def run_pending_compactions(
 
 
 def compact_inline_if_due(
-    storage: Storage, cfg: HoodieConfig, *, runner: OperationRunner | None = None
+    storage: Storage, cfg: HoodieConfig, *, runner: OperationRunner | None
 ) -> str | None:
     """After a merge-on-read write: schedule and run a compaction when
-    ``hoodie.compact.inline`` is set and the trigger strategy says it is due."""
+    ``hoodie.compact.inline`` is set and the trigger strategy says it is due.
+
+    Raises:
+        HudiError: a compaction is due and there is no ``runner`` to run it.
+    """
     if cfg.get(config.INLINE_COMPACT) is not True:
         return None
+    if runner is None:
+        raise HudiError(
+            f"{config.INLINE_COMPACT.key}=true on {storage.base_path} needs a runner to compact"
+        )
     instant_time = schedule_compaction(storage, cfg)
     if instant_time is not None:
         execute_compaction(storage, instant_time, runner=runner)

@@ -21,7 +21,7 @@ from engine.errors import ConfigError
 from engine.fs.storage import Storage
 from engine.services.archival import archive
 from engine.services.clean import CleanResult, clean
-from engine.services.compaction import compact_inline_if_due
+from engine.services.compaction import OperationRunner, compact_inline_if_due
 from engine.services.lock import TableLock
 from engine.timeline.instant import Instant
 
@@ -68,7 +68,12 @@ def validate_service_options(cfg: HoodieConfig) -> None:
 
 
 def run_table_services(
-    storage: Storage, cfg: HoodieConfig, lock: TableLock, *, merge_on_read: bool = False
+    storage: Storage,
+    cfg: HoodieConfig,
+    lock: TableLock,
+    *,
+    merge_on_read: bool = False,
+    compact: OperationRunner | None = None,
 ) -> ServicesResult:
     """Run the services due after a commit, holding ``lock``.
 
@@ -77,9 +82,10 @@ def run_table_services(
         cfg: Table properties merged with the write options.
         lock: The writer's table lock (re-entrant).
         merge_on_read: The table is merge-on-read (inline compaction applies).
+        compact: Runs a compaction's operations (inline compaction).
     """
     with lock.hold():
-        compaction = compact_inline_if_due(storage, cfg) if merge_on_read else None
+        compaction = compact_inline_if_due(storage, cfg, runner=compact) if merge_on_read else None
         cleaned = clean(storage, cfg) if cfg.get(config.CLEAN_AUTOMATIC) else None
         archived = archive(storage, cfg) if cfg.get(config.ARCHIVE_AUTOMATIC) else []
     return ServicesResult(compaction, cleaned, archived)

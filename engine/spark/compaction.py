@@ -14,10 +14,10 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark import TaskContext
+from pyspark.sql import SparkSession
 
 from engine.services.compaction import CompactionContext, CompactionOperation, compact_file_slice
 from engine.spark.jobs import run_job
-from engine.spark.session import get_spark
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.handles import TaskInfo
 
@@ -25,12 +25,11 @@ __all__ = ["run_operations"]
 
 
 def run_operations(
-    operations: Sequence[CompactionOperation], ctx: CompactionContext
+    spark: SparkSession, operations: Sequence[CompactionOperation], ctx: CompactionContext
 ) -> list[HoodieWriteStat]:
     """Compact every operation on Spark and return the write stats."""
     if not operations:
         return []
-    spark = get_spark()
     ops = dict(enumerate(operations))
     frame = spark.createDataFrame([(k,) for k in ops], "op_index int")
 

@@ -10,6 +10,8 @@ bucket plan, write context); no SparkSession travels. Two Spark jobs per write::
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -144,41 +146,77 @@ def _expression_keys(df: DataFrame, spec: KeyGenSpec) -> tuple[Column, Column, C
 
 
 # plan nodes a re-evaluation of the batch repeats cheaply and identically (scans of files,
-# catalog tables, local rows or an existing cache, with projections and filters)
+# catalog tables, local rows or an existing cache, with projections and filters), as the
+# optimized logical plan prints them
 _CHEAP_PLAN_NODES = frozenset(
     {
         "Project",
         "Filter",
         "Union",
-        "LogicalRelation",
+        "Relation",
         "HiveTableRelation",
-        "DataSourceV2Relation",
-        "DataSourceV2ScanRelation",
+        "RelationV2",
         "LocalRelation",
         "Range",
         "InMemoryRelation",
     }
 )
+# expressions whose value differs between two evaluations of the same plan
+_NONDETERMINISTIC = re.compile(
+    r"\b(rand|randn|random|uuid|shuffle|monotonically_increasing_id|spark_partition_id"
+    r"|input_file_name|input_file_block_start|input_file_block_length|rand_str|try_reflect"
+    r"|reflect|java_method)\(",
+    re.IGNORECASE,
+)
+_PLAN_LINE = re.compile(r"^(?P<indent>[\s:|+-]*)(?P<node>[A-Za-z][A-Za-z0-9]*)")
+
+
+def optimized_plan(df: DataFrame) -> str:
+    """The optimized logical plan of ``df`` as Spark prints it (``DataFrame.explain``, public
+    API: the same on a classic session and on Spark Connect; a temporary view would not do, as
+    dropping it uncaches a cached batch)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        df.explain(mode="extended")
+    text = out.getvalue()
+    start = text.find("== Optimized Logical Plan ==")
+    end = text.find("== Physical Plan ==")
+    if start < 0:
+        return text
+    return text[start + len("== Optimized Logical Plan ==") : end if end > start else None]
+
+
+def plan_nodes(plan: str) -> list[tuple[str, str]]:
+    """(node name, line) of every node of a printed logical plan; a cached relation's own plan
+    is not descended into (re-reading a cache is cheap whatever produced it)."""
+    nodes: list[tuple[str, str]] = []
+    skip_below: int | None = None
+    for line in plan.strip().splitlines():
+        match = _PLAN_LINE.match(line)
+        if match is None:
+            continue
+        depth = len(match.group("indent"))
+        if skip_below is not None and depth > skip_below:
+            continue
+        skip_below = None
+        nodes.append((match.group("node"), line))
+        if match.group("node") == "InMemoryRelation":
+            skip_below = depth
+    return nodes
 
 
 def _evaluate_once(df: DataFrame) -> bool:
     """Whether the write must persist the batch instead of evaluating it in every job: its
-    plan is not deterministic (rand(), uuid(), nondeterministic UDFs) or does more than scan
-    and filter (joins, aggregations, windows, UDFs: a dbt model's query runs once)."""
+    plan is not deterministic (rand(), uuid(), UDFs) or does more than scan and filter
+    (joins, aggregations, windows, UDFs: a dbt model's query runs once)."""
     try:
-        plan = df._jdf.queryExecution().optimizedPlan()
-        if not plan.deterministic():
-            return True
-        pending = [plan]
-        while pending:
-            node = pending.pop()
-            if node.nodeName() not in _CHEAP_PLAN_NODES:
-                return True
-            children = node.children()
-            pending.extend(children.apply(i) for i in range(children.size()))
-        return False
-    except Exception:  # no JVM plan at hand (Spark Connect): evaluate once
+        nodes = plan_nodes(optimized_plan(df))
+    except Exception:  # no plan at hand: evaluate once
         return True
+    return any(
+        name not in _CHEAP_PLAN_NODES or "UDF" in line or _NONDETERMINISTIC.search(line)
+        for name, line in nodes
+    )
 
 
 def add_record_keys(df: DataFrame, spec: KeyGenSpec, *, delete_records: bool) -> DataFrame:

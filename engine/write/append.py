@@ -212,6 +212,13 @@ class _LogFileBuffer:
     deletes: int = 0
     blocks: int = 0
 
+    def add(self, block: bytes, *, records: int = 0, deletes: int = 0) -> None:
+        self.parts.append(block)
+        self.size += len(block)
+        self.records += records
+        self.deletes += deletes
+        self.blocks += 1
+
 
 def append_to_file_slice(
     records: pa.Table,
@@ -235,7 +242,6 @@ def append_to_file_slice(
     """
     started = time.monotonic()
     storage = Storage(ctx.base_path)
-    spec = ctx.merge_spec
     incoming, is_delete = prepare_incoming(records, ctx)
     data = incoming.filter(pc.invert(is_delete))
     deletes = incoming.filter(is_delete)
@@ -247,6 +253,21 @@ def append_to_file_slice(
         return []
 
     write_token = make_write_token(bucket_number, task.stage_id, task.task_attempt_id)
+    files = _encode_log_files(data, deletes, file_slice, ctx, log_config, write_token)
+    elapsed = int((time.monotonic() - started) * 1000)
+    return _write_log_files(storage, files, file_slice, ctx.instant_time, elapsed)
+
+
+def _encode_log_files(
+    data: pa.Table,
+    deletes: pa.Table,
+    file_slice: AppendSlice,
+    ctx: WriteContext,
+    log_config: LogWriteConfig,
+    write_token: str,
+) -> list[_LogFileBuffer]:
+    """The log blocks of one append, in log files that roll over past the max log file size:
+    data blocks of at most the block size, then one delete block."""
     files: list[_LogFileBuffer] = []
 
     def current() -> _LogFileBuffer:
@@ -261,6 +282,7 @@ def append_to_file_slice(
     block_counts = plan_data_blocks(
         estimate_record_sizes(data), log_config.data_block_max_size
     ) or [0]
+    ordering = ctx.merge_spec.ordering_field
     start = 0
     for k, count in enumerate(block_counts):
         target = current()
@@ -268,31 +290,34 @@ def append_to_file_slice(
             block = encode_avro_data_block(
                 data.slice(start, count), ctx.avro_schema_with_meta, ctx.instant_time
             )
-            target.parts.append(block)
-            target.size += len(block)
-            target.records += count
-            target.blocks += 1
+            target.add(block, records=count)
             start += count
         if k == len(block_counts) - 1 and deletes.num_rows:
             block = encode_delete_block(
-                _delete_records(deletes, spec.ordering_field),
+                _delete_records(deletes, ordering),
                 ctx.instant_time,
                 ctx.avro_schema_with_meta,
-                ordering_field=spec.ordering_field,
+                ordering_field=ordering,
             )
-            target.parts.append(block)
-            target.size += len(block)
-            target.deletes += deletes.num_rows
-            target.blocks += 1
+            target.add(block, deletes=deletes.num_rows)
+    return files
 
+
+def _write_log_files(
+    storage: Storage,
+    files: list[_LogFileBuffer],
+    file_slice: AppendSlice,
+    instant_time: str,
+    elapsed_ms: int,
+) -> list[HoodieWriteStat]:
+    """Write each log file that holds blocks (marker first); one write stat per log file."""
     stats: list[HoodieWriteStat] = []
     known = list(file_slice.log_files)
-    elapsed = int((time.monotonic() - started) * 1000)
     for log_file in files:
         if not log_file.blocks:
             continue
         rel = partition_file_path(file_slice.partition_path, log_file.name)
-        create_marker(storage, ctx.instant_time, file_slice.partition_path, log_file.name, "APPEND")
+        create_marker(storage, instant_time, file_slice.partition_path, log_file.name, "APPEND")
         checkpoint("task.after_marker")
         storage.write_bytes(rel, b"".join(log_file.parts))
         known.append(log_file.name)
@@ -310,7 +335,7 @@ def append_to_file_slice(
                 file_size_in_bytes=log_file.size,
                 runtime_stats={
                     "totalScanTime": 0,
-                    "totalUpsertTime": elapsed,
+                    "totalUpsertTime": elapsed_ms,
                     "totalCreateTime": 0,
                 },
                 log_version=log_file.version,

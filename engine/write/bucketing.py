@@ -111,22 +111,9 @@ def plan_buckets(
         pack_small_files: False for bulk_insert.
         new_file_id: Makes a new file group id.
     """
-    buckets: dict[str, Bucket] = {}
-
-    def bucket_for_existing(partition: str, file_id: str) -> Bucket:
-        if file_id not in buckets:
-            base = latest_base_files.get((partition, file_id))
-            buckets[file_id] = Bucket(
-                number=len(buckets),
-                file_id=file_id,
-                partition_path=partition,
-                base_file=base.base_file if base else None,
-                prev_commit=base.instant_time if base else "null",
-            )
-        return buckets[file_id]
-
+    buckets = _Buckets(latest_base_files)
     for (partition, file_id), _count in sorted(update_counts.items()):
-        bucket_for_existing(partition, file_id)
+        buckets.existing(partition, file_id)
 
     record_size = max(1, avg_record_size)
     per_bucket = max(1, max_file_size // record_size)
@@ -134,7 +121,6 @@ def plan_buckets(
     for partition, total in sorted(insert_counts.items()):
         if total <= 0:
             continue
-        remaining = total
         assigned: list[tuple[str, int]] = []
         if pack_small_files and small_file_limit > 0:
             small = [
@@ -142,22 +128,15 @@ def plan_buckets(
                 for (p, _), f in sorted(latest_base_files.items())
                 if p == partition and f.size_bytes < small_file_limit
             ]
-            for f in sorted(small, key=lambda s: s.size_bytes):
-                room = (max_file_size - f.size_bytes) // record_size
-                take = min(room, remaining)
-                if take <= 0:
-                    continue
-                bucket_for_existing(partition, f.file_id)
-                assigned.append((f.file_id, take))
-                remaining -= take
-                if remaining == 0:
-                    break
+            assigned = _fill_small_files(
+                buckets, partition, small, total, max_file_size, record_size
+            )
+        remaining = total - sum(n for _, n in assigned)
         if remaining > 0:
             count = math.ceil(remaining / per_bucket)
             share, extra = divmod(remaining, count)
             for k in range(count):
-                file_id = new_file_id()
-                buckets[file_id] = Bucket(len(buckets), file_id, partition)
+                file_id = buckets.new(partition, new_file_id())
                 assigned.append((file_id, share + (1 if k < extra else 0)))
         bounds: list[float] = []
         running = 0
@@ -165,4 +144,53 @@ def plan_buckets(
             running += n
             bounds.append(running / total)
         insert_ranges[partition] = (tuple(bounds), tuple(fid for fid, _ in assigned))
-    return BucketPlan(buckets=buckets, insert_ranges=insert_ranges)
+    return BucketPlan(buckets=buckets.buckets, insert_ranges=insert_ranges)
+
+
+class _Buckets:
+    """The buckets of a plan, numbered in the order they are made."""
+
+    def __init__(self, latest_base_files: Mapping[tuple[str, str], SizedBaseFile]) -> None:
+        self.latest_base_files = latest_base_files
+        self.buckets: dict[str, Bucket] = {}
+
+    def existing(self, partition: str, file_id: str) -> Bucket:
+        """The bucket of an existing file group (made on first use)."""
+        if file_id not in self.buckets:
+            base = self.latest_base_files.get((partition, file_id))
+            self.buckets[file_id] = Bucket(
+                number=len(self.buckets),
+                file_id=file_id,
+                partition_path=partition,
+                base_file=base.base_file if base else None,
+                prev_commit=base.instant_time if base else "null",
+            )
+        return self.buckets[file_id]
+
+    def new(self, partition: str, file_id: str) -> str:
+        """A bucket for a new file group."""
+        self.buckets[file_id] = Bucket(len(self.buckets), file_id, partition)
+        return file_id
+
+
+def _fill_small_files(
+    buckets: _Buckets,
+    partition: str,
+    small: list[SizedBaseFile],
+    total: int,
+    max_file_size: int,
+    record_size: int,
+) -> list[tuple[str, int]]:
+    """Inserts given to the partition's small files, smallest first, up to the max file size."""
+    assigned: list[tuple[str, int]] = []
+    remaining = total
+    for f in sorted(small, key=lambda s: s.size_bytes):
+        take = min((max_file_size - f.size_bytes) // record_size, remaining)
+        if take <= 0:
+            continue
+        buckets.existing(partition, f.file_id)
+        assigned.append((f.file_id, take))
+        remaining -= take
+        if remaining == 0:
+            break
+    return assigned

@@ -14,14 +14,22 @@ from engine.timeline.instant import Action
 from engine.write.bucketing import plan_buckets
 from engine.write.index import latest_base_files
 from engine.write.plan import WriteJob, average_record_size
+from engine.write.strategy import WriteStrategy
 
-__all__ = ["write_copy_on_write"]
+__all__ = ["CopyOnWriteWrite", "write_copy_on_write"]
+
+
+class CopyOnWriteWrite(WriteStrategy):
+    """upsert, insert, bulk_insert, delete into a copy-on-write table: a ``commit``."""
+
+    action = Action.COMMIT
+
+    def execute(self, job: WriteJob) -> list[HoodieWriteStat]:
+        return write_copy_on_write(job)
 
 
 def write_copy_on_write(job: WriteJob) -> list[HoodieWriteStat]:
     """Write the data of a requested commit; returns the write stats to commit."""
-    from engine.spark import jobs
-
     cfg = job.cfg
     latest = latest_base_files(job.timeline, job.touched_partitions)
     located = job.locate()
@@ -37,4 +45,4 @@ def write_copy_on_write(job: WriteJob) -> list[HoodieWriteStat]:
         new_file_id=new_file_id,
     )
     job.start_inflight(Action.COMMIT, plan)
-    return jobs.write_buckets(located.tagged, plan, job.write_context())
+    return job.data_runner.write_buckets(located, plan, job.write_context())

@@ -127,36 +127,20 @@ def write_file_group(
     """
     started = time.monotonic()
     storage = Storage(ctx.base_path)
-    spec = ctx.merge_spec
-    incoming, is_delete = prepare_incoming(records, ctx)
-
     if bucket.base_file is not None:
         rel_old = partition_file_path(bucket.partition_path, bucket.base_file)
         stored = align_to_schema(read_base_file(storage, rel_old), ctx.arrow_schema)
     else:
         stored = ctx.arrow_schema.empty_table()
-
-    if WriteOperation(ctx.operation).is_insert:
-        # no index: records are appended; delete records have nothing to remove
-        unchanged = stored
-        changed = incoming.filter(pc.invert(is_delete))
-        num_updates, num_inserts, num_deletes = 0, changed.num_rows, 0
-    else:
-        result = combine_with_stored(stored, incoming, spec)
-        unchanged, changed = result.unchanged, result.changed
-        num_updates, num_inserts, num_deletes = (
-            result.num_updates,
-            result.num_inserts,
-            result.num_deletes,
-        )
-    changed = changed.drop_columns([c for c in INTERNAL_COLUMNS if c in changed.column_names])
-    changed = align_to_schema(changed, ctx.arrow_schema)
+    merged = _merge_records(stored, records, ctx)
+    changed = align_to_schema(merged.changed, ctx.arrow_schema)
     if ctx.operation == WriteOperation.BULK_INSERT:
         changed = changed.sort_by(RECORD_KEY_COLUMN)
 
     write_token = make_write_token(bucket.number, task.stage_id, task.task_attempt_id)
     file_name = format_base_file_name(bucket.file_id, write_token, ctx.instant_time)
     changed = _stamp(changed, instant_time=ctx.instant_time, bucket_number=bucket.number, start=0)
+    unchanged = merged.unchanged
     out = pa.concat_tables([unchanged, changed]) if unchanged.num_rows else changed
     out = _with_file_name(out, file_name)
 
@@ -177,21 +161,52 @@ def write_file_group(
         compression=ctx.compression,
     )
     elapsed = int((time.monotonic() - started) * 1000)
-    merged = bucket.base_file is not None
+    return _base_file_stat(bucket, rel, out.num_rows, merged, size, elapsed)
+
+
+def _base_file_stat(
+    bucket: Bucket, rel: str, num_writes: int, merged: _MergedRecords, size: int, elapsed: int
+) -> HoodieWriteStat:
+    is_merge = bucket.base_file is not None
     return HoodieWriteStat(
         file_id=bucket.file_id,
         path=rel,
         partition_path=bucket.partition_path,
         prev_commit=bucket.prev_commit,
-        num_writes=out.num_rows,
-        num_deletes=num_deletes,
-        num_update_writes=num_updates,
-        num_inserts=num_inserts,
+        num_writes=num_writes,
+        num_deletes=merged.num_deletes,
+        num_update_writes=merged.num_updates,
+        num_inserts=merged.num_inserts,
         total_write_bytes=size,
         file_size_in_bytes=size,
         runtime_stats={
             "totalScanTime": 0,
-            "totalUpsertTime": elapsed if merged else 0,
-            "totalCreateTime": 0 if merged else elapsed,
+            "totalUpsertTime": elapsed if is_merge else 0,
+            "totalCreateTime": 0 if is_merge else elapsed,
         },
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _MergedRecords:
+    unchanged: pa.Table  # stored rows kept as they are
+    changed: pa.Table  # rows to (re)write, internal columns dropped
+    num_updates: int
+    num_inserts: int
+    num_deletes: int
+
+
+def _merge_records(stored: pa.Table, records: pa.Table, ctx: WriteContext) -> _MergedRecords:
+    """The incoming records against the file group's stored rows (payload rules)."""
+    incoming, is_delete = prepare_incoming(records, ctx)
+    if WriteOperation(ctx.operation).is_insert:
+        # no index: records are appended; delete records have nothing to remove
+        changed = incoming.filter(pc.invert(is_delete))
+        counts = (0, changed.num_rows, 0)
+        unchanged = stored
+    else:
+        result = combine_with_stored(stored, incoming, ctx.merge_spec)
+        unchanged, changed = result.unchanged, result.changed
+        counts = (result.num_updates, result.num_inserts, result.num_deletes)
+    changed = changed.drop_columns([c for c in INTERNAL_COLUMNS if c in changed.column_names])
+    return _MergedRecords(unchanged, changed, *counts)

@@ -32,9 +32,12 @@ from typing import TYPE_CHECKING, Any
 
 from engine import config
 from engine.config import HoodieConfig
+from engine.errors import HudiError
 from engine.fs.filenames import new_file_id
 from engine.fs.storage import Storage
 from engine.fs.view import FileSystemView
+from engine.runner import Runner
+from engine.services.compaction import run_pending_compactions
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline
@@ -43,12 +46,14 @@ from engine.write.bucketing import Bucket, BucketPlan, SizedBaseFile, plan_bucke
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
 from engine.write.index import sized_base_file
 from engine.write.plan import WriteJob
+from engine.write.strategy import WriteStrategy
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
     "MergeOnReadHandle",
+    "MergeOnReadWrite",
     "TableSlices",
     "average_record_size",
     "latest_table_slices",
@@ -205,10 +210,25 @@ def log_write_config(cfg: HoodieConfig) -> LogWriteConfig:
     )
 
 
+class MergeOnReadWrite(WriteStrategy):
+    """upsert, insert, bulk_insert, delete into a merge-on-read table: a ``deltacommit``.
+
+    Compaction is synchronous: a pending compaction completes before the instant is requested.
+    """
+
+    action = Action.DELTA_COMMIT
+
+    def before_request(self, storage: Storage, runner: Runner | None) -> list[str]:
+        if runner is None:
+            raise HudiError(f"A merge-on-read write on {storage.base_path} needs a runner")
+        return run_pending_compactions(storage, runner=runner.compact)
+
+    def execute(self, job: WriteJob) -> list[HoodieWriteStat]:
+        return write_merge_on_read(job)
+
+
 def write_merge_on_read(job: WriteJob) -> list[HoodieWriteStat]:
     """Write the data of a requested deltacommit; returns the write stats to commit."""
-    from engine.spark import jobs
-
     cfg = job.cfg
     table_slices = latest_table_slices(job.storage, job.timeline, job.touched_partitions)
     located = job.locate()
@@ -232,7 +252,7 @@ def write_merge_on_read(job: WriteJob) -> list[HoodieWriteStat]:
         and bucket.file_id not in small_file_ids
     }
     handle = MergeOnReadHandle(appends, log_write_config(cfg))
-    return jobs.write_buckets(located.tagged, plan, job.write_context(), write_group=handle)
+    return job.data_runner.write_buckets(located, plan, job.write_context(), write_group=handle)
 
 
 def describe(stats: list[HoodieWriteStat]) -> dict[str, Any]:

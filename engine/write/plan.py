@@ -5,34 +5,52 @@ is planned for Spark tasks: which latest base files the index must scan, the ave
 that sizes new files, and the buckets (file groups) the records are routed to.
 
 :class:`WriteJob` is one requested write as every branch (copy-on-write, merge-on-read, replace)
-receives it from :class:`engine.table.HudiTable`.
+receives it from :class:`engine.write.transaction.WriteTransaction`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from engine import config
 from engine.config import HoodieConfig, WriteOperation
+from engine.errors import HudiError
 from engine.fs.properties import write_partition_metadata
 from engine.fs.storage import Storage
 from engine.io.parquet import avro_schema_with_meta, table_arrow_schema
+from engine.model.keygen import KeyGenSpec
 from engine.model.merge import MergeSpec
+from engine.runner import BatchProfile, LocatedRecords, Runner
 from engine.timeline.commit_metadata import HoodieCommitMetadata
 from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline, transition_to_inflight
 from engine.write.bucketing import BucketPlan
 from engine.write.commit import operation_type
 from engine.write.handles import WriteContext
-from engine.write.index import PartitionKeyRange
+from engine.write.index import IndexSource, PartitionKeyRange
 
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+__all__ = ["PreparedRecords", "WriteJob", "average_record_size"]
 
-    from engine.spark.profile import BatchProfile, LocatedRecords
 
-__all__ = ["WriteJob", "average_record_size"]
+@dataclass
+class PreparedRecords:
+    """The incoming batch, keyed and profiled before the instant is requested.
+
+    Attributes:
+        keyed: The runner's handle of the records with record key and partition path.
+        profile: The batch profile and the keys found by the index lookup (looked up again when
+            a write completes between the lookup and the requested instant).
+        spec: The key generator.
+        merge_spec: Payload class and ordering field.
+        source: The table state the keys were looked up in (``None``: no lookup).
+    """
+
+    keyed: Any
+    profile: BatchProfile
+    spec: KeyGenSpec
+    merge_spec: MergeSpec
+    source: IndexSource | None
 
 
 @dataclass(frozen=True)
@@ -41,29 +59,40 @@ class WriteJob:
 
     Attributes:
         storage: Table storage.
-        keyed: Incoming records with record key and partition path (Spark).
-        profile: The batch profile and the keys found by the index lookup.
+        runner: Runs the data work (Spark); ``None`` only for a write without records.
         cfg: Table properties merged with the write options.
         timeline: The timeline the write started from (failed writes rolled back).
         operation: The write operation (upsert, insert, bulk_insert, delete, insert_overwrite...).
         instant_time: The requested instant.
-        merge_spec: Payload class and ordering field.
         commit_schema: Avro schema (no meta fields) the instant writes with.
+        records: The prepared batch; ``None`` for a write without records (delete_partition).
     """
 
     storage: Storage
-    keyed: DataFrame
-    profile: BatchProfile
+    runner: Runner | None
     cfg: HoodieConfig
     timeline: Timeline
     operation: WriteOperation
     instant_time: str
-    merge_spec: MergeSpec
     commit_schema: str
+    records: PreparedRecords | None
+
+    @property
+    def batch(self) -> PreparedRecords:
+        if self.records is None:
+            raise HudiError(f"Operation {self.operation} of {self.instant_time} writes no records")
+        return self.records
+
+    @property
+    def data_runner(self) -> Runner:
+        """The runner of the data phase (a write of records always has one)."""
+        if self.runner is None:
+            raise HudiError(f"Write {self.instant_time} on {self.storage.base_path} has no runner")
+        return self.runner
 
     @property
     def ranges(self) -> list[PartitionKeyRange]:
-        return self.profile.ranges
+        return self.batch.profile.ranges
 
     @property
     def touched_partitions(self) -> list[str]:
@@ -71,9 +100,8 @@ class WriteJob:
 
     def locate(self) -> LocatedRecords:
         """The batch tagged with its file groups (deletes keep only stored keys)."""
-        return self.profile.locate(
-            self.keyed, existing_only=self.operation == WriteOperation.DELETE
-        )
+        deleting = self.operation == WriteOperation.DELETE
+        return self.batch.profile.locate(self.batch.keyed, existing_only=deleting)
 
     def write_context(self, operation: WriteOperation | None = None) -> WriteContext:
         """The tasks' snapshot; ``operation`` overrides the handles' operation (replace writes
@@ -86,16 +114,17 @@ class WriteJob:
             operation=operation,
             arrow_schema=table_arrow_schema(self.commit_schema),
             avro_schema_with_meta=avro_schema_with_meta(self.commit_schema),
-            merge_spec=self.merge_spec,
+            merge_spec=self.batch.merge_spec,
             combine=combine_inserts if operation.is_insert else True,
             compression=str(self.cfg.get(config.PARQUET_COMPRESSION_CODEC)),
         )
 
-    def start_inflight(self, action: Action, plan: BucketPlan) -> None:
+    def start_inflight(self, action: Action, plan: BucketPlan | None) -> None:
         """``<t>.<action>.inflight``, then the partition metafile of every partition written."""
         metadata = HoodieCommitMetadata(operation_type=operation_type(self.operation))
         transition_to_inflight(self.storage, self.instant_time, action, metadata.to_json())
-        for partition in sorted({b.partition_path for b in plan.buckets.values()}):
+        partitions = {b.partition_path for b in plan.buckets.values()} if plan else set()
+        for partition in sorted(partitions):
             write_partition_metadata(self.storage, partition, self.instant_time)
 
 

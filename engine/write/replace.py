@@ -26,7 +26,7 @@ if it had committed first.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from engine import config
@@ -36,16 +36,16 @@ from engine.fs.filenames import new_file_id
 from engine.fs.storage import Storage
 from engine.fs.view import FileSystemView
 from engine.timeline.avro_metadata import REQUESTED_REPLACE_METADATA_SCHEMA, serialize
-from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
-from engine.timeline.instant import Action, Instant, new_instant_time
-from engine.timeline.timeline import Timeline, create_requested, transition_to_inflight
+from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.timeline.instant import Action
+from engine.timeline.timeline import Timeline
 from engine.write.bucketing import plan_buckets
-from engine.write.commit import commit_write, operation_type
 from engine.write.plan import WriteJob, average_record_size
-from engine.write.rollback import rollback_failed_writes
+from engine.write.strategy import WriteStrategy
 
 __all__ = [
-    "delete_partitions",
+    "DeletePartitionWrite",
+    "InsertOverwriteWrite",
     "partitions_to_delete",
     "plan_replaced_file_ids",
     "requested_replace_metadata",
@@ -111,6 +111,37 @@ def plan_replaced_file_ids(
     return {p: sorted(ids) for p, ids in sorted(replaced.items())}
 
 
+class InsertOverwriteWrite(WriteStrategy):
+    """insert_overwrite, insert_overwrite_table: new file groups replace the old ones."""
+
+    action = Action.REPLACE_COMMIT
+
+    def execute(self, job: WriteJob) -> list[HoodieWriteStat]:
+        return write_insert_overwrite(job)
+
+    def replaced(self, storage: Storage, job: WriteJob) -> dict[str, list[str]]:
+        return plan_replaced_file_ids(
+            storage, Timeline.load(storage), job.operation, job.touched_partitions
+        )
+
+
+class DeletePartitionWrite(WriteStrategy):
+    """delete_partition: a replacecommit that writes nothing and replaces every file group of
+    the named partitions (partitions the table does not have are recorded with no file ids,
+    as Hudi does)."""
+
+    action = Action.REPLACE_COMMIT
+    writes_records = False
+
+    def execute(self, job: WriteJob) -> list[HoodieWriteStat]:
+        job.start_inflight(self.action, None)
+        return []
+
+    def replaced(self, storage: Storage, job: WriteJob) -> dict[str, list[str]]:
+        partitions = partitions_to_delete(job.cfg)
+        return plan_replaced_file_ids(storage, Timeline.load(storage), job.operation, partitions)
+
+
 def write_insert_overwrite(job: WriteJob) -> list[HoodieWriteStat]:
     """Write the records of a requested replacecommit into new file groups.
 
@@ -120,8 +151,6 @@ def write_insert_overwrite(job: WriteJob) -> list[HoodieWriteStat]:
     Returns:
         One write stat per new base file.
     """
-    from engine.spark import jobs
-
     located = job.locate()  # no index lookup: all inserts
     estimate = job.cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE)
     plan = plan_buckets(
@@ -136,53 +165,4 @@ def write_insert_overwrite(job: WriteJob) -> list[HoodieWriteStat]:
     )
     job.start_inflight(Action.REPLACE_COMMIT, plan)
     # the handles' insert path: new files, no stored rows
-    return jobs.write_buckets(located.tagged, plan, job.write_context(WriteOperation.INSERT))
-
-
-def delete_partitions(
-    storage: Storage, cfg: HoodieConfig, is_alive: Callable[[Instant], bool] | None = None
-) -> tuple[str, list[str]]:
-    """Run a ``delete_partition`` write: a replacecommit that writes nothing and replaces
-    every file group of the named partitions. The caller holds the table lock.
-
-    Partitions the table does not have are recorded with no file ids, as Hudi does.
-
-    Args:
-        storage: The table's storage.
-        cfg: Table properties merged with the write options.
-        is_alive: Whether another writer's pending instant is alive (not rolled back).
-
-    Returns:
-        The replacecommit's instant time and the failed writes rolled back first.
-
-    Raises:
-        ConfigError: no partition is named.
-    """
-    partitions = partitions_to_delete(cfg)
-    timeline = Timeline.load(storage)
-    rolled_back = rollback_failed_writes(storage, timeline, is_alive=is_alive)
-    if rolled_back:
-        timeline = timeline.reload()
-    instant_time = new_instant_time(timeline.max_instant_time())
-    create_requested(storage, instant_time, Action.REPLACE_COMMIT, requested_replace_metadata())
-    transition_to_inflight(
-        storage,
-        instant_time,
-        Action.REPLACE_COMMIT,
-        HoodieCommitMetadata(
-            operation_type=operation_type(WriteOperation.DELETE_PARTITION)
-        ).to_json(),
-    )
-    replaced = plan_replaced_file_ids(
-        storage, timeline, WriteOperation.DELETE_PARTITION, partitions
-    )
-    commit_write(
-        storage,
-        instant_time,
-        Action.REPLACE_COMMIT,
-        [],
-        schema=timeline.latest_schema() or "",
-        operation=WriteOperation.DELETE_PARTITION,
-        replaced=replaced,
-    )
-    return instant_time, rolled_back
+    return job.data_runner.write_buckets(located, plan, job.write_context(WriteOperation.INSERT))

@@ -133,7 +133,7 @@ def test_write_hudi_unknown_option_raises_naming_it(spark, tmp_path) -> None:  #
 
 
 def test_write_hudi_interrupted_write_rolled_back_by_next(spark, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import engine.table
+    import engine.write.transaction
 
     path = tmp_path / "t"
     write_hudi(spark.createDataFrame([("k1", "p", 1, "a")], SCHEMA), str(path), opts())
@@ -141,7 +141,7 @@ def test_write_hudi_interrupted_write_rolled_back_by_next(spark, tmp_path, monke
     def die(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt("killed before commit")
 
-    monkeypatch.setattr(engine.table, "commit_write", die)
+    monkeypatch.setattr(engine.write.transaction, "commit_write", die)
     with pytest.raises(KeyboardInterrupt):
         write_hudi(spark.createDataFrame([("k1", "p", 2, "b")], SCHEMA), str(path), opts())
     monkeypatch.undo()
@@ -233,7 +233,7 @@ def test_spark_expression_keys_match_arrow_key_generator(spark, options) -> None
         generate_record_keys,
         keygen_spec_from_config,
     )
-    from engine.spark.jobs import add_record_keys
+    from engine.spark.jobs import add_record_keys, optimized_plan
 
     rows = [
         ("a", 1, 10, True, dt.date(2024, 1, 2)),
@@ -247,7 +247,7 @@ def test_spark_expression_keys_match_arrow_key_generator(spark, options) -> None
         df = df.where(f"{field} is not null and cast({field} as string) != ''")
     keyed = add_record_keys(df, spec, delete_records=False)
     # these generators run as Spark expressions, not in a Python mapInArrow
-    assert "MapInArrow" not in keyed._jdf.queryExecution().optimizedPlan().toString()
+    assert "MapInArrow" not in optimized_plan(keyed)
     got = sorted((r["_hoodie_record_key"], r["_hoodie_partition_path"]) for r in keyed.collect())
     arrow = df.toArrow()
     expected = sorted(

@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from engine import config
+from engine import config, read_hudi
 from engine.cli import canonical_json_lines
 from engine.read.arrow import read_table
-from engine.read.plan import read_hudi
 from tests.hudi_rs import hudi_rs_rows
 from tests.interop.test_corpus_read import _golden_cases, _shared, golden_options
 

@@ -24,11 +24,12 @@ from engine.errors import WriteConflictError
 from engine.fs.filenames import parse_log_file_name
 from engine.fs.storage import Storage
 from engine.io.logfile import HeaderMetadataType, HoodieLogBlockType, read_log_blocks
+from engine.services.heartbeat import Heartbeat, is_write_alive
 from engine.timeline.avro_metadata import deserialize
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action, Instant, State, new_instant_time
 from engine.timeline.timeline import Timeline, create_requested, transition_to_inflight
-from engine.write.conflict import Heartbeat, check_write_conflicts, is_write_alive
+from engine.write.conflict import check_write_conflicts
 from tests.faults.harness import assert_no_orphans, uncommit
 from tests.interop.services import rows_by_id, run_cli, service_options, spark_rows_by_id, write
 from tests.keyed_table import SCHEMA

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 
-from engine import config
+from engine import SparkRunner, config
 from engine.fs.storage import Storage
 from engine.read.arrow import read_table
 from engine.services.compaction import execute_compaction, schedule_compaction
@@ -72,7 +72,7 @@ def run_sequence(spark: Any, payload: str, steps: list[tuple[str, list[Any], boo
                     continue
                 compaction = schedule_compaction(storage, config.parse_options({}), force=True)
                 if compaction is not None:
-                    execute_compaction(storage, compaction)
+                    execute_compaction(storage, compaction, runner=SparkRunner().compact)
                     judge_snapshot(path, payload, oracle, ("compact", compaction))
                 continue
             if operation in ("delete", "insert") and not oracle.history:
@@ -99,7 +99,7 @@ def run_sequence(spark: Any, payload: str, steps: list[tuple[str, list[Any], boo
             return  # only compactions: no table was ever written
         compaction = schedule_compaction(storage, config.parse_options({}), force=True)
         if compaction is not None:
-            execute_compaction(storage, compaction)
+            execute_compaction(storage, compaction, runner=SparkRunner().compact)
         runner.judge(hudi_rs_rows(path), oracle)
         ro = read_table(path, {config.QUERY_TYPE.key: "read_optimized"}).to_pylist()
         runner.judge(ro, oracle)

@@ -14,9 +14,9 @@ import pytest
 from engine.config import parse_options
 from engine.errors import ConfigError
 from engine.fs.storage import Storage
+from engine.table import HudiTable
 from engine.timeline.timeline import Timeline
 from engine.write.replace import (
-    delete_partitions,
     partitions_to_delete,
     plan_replaced_file_ids,
     requested_replace_metadata,
@@ -99,8 +99,12 @@ def test_delete_partitions_corpus_copy_hides_partition_for_hudi_rs(corpus_copy: 
     groups = {
         f.name.split("_")[0] for f in (path / victim).iterdir() if f.name.endswith(".parquet")
     }
-    cfg = parse_options({"hoodie.datasource.write.partitions.to.delete": victim})
-    instant_time, rolled_back = delete_partitions(storage, cfg)
+    options = {
+        "hoodie.datasource.write.operation": "delete_partition",
+        "hoodie.datasource.write.partitions.to.delete": victim,
+    }
+    result = HudiTable(str(path)).write(None, options)  # writes no records: no runner needed
+    instant_time, rolled_back = result.instant_time, result.rolled_back
     assert rolled_back == []
     meta = json.loads((path / ".hoodie" / f"{instant_time}.replacecommit").read_text())
     assert meta["operationType"] == "DELETE_PARTITION"

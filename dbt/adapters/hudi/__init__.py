@@ -4,7 +4,7 @@ A profile says ``type: hudi`` with any dbt-spark connection method; Hudi models 
 ``method: session`` (embedded Spark, a cluster through ``spark.master``, or Spark Connect).
 """
 
-from dbt.adapters.base import AdapterPlugin
+from dbt.adapters.base.plugin import AdapterPlugin
 
 from dbt.adapters.hudi.connections import HudiConnectionManager, HudiCredentials
 from dbt.adapters.hudi.impl import HudiAdapter

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any, cast
 
-from dbt.adapters.base import available
+from dbt.adapters.base.meta import available
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
@@ -21,9 +22,8 @@ from dbt.adapters.hudi.options import HudiModelConfig, parse_model_config
 from dbt.adapters.hudi.publish import PublishedTable, catalog_base_path, get_session, publish
 from dbt.adapters.hudi.relation import HudiRelation
 from dbt.adapters.hudi.schema_change import plan_columns
-from engine.config import TableType
+from engine import META_COLUMNS, HudiTable, TableType, WriteOperation, WriteResult, spark_table
 from engine.errors import ConfigError, HudiError, SchemaError
-from engine.model.schema import META_COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -36,7 +36,6 @@ SESSION_METHODS_HINT = (
     "Connect with SPARK_REMOTE=sc://host:15002). The thrift, http and odbc methods send SQL to a "
     "remote server, where this adapter's engine does not run"
 )
-_BACKUP_SUFFIX = ".__dbt_hudi_previous"
 
 
 def _model_name(relation: Any) -> str:
@@ -57,7 +56,7 @@ class HudiAdapter(SparkAdapter):
 
     @property
     def _credentials(self) -> HudiCredentials:
-        return self.config.credentials
+        return cast(HudiCredentials, self.config.credentials)
 
     @available
     def hudi_require_session(self) -> str:
@@ -104,7 +103,8 @@ class HudiAdapter(SparkAdapter):
     def hudi_catalog_relation(self, relation: HudiRelation) -> HudiRelation:
         """``relation`` as its catalog table (what DDL, grants and docs address)."""
         catalog = relation.catalog_relation() if isinstance(relation, HudiRelation) else relation
-        return catalog.incorporate(type=self.Relation.Table)
+        table = catalog.incorporate(type=self.Relation.Table)  # type: ignore[no-untyped-call]
+        return cast(HudiRelation, table)
 
     @available.parse(lambda relation: relation)
     def hudi_snapshot_relation(self, relation: HudiRelation) -> HudiRelation:
@@ -154,8 +154,6 @@ class HudiAdapter(SparkAdapter):
         untouched; ``full_refresh`` recreates the table and restores the old one if the write
         fails.
         """
-        from engine.fs.storage import Storage
-
         started = time.monotonic()
         cfg = self._parse(relation, materialization, config)
         spark = self._spark()
@@ -167,26 +165,11 @@ class HudiAdapter(SparkAdapter):
         if problems:
             raise CompilationError(str(_config_error(cfg, problems)))
         base_path = self._base_path(relation, cfg, spark)
-        storage = Storage(base_path)
-        table_exists = _table_exists(storage)
-        if table_exists and not full_refresh:
-            _check_table_type(cfg, storage)
+        table = spark_table(base_path, spark)
+        if table.exists and not full_refresh:
+            _check_table_type(cfg, table)
             df = self._reconcile_columns(cfg, spark, base_path, df)
-        backup = _move_aside(storage) if full_refresh and table_exists else None
-        operation = cfg.operation(table_exists=table_exists and backup is None)
-        options = cfg.write_options(
-            table_name=str(relation.identifier), database=relation.schema, operation=operation
-        )
-        try:
-            result = _write(df, base_path, options)
-        except HudiError as e:
-            if backup is not None:
-                _restore(storage, backup)
-            raise DbtRuntimeError(
-                f"Hudi {operation} of model '{relation.identifier}' failed: {e}"
-            ) from e
-        if backup is not None:
-            storage.fs.delete_dir(backup)
+        result, operation = _write(table, df, cfg, relation, full_refresh=full_refresh)
         published = self._publish(relation, base_path, cfg.table_type)
         summary = _summary(result, operation, published, time.monotonic() - started)
         logger.debug(f"hudi_write {relation}: {summary}")
@@ -241,17 +224,11 @@ class HudiAdapter(SparkAdapter):
         The one entry point of the ``ref()`` mechanism (see ``snapshot.py``): the catalog table
         lists the latest base files; a merge-on-read model also gets its snapshot view.
         """
-        from engine import config as hc
-        from engine.fs.properties import read_properties
-        from engine.fs.storage import Storage
-
         spark = self._spark()
         path = base_path or catalog_base_path(spark, str(relation.schema), str(relation.identifier))
         if path is None:
             raise DbtRuntimeError(f"{relation} is not a Hudi model's table (no base path recorded)")
-        props = read_properties(Storage(path))
-        table_type = hc.TABLE_TYPE.parse(props.get(hc.TABLE_TYPE.key, hc.TABLE_TYPE.default))
-        published = self._publish(relation, path, table_type)
+        published = self._publish(relation, path, HudiTable(path).table_type())
         return dict(published.__dict__)
 
     # ---- run-operations --------------------------------------------------------------------
@@ -307,50 +284,31 @@ def _config_error(cfg: HudiModelConfig, problems: list[str]) -> ConfigError:
     return ModelConfigError(cfg.model, cfg.materialization, problems)
 
 
-def _table_exists(storage: Any) -> bool:
-    from engine.fs.properties import PROPERTIES_FILE
-
-    return bool(storage.exists(PROPERTIES_FILE))
-
-
-def _check_table_type(cfg: HudiModelConfig, storage: Any) -> None:
-    from engine import config as hc
-    from engine.fs.properties import read_properties
-
-    current = hc.TABLE_TYPE.parse(
-        read_properties(storage).get(hc.TABLE_TYPE.key, hc.TABLE_TYPE.default)
-    )
+def _check_table_type(cfg: HudiModelConfig, table: HudiTable) -> None:
+    current = table.table_type()
     if current != cfg.table_type:
         raise CompilationError(
-            f"Model '{cfg.model}': the table at {storage.base_path} is {current}, but "
+            f"Model '{cfg.model}': the table at {table.base_path} is {current}, but "
             f"{cfg.materialization} writes {cfg.table_type}; run with --full-refresh to "
             "recreate it, or keep the materialization that created it"
         )
 
 
-def _move_aside(storage: Any) -> str:
-    """Move the table's files aside for a full refresh (restored if the new write fails)."""
-    backup = storage.root + _BACKUP_SUFFIX
-    try:
-        storage.fs.delete_dir(backup)
-    except FileNotFoundError:
-        pass
-    storage.fs.move(storage.root, backup)
-    return str(backup)
-
-
-def _restore(storage: Any, backup: str) -> None:
-    try:
-        storage.fs.delete_dir(storage.root)
-    except FileNotFoundError:
-        pass
-    storage.fs.move(backup, storage.root)
-
-
-def _write(df: DataFrame, base_path: str, options: Mapping[str, str]) -> Any:
-    from engine import write_hudi
-
-    return write_hudi(df, base_path, options=dict(options))
+def _write(
+    table: HudiTable, df: DataFrame, cfg: HudiModelConfig, relation: Any, *, full_refresh: bool
+) -> tuple[WriteResult, WriteOperation]:
+    """Write the model; ``full_refresh`` recreates the table (restored if the write fails)."""
+    with table.recreate() if full_refresh else nullcontext(False) as recreated:
+        operation = cfg.operation(table_exists=table.exists and not recreated)
+        options = cfg.write_options(
+            table_name=str(relation.identifier), database=relation.schema, operation=operation
+        )
+        try:
+            return table.write(df, options), operation
+        except HudiError as e:
+            raise DbtRuntimeError(
+                f"Hudi {operation} of model '{relation.identifier}' failed: {e}"
+            ) from e
 
 
 def _summary(

@@ -283,6 +283,44 @@ def _conflicts(cfg: HudiModelConfig, problems: list[str]) -> None:
             )
 
 
+def _locations(config: Mapping[str, Any], problems: list[str]) -> tuple[str | None, str | None]:
+    """``location`` and ``location_root``; at most one may be set."""
+    location = _text(config.get("location"), "location", problems)
+    location_root = _text(config.get("location_root"), "location_root", problems)
+    if location and location_root:
+        problems.append(
+            f"location: {location!r} and location_root {location_root!r} are both set; "
+            "set one (location is the full base path)"
+        )
+    return location, location_root
+
+
+def _only_for(
+    config: Mapping[str, Any], key: str, owner: str, materialization: str, problems: list[str]
+) -> None:
+    """A key only the ``owner`` materialization reads is an error anywhere else."""
+    if config.get(key) is not None and materialization != owner:
+        problems.append(f"{key}: only applies to {owner}, not {materialization}")
+
+
+def _check_file_format(config: Mapping[str, Any], problems: list[str]) -> None:
+    file_format = config.get("file_format")
+    if file_format not in (None, "parquet", "hudi"):
+        problems.append(
+            f"file_format: {file_format!r} does not apply to Hudi models (base files are parquet)"
+        )
+
+
+def _payload(config: Mapping[str, Any], ordering: str | None, problems: list[str]) -> str:
+    """The payload name; those that order records need precombine_key."""
+    payload = _choice(
+        config.get("payload"), "payload", tuple(PAYLOADS), "overwrite_latest", problems
+    )
+    if payload in ("event_time", "partial_update") and ordering is None:
+        problems.append(f"payload: {payload!r} orders records by precombine_key, which is not set")
+    return payload
+
+
 def parse_model_config(
     model: str, materialization: str, config: Mapping[str, Any]
 ) -> HudiModelConfig:
@@ -293,56 +331,35 @@ def parse_model_config(
     """
     problems: list[str] = []
     if materialization not in MATERIALIZATIONS:
-        problems.append(
-            f"materialized: {materialization!r} is not one of {', '.join(MATERIALIZATIONS)}"
-        )
+        allowed = ", ".join(MATERIALIZATIONS)
+        problems.append(f"materialized: {materialization!r} is not one of {allowed}")
     keys = _names(config.get("unique_key"), "unique_key", problems, required=True)
     parts = _names(config.get("partition_by"), "partition_by", problems, required=False)
     ordering = _text(config.get("precombine_key"), "precombine_key", problems)
-    payload = _choice(
-        config.get("payload"), "payload", tuple(PAYLOADS), "overwrite_latest", problems
-    )
-    if payload in ("event_time", "partial_update") and ordering is None:
-        problems.append(f"payload: {payload!r} orders records by precombine_key, which is not set")
+    payload = _payload(config, ordering, problems)
     hive_style = _bool(
         config.get("hive_style_partitioning"), "hive_style_partitioning", True, problems
     )
-    location = _text(config.get("location"), "location", problems)
-    location_root = _text(config.get("location_root"), "location_root", problems)
-    if location and location_root:
-        problems.append(
-            f"location: {location!r} and location_root {location_root!r} are both set; "
-            "set one (location is the full base path)"
-        )
+    location, location_root = _locations(config, problems)
     on_schema_change = _choice(
         config.get("on_schema_change"), "on_schema_change", ON_SCHEMA_CHANGE, "ignore", problems
     )
     scope = _choice(
         config.get("overwrite_scope"), "overwrite_scope", OVERWRITE_SCOPES, "partitions", problems
     )
-    if config.get("overwrite_scope") is not None and materialization != "hudi_insert_overwrite":
-        problems.append(
-            f"overwrite_scope: only applies to hudi_insert_overwrite, not {materialization}"
-        )
+    _only_for(config, "overwrite_scope", "hudi_insert_overwrite", materialization, problems)
     compaction = _positive_int(
         config.get("compaction_delta_commits"),
         "compaction_delta_commits",
         DEFAULT_COMPACTION_DELTA_COMMITS,
         problems,
     )
-    if config.get("compaction_delta_commits") is not None and materialization != "hudi_mor":
-        problems.append(
-            f"compaction_delta_commits: only applies to hudi_mor, not {materialization}"
-        )
-    file_format = config.get("file_format")
-    if file_format not in (None, "parquet", "hudi"):
-        problems.append(
-            f"file_format: {file_format!r} does not apply to Hudi models (base files are parquet)"
-        )
+    _only_for(config, "compaction_delta_commits", "hudi_mor", materialization, problems)
+    _check_file_format(config, problems)
     raw = _hudi_options(config.get("hudi_options"), problems)
-    raw_compaction = raw.get(hc.INLINE_COMPACT_NUM_DELTA_COMMITS.key)
-    if config.get("compaction_delta_commits") is None and raw_compaction is not None:
-        compaction = int(raw_compaction)  # parsed above; compaction_delta_commits not given
+    if config.get("compaction_delta_commits") is None:
+        # parsed above; hudi_options may set it when compaction_delta_commits is not given
+        compaction = int(raw.get(hc.INLINE_COMPACT_NUM_DELTA_COMMITS.key, compaction))
     cfg = HudiModelConfig(
         model=model,
         materialization=materialization,

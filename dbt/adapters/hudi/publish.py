@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.hudi.relation import SNAPSHOT_VIEWS, format_snapshot_view_name
-from engine.config import TableType
+from engine import HudiTable, TableType
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -99,16 +99,7 @@ def format_base_file_filter(base_file_names: Iterable[str]) -> str:
 
 def latest_base_file_names(base_path: str) -> tuple[list[str], str | None]:
     """Names of the latest committed base file of every live file group, and the last instant."""
-    from engine.fs.storage import Storage
-    from engine.fs.view import FileSystemView
-    from engine.timeline.timeline import Timeline
-
-    storage = Storage(base_path)
-    timeline = Timeline.load(storage)
-    view = FileSystemView(storage, timeline)
-    names = [s.base_file for s in view.latest_base_files() if s.base_file]
-    last = timeline.last_completed()
-    return names, last.instant_time if last is not None else None
+    return HudiTable(base_path).latest_base_file_names()
 
 
 def _drop_catalog_object(spark: SparkSession, schema: str, identifier: str) -> None:
@@ -142,10 +133,8 @@ def publish(
         table_type: ``COPY_ON_WRITE`` or ``MERGE_ON_READ``.
         columns: the table's snapshot schema (meta columns included), the catalog's columns.
     """
-    from engine.fs.storage import Storage
-
     names, instant_time = latest_base_file_names(base_path)
-    location = Storage(base_path).uri()
+    location = HudiTable(base_path).uri
     with _LOCK:
         _drop_catalog_object(spark, schema, identifier)
         spark.catalog.createTable(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from dbt.adapters.spark.relation import SparkRelation
 
@@ -71,7 +71,7 @@ class HudiRelation(SparkRelation):
         is_ref = "event_time_filter" in kwargs
         relation = super().create_from(quoting, relation_config, **kwargs)
         if is_ref and _materialized(relation_config) == MOR_MATERIALIZATION:
-            return relation.incorporate(hudi_snapshot=True)
+            return cast(HudiRelation, relation.incorporate(hudi_snapshot=True))  # type: ignore[no-untyped-call]
         return relation
 
     @property
@@ -85,12 +85,12 @@ class HudiRelation(SparkRelation):
         name = self.snapshot_view_name
         with _LOCK:
             SNAPSHOT_VIEWS[name] = (self.schema or "", self.identifier)
-        return self.quoted(name)
+        return str(self.quoted(name))  # type: ignore[no-untyped-call]
 
     def snapshot_relation(self) -> HudiRelation:
         """This relation as its session snapshot view (merge-on-read models)."""
-        return self.incorporate(hudi_snapshot=True)
+        return cast(HudiRelation, self.incorporate(hudi_snapshot=True))  # type: ignore[no-untyped-call]
 
     def catalog_relation(self) -> HudiRelation:
         """This relation as its catalog table (for DDL, grants, docs)."""
-        return self.incorporate(hudi_snapshot=False)
+        return cast(HudiRelation, self.incorporate(hudi_snapshot=False))  # type: ignore[no-untyped-call]

@@ -1,32 +1,18 @@
 """Table services behind ``dbt run-operation hudi_clean`` / ``hudi_compact``.
 
-Both run on the driver against a model's base path, under the table lock, with the table's
-persisted properties merged with the operation's ``hoodie.*`` options (validated by
-``engine.config``). The adapter re-publishes the model afterwards, so downstream SQL sees the
-new snapshot (a compaction changes which base files are latest).
+Both go through :class:`engine.HudiTable` as the ``dbt-hudi`` command does: on the driver,
+against a model's base path, under the table lock, with the table's persisted properties merged
+with the operation's ``hoodie.*`` options. The adapter re-publishes the model afterwards, so
+downstream SQL sees the new snapshot (a compaction changes which base files are latest).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from engine import config as hc
-from engine.errors import ConfigError
-
-if TYPE_CHECKING:
-    from engine.config import HoodieConfig
-    from engine.fs.storage import Storage
-
-
-def table_config(storage: Storage, options: Mapping[str, Any] | None) -> HoodieConfig:
-    """Persisted table properties the engine knows, overridden by ``options``."""
-    from engine.fs.properties import read_properties
-
-    props = read_properties(storage)
-    known = {k: v for k, v in props.items() if hc.lookup(k) is not None}
-    return hc.parse_options(known).merged(hc.parse_options(options))
+from engine import HudiTable, spark_table
 
 
 def run_clean(base_path: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -35,15 +21,8 @@ def run_clean(base_path: str, options: Mapping[str, Any] | None = None) -> dict[
     Returns:
         ``instant_time`` (None when nothing was due), ``deleted`` file count, ``message``.
     """
-    from engine.fs.storage import Storage
-    from engine.services.clean import clean
-    from engine.services.lock import TableLock
-
     started = time.monotonic()
-    storage = Storage(base_path)
-    cfg = table_config(storage, options)
-    with TableLock(storage, cfg).hold():
-        result = clean(storage, cfg)
+    result = HudiTable(base_path).clean(options)
     seconds = time.monotonic() - started
     if result is None:
         return {"instant_time": None, "deleted": 0, "message": "nothing to clean"}
@@ -63,25 +42,10 @@ def run_compact(base_path: str, options: Mapping[str, Any] | None = None) -> dic
     """Run pending compactions of a merge-on-read table, or schedule one and run it.
 
     Raises:
-        ConfigError: the table is copy-on-write.
+        ConfigError: the table is copy-on-write (hudi_mor models are compacted).
     """
-    from engine.fs.storage import Storage
-    from engine.services.compaction import run_pending_compactions, schedule_compaction
-    from engine.services.lock import TableLock
-
     started = time.monotonic()
-    storage = Storage(base_path)
-    cfg = table_config(storage, options)
-    table_type = cfg.get(hc.TABLE_TYPE)
-    if table_type != hc.TableType.MERGE_ON_READ:
-        raise ConfigError(
-            f"Table at {base_path} is {table_type}: only MERGE_ON_READ tables "
-            "(hudi_mor models) are compacted"
-        )
-    with TableLock(storage, cfg).hold():
-        done = run_pending_compactions(storage)
-        if not done and schedule_compaction(storage, cfg, force=True) is not None:
-            done = run_pending_compactions(storage)
+    done = spark_table(base_path).compact(options)
     seconds = time.monotonic() - started
     if not done:
         return {"instant_time": None, "message": "nothing to compact"}

@@ -1,0 +1,129 @@
+"""The runner: the one interface through which the driver-side engine has data work done.
+
+The driver plans (timeline, file system view, buckets, compaction plans, query plans) in pure
+Python; a runner executes the plans over the records. :class:`engine.spark.runner.SparkRunner`
+is the implementation (one Spark task per file group); nothing outside ``engine/spark/`` knows
+that Spark does the work, so the same write and compaction code runs unchanged on any runner::
+
+    write       runner.key_records ──► runner.locate (profile + index lookup)
+                  ──► BatchProfile.locate (records tagged with file groups) ──► runner.write_buckets
+    compaction  runner.compact (one task per file slice)
+    read        runner.read (a query plan as the runner's data frame)
+
+A runner's record handles (``incoming``, ``keyed``, ``tagged``) are opaque to the engine: it only
+hands them back to the runner that made them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from engine.model.keygen import KeyGenSpec
+    from engine.read.plan import QueryPlan
+    from engine.services.compaction import CompactionContext, CompactionOperation
+    from engine.timeline.commit_metadata import HoodieWriteStat
+    from engine.write.bucketing import Bucket, BucketPlan
+    from engine.write.handles import TaskInfo, WriteContext
+    from engine.write.index import IndexSource, PartitionKeyRange
+
+__all__ = ["BatchProfile", "GroupWriter", "IncomingBatch", "LocatedRecords", "Runner"]
+
+# task-side writer of one bucket: (records, bucket, write context, task) -> stat(s)
+GroupWriter = Callable[
+    ["pa.Table", "Bucket", "WriteContext", "TaskInfo"],
+    "HoodieWriteStat | list[HoodieWriteStat]",
+]
+
+
+class IncomingBatch(Protocol):
+    """The records a write was given, before any key is generated."""
+
+    @property
+    def columns(self) -> list[str]:
+        """Column names of the data (meta columns excluded)."""
+        ...
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        """The data's schema as Arrow types (the commit schema is derived from it)."""
+        ...
+
+
+class LocatedRecords(Protocol):
+    """The batch tagged with its file groups, and the workload profile buckets are planned from."""
+
+    @property
+    def update_counts(self) -> dict[tuple[str, str], int]:
+        """(partition, file_id) -> stored keys of the file group the batch updates."""
+        ...
+
+    @property
+    def insert_counts(self) -> dict[str, int]:
+        """partition -> incoming keys not in the table."""
+        ...
+
+
+class BatchProfile(Protocol):
+    """What the first job of a write learned: key ranges per partition and the keys found."""
+
+    @property
+    def ranges(self) -> list[PartitionKeyRange]:
+        """Records, distinct keys and key range per touched partition."""
+        ...
+
+    def locate(self, keyed: Any, *, existing_only: bool = False) -> LocatedRecords:
+        """``keyed`` tagged with the file group of each stored key (deletes: stored keys only)."""
+        ...
+
+    def release(self) -> None:
+        """Drop what the profile holds (after the write job)."""
+        ...
+
+
+class Runner(Protocol):
+    """Executes the data work the driver planned."""
+
+    def incoming(self, data: Any) -> IncomingBatch:
+        """Wrap the records given to a write (no job runs)."""
+        ...
+
+    def key_records(self, batch: IncomingBatch, spec: KeyGenSpec, *, delete_records: bool) -> Any:
+        """The batch with record key and partition path; release with :meth:`release`."""
+        ...
+
+    def locate(self, keyed: Any, spec: KeyGenSpec, source: IndexSource | None) -> BatchProfile:
+        """Profile the batch per partition and look its keys up in ``source``.
+
+        Raises:
+            RecordKeyError: a record key is null or empty (nothing has been written).
+        """
+        ...
+
+    def write_buckets(
+        self,
+        located: LocatedRecords,
+        plan: BucketPlan,
+        ctx: WriteContext,
+        *,
+        write_group: GroupWriter | None = None,
+    ) -> list[HoodieWriteStat]:
+        """Write every bucket of ``plan`` in its own task; the tasks' write stats."""
+        ...
+
+    def release(self, keyed: Any) -> None:
+        """Drop what :meth:`key_records` holds."""
+        ...
+
+    def compact(
+        self, operations: Sequence[CompactionOperation], ctx: CompactionContext
+    ) -> list[HoodieWriteStat]:
+        """Compact every operation (one task per file slice); the write stats."""
+        ...
+
+    def read(self, plan: QueryPlan) -> Any:
+        """The rows of a query plan as the runner's data frame."""
+        ...

@@ -1,0 +1,91 @@
+"""SparkRunner: the engine's runner (:mod:`engine.runner`) on a Spark session.
+
+Every data job of the engine goes through here: key generation and the batch profile
+(:mod:`engine.spark.jobs`, :mod:`engine.spark.profile`), the write job, compaction
+(:mod:`engine.spark.compaction`) and reads (:mod:`engine.spark.reader`). Only the public
+DataFrame API is used, so a classic session and Spark Connect behave alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import cast
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from engine.model.keygen import KeyGenSpec
+from engine.read.plan import QueryPlan
+from engine.runner import GroupWriter, IncomingBatch, LocatedRecords
+from engine.services.compaction import CompactionContext, CompactionOperation
+from engine.spark import compaction, jobs, profile, reader
+from engine.spark.schema import data_arrow_schema
+from engine.spark.session import get_spark
+from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.write.bucketing import BucketPlan
+from engine.write.handles import WriteContext, write_file_group
+from engine.write.index import IndexSource
+
+__all__ = ["SparkBatch", "SparkRunner"]
+
+
+@dataclass(frozen=True)
+class SparkBatch:
+    """The DataFrame given to a write."""
+
+    df: DataFrame
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.df.columns)
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        return data_arrow_schema(self.df.schema)
+
+
+class SparkRunner:
+    """Runs the engine's data work on ``spark`` (the active session when ``None``)."""
+
+    def __init__(self, spark: SparkSession | None = None) -> None:
+        self._spark = spark
+
+    @property
+    def spark(self) -> SparkSession:
+        return self._spark or get_spark()
+
+    def incoming(self, data: DataFrame) -> SparkBatch:
+        return SparkBatch(data)
+
+    def key_records(
+        self, batch: IncomingBatch, spec: KeyGenSpec, *, delete_records: bool
+    ) -> DataFrame:
+        return jobs.add_record_keys(cast(SparkBatch, batch).df, spec, delete_records=delete_records)
+
+    def locate(
+        self, keyed: DataFrame, spec: KeyGenSpec, source: IndexSource | None
+    ) -> profile.BatchProfile:
+        return profile.profile_batch(keyed, spec, source)
+
+    def write_buckets(
+        self,
+        located: LocatedRecords,
+        plan: BucketPlan,
+        ctx: WriteContext,
+        *,
+        write_group: GroupWriter | None = None,
+    ) -> list[HoodieWriteStat]:
+        tagged = cast(profile.LocatedRecords, located).tagged
+        return jobs.write_buckets(tagged, plan, ctx, write_group=write_group or write_file_group)
+
+    def release(self, keyed: DataFrame) -> None:
+        keyed.unpersist()
+
+    def compact(
+        self, operations: Sequence[CompactionOperation], ctx: CompactionContext
+    ) -> list[HoodieWriteStat]:
+        return compaction.run_operations(self.spark, operations, ctx)
+
+    def read(self, plan: QueryPlan) -> DataFrame:
+        return reader.read_plan(self.spark, plan)

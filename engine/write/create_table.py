@@ -1,0 +1,92 @@
+"""Creating a table, and taking over one that Hudi's own writers kept.
+
+The first write creates the table under the table lock, right before its instant is requested::
+
+    .hoodie/hoodie.properties     table version 6, key generator, partition fields, payload, the
+                                  creation schema (from the write's options and batch)
+    .hoodie/{.temp, .aux, archived}
+
+A table written by Hudi may carry a metadata table this engine does not maintain; every write
+disables it first (:func:`take_over_metadata_table`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine import config
+from engine.config import HoodieConfig
+from engine.fs.properties import METAFOLDER, write_properties
+from engine.fs.storage import Storage
+
+__all__ = ["create_table", "new_table_properties", "take_over_metadata_table"]
+
+
+def new_table_properties(cfg: HoodieConfig, keygen_class: str, schema: str) -> dict[str, str]:
+    """``hoodie.properties`` of a table the first write creates (table version 6)."""
+    name = cfg.require(config.TABLE_NAME)
+    props: dict[str, str] = {
+        config.TABLE_NAME.key: name,
+        config.TABLE_TYPE.key: cfg.get(config.WRITE_TABLE_TYPE),
+        config.TABLE_VERSION.key: "6",
+        config.TIMELINE_LAYOUT_VERSION.key: "1",
+    }
+    record_fields: tuple[str, ...] = cfg.require(config.RECORDKEY_FIELD)
+    props[config.RECORDKEY_FIELDS.key] = ",".join(record_fields)
+    database = cfg.get(config.DATABASE_NAME)
+    if database:
+        props[config.DATABASE_NAME.key] = database
+    partition_fields = cfg.get(config.PARTITIONPATH_FIELD)
+    if partition_fields and keygen_class != config.NON_PARTITIONED_KEYGEN:
+        props[config.PARTITION_FIELDS.key] = ",".join(partition_fields)
+    ordering = cfg.get(config.WRITE_PRECOMBINE_FIELD)
+    if ordering:
+        props[config.PRECOMBINE_FIELD.key] = ordering
+    props[config.KEYGENERATOR_CLASS.key] = keygen_class
+    for option in (config.HIVE_STYLE_PARTITIONING, config.URL_ENCODE_PARTITIONING):
+        props[option.key] = config.format_value(cfg.get(option))
+    props[config.DROP_PARTITION_COLUMNS.key] = "false"
+    props[config.ARCHIVELOG_FOLDER.key] = "archived"
+    # the write's payload class, else the default of the persisted one
+    payload = cfg.get(config.WRITE_PAYLOAD_CLASS) or cfg.get(config.PAYLOAD_CLASS)
+    props[config.PAYLOAD_CLASS.key] = payload
+    props[config.RECORD_MERGER_STRATEGY.key] = str(cfg.get(config.RECORD_MERGER_STRATEGY))
+    props[config.BASE_FILE_FORMAT.key] = "PARQUET"
+    props[config.POPULATE_META_FIELDS.key] = "true"
+    props[config.TIMELINE_TIMEZONE.key] = "UTC"
+    if keygen_class == config.TIMESTAMP_KEYGEN:
+        timestamp_options: tuple[config.ConfigOption[Any], ...] = (
+            config.TIMESTAMP_TYPE,
+            config.TIMESTAMP_INPUT_DATE_FORMAT,
+            config.TIMESTAMP_OUTPUT_DATE_FORMAT,
+            config.TIMESTAMP_TIMEZONE,
+            config.TIMESTAMP_SCALAR_TIME_UNIT,
+        )
+        for ts_option in timestamp_options:
+            value = cfg.get(ts_option)
+            if value:
+                props[ts_option.key] = config.format_value(value)
+    props[config.CREATE_SCHEMA.key] = schema
+    return props
+
+
+def take_over_metadata_table(storage: Storage, props: dict[str, str]) -> None:
+    """Hudi's own writers may keep a metadata table this engine does not maintain: disable
+    it the way Hudi does with the metadata table switched off (empty partitions property,
+    then remove ``.hoodie/metadata``) so no reader trusts a stale file listing."""
+    keys = (config.METADATA_PARTITIONS.key, config.METADATA_PARTITIONS_INFLIGHT.key)
+    if any(props.get(k) for k in keys):
+        updated = dict(props)
+        for k in keys:
+            if k in updated:
+                updated[k] = ""
+        write_properties(storage, updated)
+    storage.delete_dir(f"{METAFOLDER}/metadata")
+
+
+def create_table(storage: Storage, props: dict[str, str]) -> None:
+    """The metafolder and ``hoodie.properties`` of a new table (the caller holds the lock)."""
+    storage.makedirs(METAFOLDER)
+    for folder in (".temp", ".aux", "archived"):
+        storage.makedirs(f"{METAFOLDER}/{folder}")
+    write_properties(storage, props)

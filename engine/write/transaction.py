@@ -1,0 +1,301 @@
+"""The write transaction: every write, whatever its operation and table type, in one sequence.
+
+::
+
+    prepare    key generation, then one job profiles the batch and looks its keys up (null keys
+               fail here), then the commit schema; nothing is written yet, so an error here
+               leaves the table untouched
+    start      lock: [create the table] ──► roll back dead writers' instants ──►
+               strategy.before_request (merge-on-read: finish pending compactions) ──►
+               <t>.<action>.requested ──► heartbeat; unlock
+    execute    [look the keys up again if a write completed since the lookup] ──►
+               strategy.execute: <t>.<action>.inflight, partition metafiles, one task per file
+               group on the runner
+    commit     lock: strategy.replaced (replacecommits) ──► conflict check ──► <t>.<action>
+               (the commit point) ──► markers removed; unlock
+    services   lock: inline compaction, clean, archive (:mod:`engine.services.inline`)
+
+A failure between start and the commit point rolls the instant back at once
+(:func:`engine.write.conflict.rollback_on_error`); a killed writer's instant is rolled back by the
+next writer once its heartbeat stops. The strategy (:mod:`engine.write.strategy`) is the only part
+that differs between copy-on-write, merge-on-read, insert overwrite and delete partition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from engine import config
+from engine.config import HoodieConfig, TableType, WriteOperation
+from engine.errors import ConfigError, HudiError, TableNotFoundError
+from engine.faults import checkpoint
+from engine.fs.storage import Storage
+from engine.model.keygen import keygen_spec_from_config
+from engine.model.merge import MergeSpec
+from engine.runner import Runner
+from engine.services.heartbeat import Heartbeat, is_write_alive
+from engine.services.inline import run_table_services, validate_service_options
+from engine.services.lock import TableLock
+from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.timeline.instant import Action, new_instant_time
+from engine.timeline.timeline import Timeline, create_requested
+from engine.write.commit import build_commit_metadata, commit_write
+from engine.write.commit_schema import commit_schema
+from engine.write.conflict import check_write_conflicts, rollback_on_error
+from engine.write.copy_on_write import CopyOnWriteWrite
+from engine.write.create_table import create_table, new_table_properties, take_over_metadata_table
+from engine.write.index import IndexSource
+from engine.write.merge_on_read import MergeOnReadWrite
+from engine.write.plan import PreparedRecords, WriteJob
+from engine.write.replace import (
+    DeletePartitionWrite,
+    InsertOverwriteWrite,
+    partitions_to_delete,
+    requested_replace_metadata,
+)
+from engine.write.rollback import rollback_failed_writes
+from engine.write.strategy import WriteStrategy
+
+__all__ = ["WriteResult", "WriteTransaction", "strategy_for"]
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What a write committed."""
+
+    instant_time: str
+    operation: WriteOperation
+    write_stats: list[HoodieWriteStat] = field(default_factory=list)
+    rolled_back: list[str] = field(default_factory=list)
+
+    @property
+    def commit_metadata(self) -> HoodieCommitMetadata:
+        return build_commit_metadata(self.write_stats, schema="", operation=self.operation)
+
+
+def strategy_for(operation: WriteOperation, table_type: TableType) -> WriteStrategy:
+    """The strategy of a write: replace operations complete as replacecommits on either table
+    type; other operations as commits (copy-on-write) or deltacommits (merge-on-read)."""
+    if operation == WriteOperation.DELETE_PARTITION:
+        return DeletePartitionWrite()
+    if operation.is_replace:
+        return InsertOverwriteWrite()
+    if table_type == TableType.MERGE_ON_READ:
+        return MergeOnReadWrite()
+    return CopyOnWriteWrite()
+
+
+@dataclass
+class _Started:
+    """A write whose instant is requested."""
+
+    instant_time: str
+    timeline: Timeline  # as it was when the instant was requested
+    rolled_back: list[str]
+    compacted: list[str]
+    heartbeat: Heartbeat
+
+
+class WriteTransaction:
+    """One write on one table (see the module notes).
+
+    Args:
+        storage: The table's storage.
+        cfg: Table properties merged with the write options.
+        props: The persisted table properties; ``None`` when the write creates the table.
+        runner: Runs the data work; a write of records, and an inline compaction, need one.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        cfg: HoodieConfig,
+        props: dict[str, str] | None,
+        runner: Runner | None,
+    ) -> None:
+        self.storage = storage
+        self.cfg = cfg
+        self.props = props
+        self._runner = runner
+        self.operation = cfg.get(config.OPERATION)
+        self.table_type = (
+            cfg.get(config.TABLE_TYPE) if props is not None else cfg.get(config.WRITE_TABLE_TYPE)
+        )
+        self.strategy = strategy_for(self.operation, self.table_type)
+        self.lock = TableLock(storage, cfg)
+        self._is_alive = partial(is_write_alive, storage, cfg=cfg)  # other writers' instants
+
+    @property
+    def runner(self) -> Runner:
+        if self._runner is None:
+            raise HudiError(
+                f"Operation {self.operation} on {self.storage.base_path} needs a runner "
+                "(engine.spark.SparkRunner) for its data work"
+            )
+        return self._runner
+
+    def run(self, data: Any) -> WriteResult:
+        """Prepare, start, execute and commit the write of ``data``, then run the services."""
+        records, schema = self._prepare(data)
+        try:
+            started = self._start(records, schema)
+            with (
+                started.heartbeat,
+                rollback_on_error(self.storage, self.lock, started.instant_time),
+            ):
+                checkpoint("write.requested")
+                if records is not None:
+                    self._look_up_again(records, started)
+                job = WriteJob(
+                    self.storage,
+                    self._runner,
+                    self.cfg,
+                    started.timeline,
+                    self.operation,
+                    started.instant_time,
+                    schema,
+                    records,
+                )
+                stats = self.strategy.execute(job)
+                checkpoint("write.before_commit")
+                self._commit(job, stats)
+        finally:
+            if records is not None:
+                records.profile.release()
+                self.runner.release(records.keyed)
+        checkpoint("write.after_commit")
+        merge_on_read = self.table_type == TableType.MERGE_ON_READ
+        compact = self.runner.compact if merge_on_read and self._runner is not None else None
+        run_table_services(
+            self.storage, self.cfg, self.lock, merge_on_read=merge_on_read, compact=compact
+        )
+        return WriteResult(started.instant_time, self.operation, stats, started.rolled_back)
+
+    # ---- prepare (nothing written) ----------------------------------------------------------
+
+    def _prepare(self, data: Any) -> tuple[PreparedRecords | None, str]:
+        """The prepared records (none for delete_partition) and the commit schema."""
+        self._check_options()
+        if not self.strategy.writes_records:
+            if self.props is None:
+                raise TableNotFoundError(
+                    f"No Hudi table to delete partitions from at {self.storage.base_path}"
+                )
+            partitions_to_delete(self.cfg)  # raises before anything is written
+            return None, Timeline.load(self.storage).latest_schema() or ""
+        return self._prepare_records(data)
+
+    def _check_options(self) -> None:
+        if self.props is not None and self.cfg.get(config.POPULATE_META_FIELDS) is False:
+            raise ConfigError(
+                f"Table at {self.storage.base_path} has {config.POPULATE_META_FIELDS.key}=false; "
+                "writing tables without meta fields is not yet implemented"
+            )
+        if self.props is None and not self.cfg.get(config.TABLE_NAME):
+            raise ConfigError(f"Missing required config {config.TABLE_NAME.key!r}")
+        validate_service_options(self.cfg)
+
+    def _prepare_records(self, data: Any) -> tuple[PreparedRecords, str]:
+        runner, cfg = self.runner, self.cfg
+        incoming = runner.incoming(data)
+        spec = keygen_spec_from_config(cfg)
+        ordering = cfg.get(config.WRITE_PRECOMBINE_FIELD) or cfg.get(config.PRECOMBINE_FIELD)
+        payload = cfg.get(config.WRITE_PAYLOAD_CLASS) or cfg.get(config.PAYLOAD_CLASS)
+        deleting = self.operation == WriteOperation.DELETE
+        if ordering and not deleting and ordering not in incoming.columns:
+            raise ConfigError(
+                f"Ordering field {ordering!r} ({config.WRITE_PRECOMBINE_FIELD.key}) "
+                f"is not a column of the data: {', '.join(incoming.columns)}"
+            )
+        for name in (*spec.record_key_fields, *spec.partition_fields):
+            if name not in incoming.columns:
+                raise ConfigError(f"Key field {name!r} is not a column of the data")
+        keyed = runner.key_records(incoming, spec, delete_records=deleting)
+        try:
+            timeline = Timeline.load(self.storage) if self.props is not None else None
+            source = (
+                IndexSource(self.storage, timeline)
+                if timeline is not None and self.operation.looks_up_keys
+                else None
+            )
+            profile = runner.locate(keyed, spec, source)  # raises RecordKeyError before any write
+            records = PreparedRecords(
+                keyed, profile, spec, MergeSpec(str(payload), ordering), source
+            )
+            try:
+                schema = commit_schema(
+                    incoming.arrow_schema,
+                    table_name=str(cfg.require(config.TABLE_NAME)),
+                    timeline=timeline,
+                    operation=self.operation,
+                    base_path=self.storage.base_path,
+                )
+            except BaseException:
+                profile.release()
+                raise
+        except BaseException:
+            runner.release(keyed)
+            raise
+        return records, schema
+
+    # ---- start: lock, roll back, requested, heartbeat ---------------------------------------
+
+    def _start(self, records: PreparedRecords | None, schema: str) -> _Started:
+        with self.lock.hold():  # start-commit: one writer at a time
+            if self.props is None:
+                class_name = records.spec.class_name if records is not None else ""
+                create_table(self.storage, new_table_properties(self.cfg, class_name, schema))
+            else:
+                take_over_metadata_table(self.storage, self.props)
+            timeline = Timeline.load(self.storage)
+            rolled_back = rollback_failed_writes(self.storage, timeline, is_alive=self._is_alive)
+            compacted = self.strategy.before_request(self.storage, self._runner)
+            if rolled_back or compacted:
+                timeline = timeline.reload()
+            instant_time = new_instant_time(timeline.max_instant_time())
+            action = self.strategy.action
+            requested = requested_replace_metadata() if action == Action.REPLACE_COMMIT else b""
+            create_requested(self.storage, instant_time, action, requested)
+            heartbeat = Heartbeat(self.storage, instant_time, self.cfg).start()
+        return _Started(instant_time, timeline, rolled_back, compacted, heartbeat)
+
+    def _look_up_again(self, records: PreparedRecords, started: _Started) -> None:
+        """Another writer committed after the lookup: look the keys up in the new state."""
+        source = records.source
+        if source is None or not _written_since(
+            source.timeline, started.timeline, started.compacted
+        ):
+            return
+        records.profile.release()
+        records.source = IndexSource(self.storage, started.timeline)
+        records.profile = self.runner.locate(records.keyed, records.spec, records.source)
+
+    # ---- commit: conflict check, completed instant ------------------------------------------
+
+    def _commit(self, job: WriteJob, stats: list[HoodieWriteStat]) -> None:
+        action = self.strategy.action
+        with self.lock.hold():  # commit: conflict check, then the completed instant
+            replaced = self.strategy.replaced(self.storage, job)
+            check_write_conflicts(
+                self.storage, job.timeline, job.instant_time, action, stats, replaced
+            )
+            commit_write(
+                self.storage,
+                job.instant_time,
+                action,
+                stats,
+                schema=job.commit_schema,
+                operation=self.operation,
+                replaced=replaced,
+            )
+
+
+def _written_since(before: Timeline, after: Timeline, compacted: list[str]) -> bool:
+    """Whether a write (not one of our ``compacted`` compactions) completed between the two."""
+    seen = {i.instant_time for i in before.commits_timeline()}
+    return any(
+        i.instant_time not in seen and i.instant_time not in compacted
+        for i in after.commits_timeline()
+    )
