@@ -30,10 +30,13 @@ test-long: $(STAMP)
 demo: $(STAMP)
 	$(PY) scripts/demo.py
 
+# ruff (lint, C901 complexity bound), format, mypy strict, then the architecture test: no
+# import cycle, pyspark only at the Spark boundary, short functions, docs/architecture.md current
 check: $(STAMP)
 	$(VENV)/bin/ruff check engine dbt tests scripts bench
 	$(VENV)/bin/ruff format --check engine dbt tests scripts bench
 	$(VENV)/bin/mypy
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit/test_architecture.py
 
 bench: $(STAMP)
 	$(PY) bench/run.py

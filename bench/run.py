@@ -42,7 +42,7 @@ TARGETS = {"uniform": 1.0, "hot2": 0.5}
 
 
 def shared_bench_dir() -> Path:
-    for candidate in (os.environ.get("HUDI_SHARED_DIR"), REPO.parent / "shared", "/work/shared"):
+    for candidate in (os.environ.get("HUDI_SHARED_DIR"), REPO.parent / "shared"):
         if candidate and (Path(candidate) / "bench" / "gen_data.py").is_file():
             return Path(candidate) / "bench"
     raise SystemExit("shared/bench (gen_data.py, anchors.py) not found; set HUDI_SHARED_DIR")

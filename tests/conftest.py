@@ -19,7 +19,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _shared_dir() -> Path | None:
-    candidates = [os.environ.get("HUDI_SHARED_DIR"), REPO.parent / "shared", "/work/shared"]
+    """The shared material beside the repository (``../shared``), or ``HUDI_SHARED_DIR``."""
+    candidates = [os.environ.get("HUDI_SHARED_DIR"), REPO.parent / "shared"]
     for c in candidates:
         if c and (Path(c) / "corpus" / "tables").is_dir():
             return Path(c)
