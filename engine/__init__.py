@@ -4,6 +4,7 @@ Public API (with :mod:`engine.config` for option keys and :mod:`engine.errors`):
 
     from engine import write_hudi, read_hudi        # Spark DataFrames in and out
     from engine import HudiTable, spark_table       # the facade: write, read, services
+    from engine import read_table                   # the pure-Arrow reader (no Spark)
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ __all__ = [
     "WriteOperation",
     "WriteResult",
     "__version__",
+    "parse_filter",
     "read_hudi",
+    "read_table",
     "spark_table",
     "write_hudi",
 ]
@@ -36,6 +39,8 @@ _EXPORTS = {
     "WriteOperation": "engine.config",
     "META_COLUMNS": "engine.model.schema",
     "IS_DELETED_COLUMN": "engine.model.merge",
+    "read_table": "engine.read.arrow",
+    "parse_filter": "engine.read.filter",
     "SparkRunner": "engine.spark.runner",
     "spark_table": "engine.spark.api",
     "write_hudi": "engine.spark.api",
@@ -54,6 +59,8 @@ if TYPE_CHECKING:
     from engine.config import TableType, WriteOperation
     from engine.model.merge import IS_DELETED_COLUMN
     from engine.model.schema import META_COLUMNS
+    from engine.read.arrow import read_table
+    from engine.read.filter import parse_filter
     from engine.spark.api import read_hudi, spark_table, write_hudi
     from engine.spark.runner import SparkRunner
     from engine.table import HudiTable, WriteResult

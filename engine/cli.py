@@ -23,10 +23,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from engine import config
+from engine import META_COLUMNS, HudiTable, config
 from engine.errors import HudiError, TableNotFoundError
-from engine.model.schema import META_COLUMNS
-from engine.table import HudiTable
 
 __all__ = ["canonical_json_lines", "canonical_value", "main"]
 
@@ -93,8 +91,7 @@ def _read_options(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _cmd_read(args: argparse.Namespace) -> int:
-    from engine.read.arrow import read_table
-    from engine.read.filter import parse_filter
+    from engine import parse_filter, read_table
 
     if args.incremental and len(args.incremental) > 2:
         print("ERROR: --incremental takes START [END]", file=sys.stderr)
@@ -150,7 +147,7 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     With ``--schedule``: only write the plan. Prints the compaction instants, one a line.
     Runs under the table lock with the table's persisted properties, as dbt's run-operation.
     """
-    from engine.spark.api import spark_table
+    from engine import spark_table
 
     table = spark_table(args.table)
     done = table.compact(_options(args), order=args.order, schedule_only=args.schedule)

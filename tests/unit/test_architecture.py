@@ -155,6 +155,27 @@ def test_no_spark_internals() -> None:
     assert offenders == []
 
 
+def test_adapter_and_cli_use_the_public_api_only() -> None:
+    """The adapter and the dbt-hudi command see the engine as ``engine`` (the facade and the
+    entry points), ``engine.config`` (option keys) and ``engine.errors``."""
+    public = {"engine", "engine.config", "engine.errors"}
+    offenders = []
+    for module, path in MODULES.items():
+        if not (module.startswith("dbt.adapters.hudi") or module == "engine.cli"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("engine"):
+                if node.module not in public:
+                    offenders.append(f"{module}: from {node.module} import ...")
+            elif isinstance(node, ast.Import):
+                offenders += [
+                    f"{module}: import {a.name}"
+                    for a in node.names
+                    if a.name.startswith("engine") and a.name not in public
+                ]
+    assert offenders == []
+
+
 def _function_sizes() -> Iterator[tuple[str, int, str | None]]:
     """(qualified function, lines, reason) of every function in the packages."""
     for module, path in MODULES.items():

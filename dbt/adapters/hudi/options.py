@@ -24,10 +24,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from engine import IS_DELETED_COLUMN
 from engine import config as hc
 from engine.config import TableType, WriteOperation
 from engine.errors import ConfigError, HudiError
-from engine.model.merge import IS_DELETED_COLUMN
 
 Materialization = Literal["hudi_upsert", "hudi_insert_overwrite", "hudi_mor"]
 MATERIALIZATIONS: tuple[str, ...] = ("hudi_upsert", "hudi_insert_overwrite", "hudi_mor")
