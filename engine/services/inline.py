@@ -59,7 +59,13 @@ def validate_service_options(cfg: HoodieConfig) -> None:
             f"{config.KEEP_MIN_COMMITS.key}={min_commits} must be greater than "
             f"{config.CLEANER_COMMITS_RETAINED.key}={retained}"
         )
-    for option in (config.CLEANER_COMMITS_RETAINED, config.CLEANER_FILEVERSIONS_RETAINED):
+    # a heartbeat interval of 0 would make every other writer's instant look dead at once
+    positive = (
+        config.CLEANER_COMMITS_RETAINED,
+        config.CLEANER_FILEVERSIONS_RETAINED,
+        config.HEARTBEAT_INTERVAL_MS,
+    )
+    for option in positive:
         value = cfg.get(option)
         if value < 1:
             problems.append(f"{option.key}={value} must be at least 1")

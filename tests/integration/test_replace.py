@@ -178,8 +178,13 @@ def test_insert_overwrite_merge_on_read_table(spark, tmp_path) -> None:  # type:
         ("dt string, ts long, v string", {}, "Key field 'id'"),  # no record key column
         (SCHEMA, {"hoodie.no.such.option": "1"}, "Unknown config 'hoodie.no.such.option'"),
         (SCHEMA, {"hoodie.keep.min.commits": "5"}, "hoodie.cleaner.commits.retained=10"),
+        (
+            SCHEMA,
+            {"hoodie.client.heartbeat.interval_in_ms": "0"},
+            "hoodie.client.heartbeat.interval_in_ms=0 must be at least 1",
+        ),
     ],
-    ids=["missing-key-column", "unknown-option", "bad-retention"],
+    ids=["missing-key-column", "unknown-option", "bad-retention", "bad-heartbeat"],
 )
 def test_insert_overwrite_bad_input_raises_before_writing(
     spark, tmp_path, frame, extra, error
