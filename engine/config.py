@@ -364,6 +364,38 @@ TABLE_CDC_ENABLED = _option(
     "hoodie.table.cdc.enabled", parse_bool, False, "CDC logging (not supported)."
 )
 
+# --- table properties of table versions 8 and 9 (Hudi 1.x) ----------------------------------
+TIMELINE_PATH = _option(
+    "hoodie.timeline.path", parse_str, "timeline", "Active timeline folder under .hoodie (v8+)."
+)
+TIMELINE_HISTORY_PATH = _option(
+    "hoodie.timeline.history.path",
+    parse_str,
+    "history",
+    "LSM archived timeline folder under the timeline folder (v8+).",
+)
+ORDERING_FIELDS = _option(
+    "hoodie.table.ordering.fields",
+    parse_list,
+    EMPTY,
+    "Ordering field(s), persisted (table version 9 spelling of the precombine field).",
+)
+RECORD_MERGE_MODE = _optional(
+    "hoodie.record.merge.mode",
+    choice("COMMIT_TIME_ORDERING", "EVENT_TIME_ORDERING", "CUSTOM"),
+    "Merge semantics of records with the same key (v8+): latest commit or greatest ordering "
+    "value wins; CUSTOM is a user merger (not supported).",
+)
+RECORD_MERGE_STRATEGY_ID = _optional(
+    "hoodie.record.merge.strategy.id", parse_str, "Record merger strategy id (v8+)."
+)
+TABLE_FORMAT = _option(
+    "hoodie.table.format", parse_str, "native", "Table format plugin; only native is read."
+)
+INDEX_DEFS_PATH = _optional(
+    "hoodie.table.index.defs.path", parse_str, "Index definitions of the metadata table (v8+)."
+)
+
 # --- write options ----------------------------------------------------------------------------
 RECORDKEY_FIELD = _optional(
     "hoodie.datasource.write.recordkey.field",

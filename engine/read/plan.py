@@ -29,6 +29,13 @@ from engine.config import TableType
 from engine.errors import QueryError, TableNotFoundError
 from engine.fs.properties import read_properties
 from engine.fs.storage import Storage
+from engine.fs.table_version import (
+    effective_payload_class,
+    ordering_field,
+    partition_fields,
+    require_readable_base_format,
+    table_format,
+)
 from engine.fs.view import FileSlice, FileSystemView, Visibility
 from engine.read.filter import ReadFilter, partition_pruner
 from engine.timeline.timeline import Timeline
@@ -200,20 +207,16 @@ def _prop(props: Mapping[str, str], option: config.ConfigOption[T]) -> T:
 
 
 def load_table_info(storage: Storage) -> TableInfo:
-    """Read ``hoodie.properties`` into a :class:`TableInfo`.
+    """Read ``hoodie.properties`` into a :class:`TableInfo` (table versions 6, 8 and 9).
 
     Raises:
         TableNotFoundError: no table at the base path.
-        QueryError: the table version or timeline layout is not one this reader handles.
+        QueryError: the table version, timeline layout, base file format or merge mode is not
+            one this reader handles.
     """
     props = read_properties(storage)
-    version = _prop(props, config.TABLE_VERSION)
-    layout = _prop(props, config.TIMELINE_LAYOUT_VERSION)
-    if version not in (5, 6) or layout != 1:
-        raise QueryError(
-            f"Unsupported table at {storage.base_path}: {config.TABLE_VERSION.key}={version}, "
-            f"{config.TIMELINE_LAYOUT_VERSION.key}={layout} (table version 6 with layout 1 only)"
-        )
+    table_format(props, where=storage.base_path)
+    require_readable_base_format(props, where=storage.base_path)
     name = _prop(props, config.TABLE_NAME)
     if not name:
         raise TableNotFoundError(f"{config.TABLE_NAME.key} missing in {storage.base_path}")
@@ -222,20 +225,28 @@ def load_table_info(storage: Storage) -> TableInfo:
     if keygen is None and keygen_type:
         keygen = config.KEYGEN_TYPES[keygen_type]
     record_key_fields = _prop(props, config.RECORDKEY_FIELDS)
+    table_type = _prop(props, config.TABLE_TYPE)
     return TableInfo(
         base_path=storage.base_path,
         table_name=name,
-        table_type=_prop(props, config.TABLE_TYPE),
+        table_type=table_type,
         record_key_fields=record_key_fields or (),
-        partition_fields=_prop(props, config.PARTITION_FIELDS),
-        ordering_field=_prop(props, config.PRECOMBINE_FIELD),
-        payload_class=_prop(props, config.PAYLOAD_CLASS),
+        partition_fields=partition_fields(props),
+        ordering_field=ordering_field(props),
+        payload_class=_payload_class(props, table_type),
         keygen_class=keygen,
         hive_style=bool(_prop(props, config.HIVE_STYLE_PARTITIONING)),
         url_encode=bool(_prop(props, config.URL_ENCODE_PARTITIONING)),
         populate_meta_fields=bool(_prop(props, config.POPULATE_META_FIELDS)),
         properties=dict(props),
     )
+
+
+def _payload_class(props: Mapping[str, str], table_type: TableType) -> str:
+    """Merge semantics; a custom merger only matters where records are merged (MOR)."""
+    if table_type != TableType.MERGE_ON_READ and _prop(props, config.RECORD_MERGE_MODE) == "CUSTOM":
+        return _prop(props, config.PAYLOAD_CLASS)
+    return effective_payload_class(props)
 
 
 # ---- planning -----------------------------------------------------------------------------------

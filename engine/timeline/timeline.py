@@ -1,4 +1,5 @@
-"""The active timeline (``.hoodie/<instant files>``, layout version 1) and its transitions.
+"""The active timeline (``.hoodie/<instant files>``, or ``.hoodie/timeline/`` in layout 2) and its
+transitions.
 
 A :class:`Timeline` is an immutable snapshot: each instant time appears once, at the furthest state
 its files show. Only the driver changes the timeline, always in the order requested → inflight →
@@ -9,7 +10,7 @@ point readers obey.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from engine.errors import TimelineError
 from engine.fs.properties import METAFOLDER
@@ -22,8 +23,8 @@ from engine.timeline.instant import (
     State,
     completed_action,
     instant_file_name,
-    parse_instant_file_name,
 )
+from engine.timeline.layout import TimelineLayout, decode_commit_metadata
 
 
 @dataclass(frozen=True)
@@ -32,14 +33,16 @@ class Timeline:
 
     storage: Storage
     instants: tuple[Instant, ...]
+    layout: TimelineLayout = field(default_factory=TimelineLayout)
 
     @classmethod
     def load(cls, storage: Storage) -> Timeline:
+        layout = TimelineLayout.of(storage)
         latest: dict[tuple[str, Action], Instant] = {}
-        for entry in storage.list_dir(METAFOLDER):
+        for entry in storage.list_dir(layout.directory):
             if entry.is_dir:
                 continue
-            instant = parse_instant_file_name(entry.name)
+            instant = layout.parse(entry.name)
             if instant is None:
                 continue
             # a completed compaction is a `commit` file; fold it onto the compaction's time
@@ -47,7 +50,7 @@ class Timeline:
             seen = latest.get(key)
             if seen is None or instant.sort_key() > seen.sort_key():
                 latest[key] = instant
-        return cls(storage, tuple(sorted(latest.values(), key=Instant.sort_key)))
+        return cls(storage, tuple(sorted(latest.values(), key=Instant.sort_key)), layout)
 
     def reload(self) -> Timeline:
         return Timeline.load(self.storage)
@@ -104,16 +107,38 @@ class Timeline:
     def until(self, instant_time: str) -> Timeline:
         """The timeline as it looked to a reader at ``instant_time`` (inclusive)."""
         return Timeline(
-            self.storage, tuple(i for i in self.instants if i.instant_time <= instant_time)
+            self.storage,
+            tuple(i for i in self.instants if i.instant_time <= instant_time),
+            self.layout,
         )
+
+    def completion_times(self) -> dict[str, str]:
+        """Completion time of every completed instant (layout 2; a legacy-named completed
+        instant, and every layout-1 instant, counts as completing at its requested time)."""
+        return {
+            i.instant_time: i.completion_time or i.instant_time
+            for i in self.instants
+            if i.is_completed
+        }
+
+    def completed_in(self, begin: str, end: str | None) -> list[Instant]:
+        """Completed commits whose completion time lies in ``(begin, end]`` (Hudi 1.x
+        incremental queries range on completion time), in completion order."""
+        done = [
+            i
+            for i in self.commits_timeline()
+            if begin < (i.completion_time or i.instant_time)
+            and (end is None or (i.completion_time or i.instant_time) <= end)
+        ]
+        return sorted(done, key=lambda i: (i.completion_time or i.instant_time, i.instant_time))
 
     # ---- content ----------------------------------------------------------------------------
 
     def read_content(self, instant: Instant) -> bytes:
-        return self.storage.read_bytes(f"{METAFOLDER}/{instant.file_name}")
+        return self.storage.read_bytes(f"{self.layout.directory}/{self.layout.file_name(instant)}")
 
     def read_commit_metadata(self, instant: Instant) -> HoodieCommitMetadata:
-        return HoodieCommitMetadata.from_json(self.read_content(instant), source=str(instant))
+        return decode_commit_metadata(self.read_content(instant), source=str(instant))
 
     def latest_schema(self) -> str | None:
         """Avro schema (no meta fields) of the latest completed commit that recorded one."""
