@@ -135,15 +135,24 @@ def read_file_slice(
     else:
         result = conform(base, schema) if base is not None else schema.empty_table()
     if plan.filters_commit_time:
-        result = filter_commit_time(result, plan.begin, plan.end)
+        result = filter_commit_time(result, plan.begin, plan.end, plan.commit_times)
     return result
 
 
-def filter_commit_time(table: pa.Table, begin: str | None, end: str | None) -> pa.Table:
-    """Rows with ``begin < _hoodie_commit_time <= end``; tables without meta columns pass."""
+def filter_commit_time(
+    table: pa.Table,
+    begin: str | None,
+    end: str | None,
+    commit_times: frozenset[str] | None = None,
+) -> pa.Table:
+    """Rows with ``begin < _hoodie_commit_time <= end``, or (layout 2) whose commit time is one
+    of ``commit_times``; tables without meta columns pass."""
     if COMMIT_TIME_COLUMN not in table.column_names or table.num_rows == 0:
         return table
     column = table[COMMIT_TIME_COLUMN]
+    if commit_times is not None:
+        wanted = pa.array(sorted(commit_times), pa.string())
+        return table.filter(pc.fill_null(pc.is_in(column, value_set=wanted), False))
     mask = pc.greater(column, pa.scalar(begin or "", pa.string()))
     if end is not None:
         mask = pc.and_(mask, pc.less_equal(column, pa.scalar(end, pa.string())))
@@ -226,6 +235,7 @@ def merge_file_slice(
         spec=spec,
         conform=conform,
         begin=plan.begin,
+        instants=plan.commit_times,
     )
     stored = conform(base, schema) if base is not None else schema.empty_table()
     if scan.records is None:

@@ -15,6 +15,17 @@ both executors, the Arrow reader (``engine.read.arrow``) and the Spark reader
 Incremental queries read the latest slice (as of the end instant) of every file group written by
 a commit in ``(begin, end]`` and keep rows whose ``_hoodie_commit_time`` lies in that range, as
 Java's incremental relations do; log blocks outside the range are skipped.
+
+On table versions 8 and 9 (timeline layout 2) the range is one of **completion** times, as in
+Hudi 1.x (``IncrementalQueryAnalyzer`` with the Spark relation's open-closed range): the commits
+that *completed* in ``(begin, end]`` are selected, and rows and log blocks are kept when their
+instant (requested) time is one of those commits'. A commit requested before ``begin`` that
+completed after it is therefore in the range, and one requested inside the range that completed
+after ``end`` is not. hudi-rs 0.5.0 ranges on completion time as well (probed on the corpus:
+a window between a commit's requested and completion times returns that commit). Time travel
+(``as.of.instant``) still addresses requested instant times. Both reach into the archived LSM
+timeline (``engine.timeline.lsm_history``) when the table has one; hudi-rs 0.5.0 does not read
+it.
 """
 
 from __future__ import annotations
@@ -117,6 +128,8 @@ class QueryPlan:
     begin: str | None
     merge_logs: bool
     avro_schema: str | None
+    # layout 2 incremental: the requested times of the commits completed in the range
+    commit_times: frozenset[str] | None = None
 
     @property
     def end(self) -> str | None:
@@ -263,6 +276,8 @@ def plan_query(base_path: str | Storage, query: ReadQuery | None = None) -> Quer
     storage = base_path if isinstance(base_path, Storage) else Storage(base_path)
     table = load_table_info(storage)
     timeline = Timeline.load(storage)
+    if query.as_of is not None or query.query_type == "incremental":
+        timeline = timeline.with_history()
     avro_schema = timeline.latest_schema() or _prop(table.properties, config.CREATE_SCHEMA)
     pruner = partition_pruner(table, query.filters, avro_schema)
 
@@ -295,6 +310,8 @@ def _plan_incremental(
     pruner: Any,
     avro_schema: str | None,
 ) -> QueryPlan:
+    if timeline.layout.version >= 2:
+        return _plan_incremental_by_completion(storage, table, timeline, query, pruner, avro_schema)
     begin = query.begin or "0"
     last = timeline.last_completed()
     end = query.end or (last.instant_time if last else None)
@@ -324,6 +341,40 @@ def _plan_incremental(
         begin=begin,
         merge_logs=table.is_mor,
         avro_schema=avro_schema,
+    )
+
+
+def _plan_incremental_by_completion(
+    storage: Storage,
+    table: TableInfo,
+    timeline: Timeline,
+    query: ReadQuery,
+    pruner: Any,
+    avro_schema: str | None,
+) -> QueryPlan:
+    """Layout 2: the commits completed in ``(begin, end]``; rows of exactly those commits."""
+    in_range = timeline.completed_in(query.begin or "0", query.end)
+    commit_times = frozenset(i.instant_time for i in in_range)
+    touched: set[tuple[str, str]] = set()
+    for instant in in_range:
+        touched |= timeline.read_commit_metadata(instant).file_ids_written()
+    end = max(commit_times) if commit_times else None
+    visibility = Visibility.of(timeline, end)
+    slices: list[FileSlice] = []
+    if touched and end is not None:
+        view = FileSystemView(
+            storage, timeline, partition_paths={p for p, _ in touched}, partition_filter=pruner
+        )
+        slices = view.latest_file_slices(visibility=visibility, file_groups=touched)
+    return QueryPlan(
+        table=table,
+        query=query,
+        file_slices=tuple(slices),
+        visibility=visibility,
+        begin=query.begin or "0",
+        merge_logs=table.is_mor,
+        avro_schema=avro_schema,
+        commit_times=commit_times,
     )
 
 

@@ -68,6 +68,9 @@ def _native_frame(
     df = spark.read.schema(schema).parquet(*paths)
     if plan.filters_commit_time and COMMIT_TIME_COLUMN in schema.fieldNames():
         column = F.col(COMMIT_TIME_COLUMN)
+        if plan.commit_times is not None:
+            df = df.filter(column.isin(sorted(plan.commit_times)))
+            return df
         condition = column > F.lit(plan.begin or "")
         if plan.end is not None:
             condition = condition & (column <= F.lit(plan.end))

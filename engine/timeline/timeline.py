@@ -9,7 +9,7 @@ point readers obey.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from engine.errors import TimelineError
@@ -25,6 +25,7 @@ from engine.timeline.instant import (
     instant_file_name,
 )
 from engine.timeline.layout import TimelineLayout, decode_commit_metadata
+from engine.timeline.lsm_history import read_history
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class Timeline:
     storage: Storage
     instants: tuple[Instant, ...]
     layout: TimelineLayout = field(default_factory=TimelineLayout)
+    # layout 2 with the LSM history loaded: completed file content of archived instants
+    archived: Mapping[str, bytes | None] = field(default_factory=dict)
 
     @classmethod
     def load(cls, storage: Storage) -> Timeline:
@@ -110,7 +113,20 @@ class Timeline:
             self.storage,
             tuple(i for i in self.instants if i.instant_time <= instant_time),
             self.layout,
+            self.archived,
         )
+
+    def with_history(self) -> Timeline:
+        """This timeline preceded by the archived instants of the LSM history (layout 2), so
+        time travel and incremental queries reach before the active timeline."""
+        history = read_history(self.storage, self.layout.table_format.history_dir)
+        active = {(i.instant_time, i.action) for i in self.instants}
+        older = [a for a in history if (a.instant.instant_time, a.instant.action) not in active]
+        if not older:
+            return self
+        instants = sorted([*(a.instant for a in older), *self.instants], key=Instant.sort_key)
+        archived = {a.instant.instant_time: a.metadata for a in older}
+        return Timeline(self.storage, tuple(instants), self.layout, archived)
 
     def completion_times(self) -> dict[str, str]:
         """Completion time of every completed instant (layout 2; a legacy-named completed
@@ -135,6 +151,11 @@ class Timeline:
     # ---- content ----------------------------------------------------------------------------
 
     def read_content(self, instant: Instant) -> bytes:
+        if instant.instant_time in self.archived:
+            content = self.archived[instant.instant_time]
+            if content is None:
+                raise TimelineError(f"Archived instant {instant} kept no metadata in the history")
+            return content
         return self.storage.read_bytes(f"{self.layout.directory}/{self.layout.file_name(instant)}")
 
     def read_commit_metadata(self, instant: Instant) -> HoodieCommitMetadata:
