@@ -213,9 +213,12 @@ def merge_file_slice(
     """Base rows ⊕ log records of one slice, as Java 0.14's Spark merge-on-read reader does.
 
     The log records (one per key, see :mod:`engine.read.log_scanner`) are combined with the base
-    rows by :func:`engine.model.merge.combine_with_stored` under the table's payload class. A log
-    delete removes the base row whatever its ordering value (Java's Spark MOR path; hudi-rs
-    0.5.0 with an event-time payload keeps a base row whose ordering value is greater).
+    rows by :func:`engine.model.merge.combine_with_stored` under the table's payload class. On
+    table version 6 a log delete removes the base row whatever its ordering value (Java's Spark
+    MOR path; hudi-rs 0.5.0 with an event-time payload keeps a base row whose ordering value is
+    greater). On versions 8 and 9 with event-time ordering, Hudi 1.x's file group reader (and
+    hudi-rs) compare the delete's ordering value: a greater base row is kept unless the delete
+    is in natural order (no ordering value, or Java's Integer 0).
 
     Raises:
         QueryError: the table keeps no record key column (``populate.meta.fields=false``) and
@@ -242,7 +245,7 @@ def merge_file_slice(
         return stored
     log = scan.records
     field = spec.ordering_field
-    if field is not None and field in log.column_names:
+    if field is not None and field in log.column_names and not plan.table.orders_deletes:
         is_delete = pc.fill_null(log.column(DELETE_RECORD_COLUMN), False)
         ordering = log.column(field)
         unordered = pc.if_else(is_delete, pa.nulls(log.num_rows, ordering.type), ordering)

@@ -103,6 +103,12 @@ class TableInfo:
         return self.table_type == TableType.MERGE_ON_READ
 
     @property
+    def orders_deletes(self) -> bool:
+        """Hudi 1.x (table version 8+) compares a log delete's ordering value with the base row
+        under event-time ordering; 0.x Spark readers let every log delete win."""
+        return _prop(self.properties, config.TABLE_VERSION) >= 8
+
+    @property
     def storage(self) -> Storage:
         return Storage(self.base_path)
 
