@@ -304,9 +304,7 @@ def _reconcile_columns(
         raise CompilationError(str(e)) from None
     if table is not None:
         for change in plan.changes:
-            logger.info(
-                f"Hudi model '{cfg.model}': {describe_change(change, table, plan.writer_schema)}"
-            )
+            logger.info(f"Hudi model '{cfg.model}': {describe_change(change)}")
     return df.select(*(F.col(_quoted(src)).alias(dst) for src, dst in plan.columns))
 
 

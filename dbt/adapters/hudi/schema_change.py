@@ -30,8 +30,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
-
 import pyarrow as pa
 from engine.schema_evolution import SchemaChange, compare_schemas, deduce_writer_schema
 
@@ -112,11 +110,10 @@ def plan_write(
     aligned = pa.schema([f.with_name(names[f.name]) for f in incoming])
     diffs = compare_schemas(table, aligned)
     if mode == "fail" and diffs:
-        raise OnSchemaChangeError(model, mode, [_fail_summary(diffs, table, aligned)])
+        raise OnSchemaChangeError(model, mode, [_fail_summary(diffs)])
+    top_level = {*table.names, *aligned.names}
     problems = [
-        _refusal(mode, d, table, aligned, cfg)
-        for d in diffs
-        if _refused(mode, d, table, aligned, cfg)
+        _refusal(d, d.column in top_level) for d in diffs if _refused(mode, d, top_level, cfg)
     ]
     if problems:
         raise OnSchemaChangeError(model, mode, problems)
@@ -134,10 +131,9 @@ def plan_write(
     return WritePlan(columns, writer, tuple(changes))
 
 
-def describe_change(change: SchemaChange, table: pa.Schema, writer: pa.Schema) -> str:
+def describe_change(change: SchemaChange) -> str:
     """One change a commit makes to the table's schema, for the run's log."""
-    old = _type_name(table, change.column, change.table_type)
-    new = _type_name(writer, change.column, change.incoming_type)
+    old, new = change.table_type, change.incoming_type
     if change.kind == "added":
         return f"added {change.column} ({new})"
     if change.kind == "removed":
@@ -148,26 +144,20 @@ def describe_change(change: SchemaChange, table: pa.Schema, writer: pa.Schema) -
 # ---- what each mode refuses ---------------------------------------------------------------------
 
 
-def _refused(
-    mode: str, d: SchemaChange, table: pa.Schema, incoming: pa.Schema, cfg: HoodieConfig
-) -> bool:
+def _refused(mode: str, d: SchemaChange, top_level: set[str], cfg: HoodieConfig) -> bool:
+    """Whether ``mode`` refuses change ``d`` (Hudi refuses every incompatible one)."""
     if d.kind == "incompatible":
         return True
     if mode == "ignore":
-        nested_add = d.kind == "added" and d.column not in incoming.names
+        nested_add = d.kind == "added" and d.column not in top_level
         missing = d.kind == "removed" and not cfg.get(hc.SET_NULL_FOR_MISSING_COLUMNS)
         return d.kind == "widened" or nested_add or missing
     return mode == "sync_all_columns" and d.kind == "narrowed"
 
 
-def _refusal(
-    mode: str, d: SchemaChange, table: pa.Schema, incoming: pa.Schema, cfg: HoodieConfig
-) -> str:
-    """Why ``mode`` (or Hudi) refuses change ``d``, and what to do instead."""
-    col = d.column
-    old = _type_name(table, col, d.table_type)
-    new = _type_name(incoming, col, d.incoming_type)
-    is_top = col in table.names or col in incoming.names
+def _refusal(d: SchemaChange, is_top: bool) -> str:
+    """Why change ``d`` is refused (see :func:`_refused`), and what to do instead."""
+    col, old, new = d.column, d.table_type, d.incoming_type
     cast = f"cast({col} as {old})" if is_top else f"the table's type {old}"
     if d.kind == "incompatible":
         return (
@@ -204,7 +194,7 @@ def _refusal(
     )
 
 
-def _fail_summary(diffs: list[SchemaChange], table: pa.Schema, incoming: pa.Schema) -> str:
+def _fail_summary(diffs: list[SchemaChange]) -> str:
     parts = []
     for kind in _CHANGE_ORDER:
         cols = [d for d in diffs if d.kind == kind]
@@ -213,11 +203,7 @@ def _fail_summary(diffs: list[SchemaChange], table: pa.Schema, incoming: pa.Sche
         if kind in ("added", "removed"):
             listed = ", ".join(d.column for d in cols)
         else:
-            listed = ", ".join(
-                f"{d.column} ({_type_name(table, d.column, d.table_type)} -> "
-                f"{_type_name(incoming, d.column, d.incoming_type)})"
-                for d in cols
-            )
+            listed = ", ".join(f"{d.column} ({d.table_type} -> {d.incoming_type})" for d in cols)
         parts.append(f"{kind}: {listed}")
     return (
         "on_schema_change='fail' and the model's columns differ from the table's ("
@@ -268,41 +254,3 @@ def _table_spelling(table: pa.Schema, incoming: pa.Schema) -> dict[str, str]:
     """Model column -> the table's spelling of it (Spark resolves names case-insensitively)."""
     by_lower = {n.lower(): n for n in table.names}
     return {n: by_lower.get(n.lower(), n) for n in incoming.names}
-
-
-def _type_name(schema: pa.Schema, path: str, fallback: str | None) -> str:
-    """The Spark SQL name (``int``, ``bigint``, ``struct<...>``) of column ``path``'s type."""
-    dtype = _field_type(schema, path)
-    if dtype is None:
-        return fallback or "?"
-    try:
-        from pyspark.sql.pandas.types import from_arrow_type
-
-        return str(from_arrow_type(dtype).simpleString())
-    except Exception:  # a type Spark has no name for: Arrow's name says enough
-        return str(dtype)
-
-
-def _field_type(schema: pa.Schema, path: str) -> pa.DataType | None:
-    if path in schema.names:
-        return schema.field(path).type
-    head, _, rest = path.partition(".")
-    if not rest or head not in schema.names:
-        return None
-    dtype: Any = schema.field(head).type
-    for part in rest.split("."):
-        dtype = _child_type(dtype, part)
-        if dtype is None:
-            return None
-    return dtype  # type: ignore[no-any-return]
-
-
-def _child_type(dtype: Any, part: str) -> pa.DataType | None:
-    if pa.types.is_struct(dtype):
-        index = dtype.get_field_index(part)
-        return dtype.field(index).type if index >= 0 else None
-    if pa.types.is_map(dtype):
-        return {"key": dtype.key_type, "value": dtype.item_type}.get(part)
-    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
-        return dtype.value_type if part in ("element", "item", "array") else None
-    return None
