@@ -22,6 +22,7 @@ from engine.errors import QueryError
 from engine.fs_view import FileSlice
 from engine.log_scanner import scan_log_records
 from engine.merge import DELETE_RECORD_COLUMN, MergeSpec, combine_with_stored
+from engine.promote import promote_table
 from engine.read import QueryPlan, parse_read_query, plan_query
 from engine.read_filter import ReadFilter
 from engine.schema import (
@@ -94,19 +95,9 @@ def plan_schema(plan: QueryPlan) -> pa.Schema:
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``table`` with exactly ``schema``'s columns: reordered, cast, missing ones null."""
-    if table.schema.equals(schema):
-        return table
-    columns = []
-    for f in schema:
-        if f.name in table.column_names:
-            column = table[f.name]
-            if not column.type.equals(f.type):
-                column = column.cast(f.type)
-            columns.append(column)
-        else:
-            columns.append(pa.nulls(table.num_rows, f.type))
-    return pa.Table.from_arrays(columns, schema=schema)
+    """``table`` with exactly ``schema``'s columns: reordered, promoted (old files of an evolved
+    table, :mod:`engine.promote`), missing ones null."""
+    return promote_table(table, schema)
 
 
 def read_base_file(storage: Storage, file_slice: FileSlice) -> pa.Table | None:
