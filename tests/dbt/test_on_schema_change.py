@@ -162,6 +162,21 @@ class TestOnSchemaChange:
         assert {n for n, s in status.items() if s == "error"} == set(refused), status
         for short in MATERIALIZATIONS:
             assert f"refused_{short}" in log
+            # what a run changes in a table's schema, or leaves out, is logged
+            for line in (
+                "widened qty (int -> bigint)",
+                "added tier (string)",
+                "big (int) promoted to the table's bigint",
+                "legacy (string) not in the model: null in the rows written",
+            ):
+                assert f"Hudi model 'append_{short}': {line}" in log, (short, line)
+            for line in (
+                "tier (string) not in the table: not written (on_schema_change='ignore')",
+                "big (int) promoted to the table's bigint",
+                "legacy (string) not in the model: null in the rows written",
+            ):
+                assert f"Hudi model 'ignore_{short}': {line}" in log, (short, line)
+            assert f"Hudi model 'sync_{short}': removed legacy (string)" in log
         for needle in (
             "on_schema_change='fail'",
             "added: tier",

@@ -71,6 +71,12 @@ def test_append_new_columns_widens_adds_and_keeps_narrowed_and_removed() -> None
     }
     assert {(c.column, c.kind) for c in plan.changes} == {("qty", "widened"), ("tier", "added")}
     assert [dst for _, dst in plan.columns] == ["id", "qty", "big", "tier"]
+    assert plan.log_lines() == [
+        "widened qty (int -> bigint)",
+        "added tier (string)",
+        "big (int) promoted to the table's bigint",
+        "legacy (string) not in the model: null in the rows written",
+    ]
 
 
 def test_ignore_refuses_widening_and_missing_columns_naming_both_types() -> None:
@@ -86,6 +92,9 @@ def test_ignore_leaves_out_new_columns_and_keeps_the_table_shape() -> None:
     assert [dst for _, dst in plan.columns] == ["id", "qty", "big"]
     assert plan.changes == ()
     assert compare_schemas(TABLE, plan.writer_schema) == []
+    assert "tier (string) not in the table: not written (on_schema_change='ignore')" in (
+        plan.log_lines()
+    )
 
 
 def test_sync_all_columns_refuses_narrowing_and_says_what_to_do() -> None:

@@ -19,7 +19,7 @@ from dbt_common.exceptions import CompilationError, DbtRuntimeError
 from dbt.adapters.hudi.connections import HudiConnectionManager, HudiCredentials
 from dbt.adapters.hudi.options import HudiModelConfig, parse_model_config
 from dbt.adapters.hudi.relation import HudiRelation
-from dbt.adapters.hudi.schema_change import describe_change, plan_write
+from dbt.adapters.hudi.schema_change import plan_write
 from dbt.adapters.hudi.snapshot import PublishedTable, catalog_base_path, get_session, publish
 from engine.errors import ConfigError, HudiError, SchemaError
 from engine.schema import META_COLUMNS
@@ -302,9 +302,8 @@ def _reconcile_columns(
         )
     except SchemaError as e:
         raise CompilationError(str(e)) from None
-    if table is not None:
-        for change in plan.changes:
-            logger.info(f"Hudi model '{cfg.model}': {describe_change(change)}")
+    for line in plan.log_lines():
+        logger.info(f"Hudi model '{cfg.model}': {line}")
     return df.select(*(F.col(_quoted(src)).alias(dst) for src, dst in plan.columns))
 
 

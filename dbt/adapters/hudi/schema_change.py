@@ -30,12 +30,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
 import pyarrow as pa
-from engine.schema_evolution import SchemaChange, compare_schemas, deduce_writer_schema
 
 from engine import config as hc
 from engine.config import HoodieConfig
 from engine.errors import SchemaError, SchemaEvolutionError
+from engine.schema_evolution import SchemaChange, compare_schemas, deduce_writer_schema
 
 _CHANGE_ORDER = ("added", "removed", "widened", "narrowed", "incompatible")
 
@@ -60,6 +61,29 @@ class WritePlan:
     columns: tuple[tuple[str, str], ...]  # (model column, column written)
     writer_schema: pa.Schema
     changes: tuple[SchemaChange, ...]  # table schema -> writer schema
+    differences: tuple[SchemaChange, ...] = ()  # table schema -> model's columns
+    left_out: frozenset[str] = frozenset()  # model columns not written (ignore)
+
+    def log_lines(self) -> list[str]:
+        """What the write changes in the table's schema, then what it does to the model's rows
+        (so that nothing is left out or nulled without a word)."""
+        lines = [describe_change(c) for c in self.changes]
+        dropped = {c.column for c in self.changes if c.kind == "removed"}
+        for d in self.differences:
+            if d.column in self.left_out:
+                lines.append(
+                    f"{d.column} ({d.incoming_type}) not in the table: not written "
+                    "(on_schema_change='ignore')"
+                )
+            elif d.kind == "narrowed":
+                lines.append(
+                    f"{d.column} ({d.incoming_type}) promoted to the table's {d.table_type}"
+                )
+            elif d.kind == "removed" and d.column not in dropped:
+                lines.append(
+                    f"{d.column} ({d.table_type}) not in the model: null in the rows written"
+                )
+        return lines
 
 
 def mode_options(mode: str) -> dict[str, str]:
@@ -128,7 +152,7 @@ def plan_write(
     if problems:
         raise OnSchemaChangeError(model, mode, problems)
     columns = tuple((n, names[n]) for n in incoming.names if names[n] not in left_out)
-    return WritePlan(columns, writer, tuple(changes))
+    return WritePlan(columns, writer, tuple(changes), tuple(diffs), frozenset(left_out))
 
 
 def describe_change(change: SchemaChange) -> str:
@@ -158,19 +182,19 @@ def _refused(mode: str, d: SchemaChange, top_level: set[str], cfg: HoodieConfig)
 def _refusal(d: SchemaChange, is_top: bool) -> str:
     """Why change ``d`` is refused (see :func:`_refused`), and what to do instead."""
     col, old, new = d.column, d.table_type, d.incoming_type
-    cast = f"cast({col} as {old})" if is_top else f"the table's type {old}"
     if d.kind == "incompatible":
+        reason = f" ({d.reason})" if d.reason else ""
         return (
             f"column '{col}' is {old} in the table and {new} in the model, and Hudi cannot "
-            f"change {old} into {new}: produce {cast} in the model, or rebuild the table with "
-            "--full-refresh"
+            f"change {old} into {new}{reason}: make the model yield {old} again, or rebuild the "
+            "table with --full-refresh"
         )
     if d.kind == "widened":
         return (
             f"column '{col}' is {old} in the table and {new} in the model: "
             f"on_schema_change='ignore' keeps the table's {old}, which cannot hold every {new} "
             f"value; set on_schema_change='append_new_columns' or 'sync_all_columns' to widen "
-            f"the table (Hudi promotes {old} to {new}), or produce {cast} in the model"
+            f"the table (Hudi promotes {old} to {new}), or make the model yield {old} again"
         )
     if d.kind == "added":
         return (
@@ -186,10 +210,11 @@ def _refusal(d: SchemaChange, is_top: bool) -> str:
             "on_schema_change='append_new_columns' (keeps it, null in the rows written) or "
             "'sync_all_columns' (drops it), or set that key in hudi_options"
         )
+    keep = f"cast({col} as {old})" if is_top else f"the table's {old}"
     return (
         f"column '{col}' is {old} in the table and {new} in the model: sync_all_columns would "
         f"change the table's type to {new}, and Hudi cannot narrow a column type; keep "
-        f"{old} in the model ({cast}), set on_schema_change='append_new_columns' (the table "
+        f"{old} in the model ({keep}), set on_schema_change='append_new_columns' (the table "
         f"keeps {old}, values are promoted exactly), or rebuild the table with --full-refresh"
     )
 
@@ -206,7 +231,7 @@ def _fail_summary(diffs: list[SchemaChange]) -> str:
             listed = ", ".join(f"{d.column} ({d.table_type} -> {d.incoming_type})" for d in cols)
         parts.append(f"{kind}: {listed}")
     return (
-        "on_schema_change='fail' and the model's columns differ from the table's ("
+        "the model's columns differ from the table's ("
         + "; ".join(parts)
         + "); set on_schema_change to append_new_columns or sync_all_columns, or run with "
         "--full-refresh to rebuild the table"
