@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from engine.schema_evolution import compare_schemas
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +17,7 @@ from dbt.adapters.hudi.schema_change import (
 )
 from engine import config as hc
 from engine.errors import ConfigError
+from engine.schema_evolution import compare_schemas
 
 pytestmark = pytest.mark.unit
 
