@@ -97,6 +97,26 @@ def test_ignore_leaves_out_new_columns_and_keeps_the_table_shape() -> None:
     )
 
 
+def test_ignore_refuses_a_new_delete_marker_and_a_new_struct_field() -> None:
+    table = pa.schema([("id", pa.int32()), ("s", pa.struct([("a", pa.int32())]))])
+    incoming = pa.schema(
+        [
+            ("id", pa.int32()),
+            ("s", pa.struct([("a", pa.int32()), ("b", pa.string())])),
+            ("_hoodie_is_deleted", pa.bool_()),
+        ]
+    )
+    with pytest.raises(OnSchemaChangeError) as e:
+        _plan("ignore", incoming, table)
+    assert "'s.b' (string) is new inside a struct" in str(e.value)
+    assert "'_hoodie_is_deleted' marks deletes" in str(e.value)
+    plan = _plan("append_new_columns", incoming, table)
+    assert {(c.column, c.kind) for c in plan.changes} == {
+        ("s.b", "added"),
+        ("_hoodie_is_deleted", "added"),
+    }
+
+
 def test_sync_all_columns_refuses_narrowing_and_says_what_to_do() -> None:
     message = _refusal("sync_all_columns", INCOMING)
     assert "'big' is bigint in the table and int in the model" in message

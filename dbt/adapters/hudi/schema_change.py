@@ -36,6 +36,7 @@ import pyarrow as pa
 from engine import config as hc
 from engine.config import HoodieConfig
 from engine.errors import SchemaError, SchemaEvolutionError
+from engine.merge import IS_DELETED_COLUMN
 from engine.schema_evolution import SchemaChange, compare_schemas, deduce_writer_schema
 
 _CHANGE_ORDER = ("added", "removed", "widened", "narrowed", "incompatible")
@@ -173,7 +174,10 @@ def _refused(mode: str, d: SchemaChange, top_level: set[str], cfg: HoodieConfig)
     if d.kind == "incompatible":
         return True
     if mode == "ignore":
-        nested_add = d.kind == "added" and d.column not in top_level
+        # left out, the delete marker would turn the rows it marks into records
+        nested_add = d.kind == "added" and (
+            d.column not in top_level or d.column == IS_DELETED_COLUMN
+        )
         missing = d.kind == "removed" and not cfg.get(hc.SET_NULL_FOR_MISSING_COLUMNS)
         return d.kind == "widened" or nested_add or missing
     return mode == "sync_all_columns" and d.kind == "narrowed"
@@ -182,8 +186,10 @@ def _refused(mode: str, d: SchemaChange, top_level: set[str], cfg: HoodieConfig)
 def _refusal(d: SchemaChange, is_top: bool) -> str:
     """Why change ``d`` is refused (see :func:`_refused`), and what to do instead."""
     col, old, new = d.column, d.table_type, d.incoming_type
+    reason = f" ({d.reason})" if d.reason else ""
+    if d.kind == "incompatible" and old is None:
+        return f"field '{col}' ({new}) is new, and Hudi cannot add it{reason}"
     if d.kind == "incompatible":
-        reason = f" ({d.reason})" if d.reason else ""
         return (
             f"column '{col}' is {old} in the table and {new} in the model, and Hudi cannot "
             f"change {old} into {new}{reason}: make the model yield {old} again, or rebuild the "
@@ -195,6 +201,12 @@ def _refusal(d: SchemaChange, is_top: bool) -> str:
             f"on_schema_change='ignore' keeps the table's {old}, which cannot hold every {new} "
             f"value; set on_schema_change='append_new_columns' or 'sync_all_columns' to widen "
             f"the table (Hudi promotes {old} to {new}), or make the model yield {old} again"
+        )
+    if d.kind == "added" and col == IS_DELETED_COLUMN:
+        return (
+            f"column '{col}' marks deletes and is new: on_schema_change='ignore' would leave it "
+            "out and write the rows it marks as records; set on_schema_change="
+            "'append_new_columns' to add it, or rebuild the table with --full-refresh"
         )
     if d.kind == "added":
         return (
