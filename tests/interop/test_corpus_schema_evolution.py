@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine import read_hudi, write_hudi
-from engine.read_arrow import read_table
-from engine.schema import META_COLUMNS
+from engine.model.schema import META_COLUMNS
+from engine.read.arrow import read_table
 from engine.table import HudiTable
 from tests.hudi_rs import hudi_rs_batches, hudi_rs_rows
 

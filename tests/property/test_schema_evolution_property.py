@@ -35,10 +35,10 @@ import pytest
 from hypothesis import strategies as st
 
 from engine import config, read_hudi, write_hudi
-from engine.compaction import execute_compaction, schedule_compaction
 from engine.errors import SchemaEvolutionError
-from engine.read_arrow import read_table
-from engine.storage import Storage
+from engine.fs.storage import Storage
+from engine.read.arrow import read_table
+from engine.services.compaction import execute_compaction, schedule_compaction
 from tests.hudi_rs import hudi_rs_batches
 from tests.property import runner
 from tests.property.oracle import OVERWRITE, Oracle

@@ -1,5 +1,5 @@
 """The writer-schema rules of engine.schema_evolution, case by case against Hudi 0.14/0.15, and the
-exact value promotion of engine.promote.
+exact value promotion of engine.model.promote.
 
 Each case names the Hudi source that decides it: ``shouldPromoteType`` (canonicalization of the
 batch up to the table's type, AvroSchemaEvolutionUtils.reconcileSchemaRequirements), Avro
@@ -15,8 +15,8 @@ import pytest
 
 from engine.config import parse_options
 from engine.errors import ConfigError, SchemaEvolutionError
-from engine.promote import promote_array, promote_table
-from engine.schema_evolution import (
+from engine.model.promote import promote_array, promote_table
+from engine.model.schema_evolution import (
     SchemaChange,
     compare_schemas,
     deduce_writer_schema,
