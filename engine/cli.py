@@ -25,7 +25,7 @@ from typing import Any
 
 from engine import config
 from engine.errors import HudiError
-from engine.schema import META_COLUMNS
+from engine.model.schema import META_COLUMNS
 
 __all__ = ["canonical_json_lines", "canonical_value", "main"]
 
@@ -92,8 +92,8 @@ def _read_options(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _cmd_read(args: argparse.Namespace) -> int:
-    from engine.read_arrow import read_table
-    from engine.read_filter import parse_filter
+    from engine.read.arrow import read_table
+    from engine.read.filter import parse_filter
 
     if args.incremental and len(args.incremental) > 2:
         print("ERROR: --incremental takes START [END]", file=sys.stderr)
@@ -148,9 +148,9 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     schedule one (whatever the trigger strategy: the operator asked) and run it, on Spark.
     With ``--schedule``: only write the plan. Prints the compaction instants, one a line.
     """
-    from engine.compaction import run_pending_compactions, schedule_compaction
     from engine.config import parse_options
-    from engine.storage import Storage
+    from engine.fs.storage import Storage
+    from engine.services.compaction import run_pending_compactions, schedule_compaction
 
     storage = Storage(args.table)
     pairs = (kv.partition("=") for kv in args.option or [])
@@ -192,8 +192,8 @@ def _open_for_service(args: argparse.Namespace) -> tuple[Any, Any]:
     """(storage, config) of an existing table; CLI ``--option`` values override defaults."""
     from engine.config import parse_options
     from engine.errors import TableNotFoundError
-    from engine.properties import METAFOLDER
-    from engine.storage import Storage
+    from engine.fs.properties import METAFOLDER
+    from engine.fs.storage import Storage
 
     storage = Storage(args.table)
     if not storage.exists(f"{METAFOLDER}/hoodie.properties"):
@@ -206,8 +206,8 @@ def _cmd_clean(args: argparse.Namespace) -> int:
     """``clean PATH [--option K=V]``: finish a pending clean, then plan and run a new one under
     the table lock (cleaner policy and retention from ``--option``). Prints the clean instant
     and the number of files deleted, or ``nothing to clean``."""
-    from engine.clean import clean
-    from engine.lock import TableLock
+    from engine.services.clean import clean
+    from engine.services.lock import TableLock
 
     storage, cfg = _open_for_service(args)
     with TableLock(storage, cfg).hold():
@@ -234,8 +234,8 @@ SUBCOMMANDS["clean"] = _add_clean_parser
 def _cmd_rollback(args: argparse.Namespace) -> int:
     """``rollback PATH INSTANT``: undo a failed (pending) write whose writer is gone, or the
     latest completed write. Prints the rollback instant."""
-    from engine.lock import TableLock
-    from engine.timeline import Timeline
+    from engine.services.lock import TableLock
+    from engine.timeline.timeline import Timeline
     from engine.write.conflict import is_write_alive
     from engine.write.rollback import rollback_instant, rollback_last_commit
 
@@ -274,7 +274,7 @@ SUBCOMMANDS["rollback"] = _add_rollback_parser
 
 def _cmd_timeline(args: argparse.Namespace) -> int:
     """``timeline PATH``: the active timeline, one instant a line: time, action, state."""
-    from engine.timeline import Timeline
+    from engine.timeline.timeline import Timeline
 
     storage, _ = _open_for_service(args)
     for instant in Timeline.load(storage).instants:

@@ -24,15 +24,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine.faults import checkpoint
-from engine.promote import promote_array
-from engine.schema import (
+from engine.fs.storage import Storage
+from engine.model.promote import promote_array
+from engine.model.schema import (
     META_COLUMNS,
     RECORD_KEY_COLUMN,
     arrow_to_avro_schema,
     avro_to_arrow_schema,
     schema_json,
 )
-from engine.storage import Storage
 
 __all__ = [
     "AVRO_SCHEMA_KEY",
@@ -75,7 +75,7 @@ def commit_schema_of(data_schema: pa.Schema, table_name: str) -> str:
 
 
 def align_to_schema(table: pa.Table, schema: pa.Schema, *, keep: tuple[str, ...] = ()) -> pa.Table:
-    """Reorder and promote ``table`` to ``schema`` (never narrowing: :mod:`engine.promote`);
+    """Reorder and promote ``table`` to ``schema`` (never narrowing: :mod:`engine.model.promote`);
     missing columns become nulls.
 
     Columns named in ``keep`` (internal ones such as delete flags) are carried after the
@@ -162,6 +162,6 @@ def read_record_key_range(storage: Storage, rel_path: str) -> tuple[str, str] | 
 
 def avro_schema_with_meta(commit_schema: str) -> str:
     """Writer schema for footers and log headers: the commit schema plus the meta fields."""
-    from engine.schema import add_meta_fields
+    from engine.model.schema import add_meta_fields
 
     return schema_json(add_meta_fields(json.loads(commit_schema)))

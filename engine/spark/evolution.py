@@ -1,11 +1,11 @@
 """Value checks of a schema change, run as Spark jobs before a write is requested.
 
-:func:`engine.schema_evolution.deduce_writer_schema` decides on types; some of its decisions hold
-only if the values agree: a batch's long written into a float column must be a float exactly,
-a table's int widened to float must not hold an int past float's mantissa. Both are proven here
-over the data, in Spark tasks with :func:`engine.promote.promote_array`, so a failing value
-stops the write before anything is written; the error names the column, both types and the
-value.
+:func:`engine.model.schema_evolution.deduce_writer_schema` decides on types; some of its
+decisions hold only if the values agree: a batch's long written into a float column must be a
+float exactly, a table's int widened to float must not hold an int past float's mantissa. Both
+are proven here over the data, in Spark tasks with :func:`engine.model.promote.promote_array`,
+so a failing value stops the write before anything is written; the error names the column, both
+types and the value.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pyspark.sql.types import StringType, StructField, StructType
 from engine.config import HoodieConfig
 from engine.errors import SchemaEvolutionError
 from engine.io.parquet import commit_schema_of
-from engine.promote import promote_array
-from engine.schema import avro_to_arrow_schema, remove_meta_fields, schema_json
-from engine.schema_evolution import (
+from engine.model.promote import promote_array
+from engine.model.schema import avro_to_arrow_schema, remove_meta_fields, schema_json
+from engine.model.schema_evolution import (
     SchemaChange,
     compare_schemas,
     deduce_writer_schema,
@@ -99,7 +99,7 @@ def check_stored_values(
     Raises:
         SchemaEvolutionError: the first such value.
     """
-    from engine.read import read_hudi
+    from engine.read.plan import read_hudi
 
     columns = _top_level(list(widened))
     if columns:

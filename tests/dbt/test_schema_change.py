@@ -17,7 +17,7 @@ from dbt.adapters.hudi.schema_change import (
 )
 from engine import config as hc
 from engine.errors import ConfigError
-from engine.schema_evolution import compare_schemas
+from engine.model.schema_evolution import compare_schemas
 
 pytestmark = pytest.mark.unit
 

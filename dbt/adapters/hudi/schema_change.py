@@ -1,6 +1,6 @@
 """``on_schema_change`` for Hudi models: dbt's four modes on top of Hudi's writer-schema rules.
 
-Hudi decides what a commit may do to a table's schema (``engine.schema_evolution``, after
+Hudi decides what a commit may do to a table's schema (``engine.model.schema_evolution``, after
 Apache Hudi's ``HoodieSchemaUtils.deduceWriterSchema``): new columns are added as nullable, the
 promotions Hudi allows widen the table (int → bigint, float → double, ...), a narrower incoming
 type is promoted exactly to the table's, anything else is refused. dbt's ``on_schema_change``
@@ -36,8 +36,8 @@ import pyarrow as pa
 from engine import config as hc
 from engine.config import HoodieConfig
 from engine.errors import SchemaError, SchemaEvolutionError
-from engine.merge import IS_DELETED_COLUMN
-from engine.schema_evolution import SchemaChange, compare_schemas, deduce_writer_schema
+from engine.model.merge import IS_DELETED_COLUMN
+from engine.model.schema_evolution import SchemaChange, compare_schemas, deduce_writer_schema
 
 _CHANGE_ORDER = ("added", "removed", "widened", "narrowed", "incompatible")
 

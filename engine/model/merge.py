@@ -40,8 +40,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine import config
-from engine.promote import promote_array
-from engine.schema import META_COLUMNS, RECORD_KEY_COLUMN
+from engine.model.promote import promote_array
+from engine.model.schema import META_COLUMNS, RECORD_KEY_COLUMN
 
 __all__ = [
     "ARRIVAL_COLUMN",

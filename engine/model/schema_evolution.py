@@ -2,7 +2,7 @@
 
 Every write deduces the schema its files are written with from the table's latest schema and
 the batch's (Hudi's ``HoodieSchemaUtils.deduceWriterSchema``, hudi-spark-common), then the
-batch's values are promoted to it without loss (:mod:`engine.promote`). The rules, with their
+batch's values are promoted to it without loss (:mod:`engine.model.promote`). The rules, with their
 Hudi sources:
 
 1. **Canonicalization** (``AvroSchemaEvolutionUtils.reconcileSchemaRequirements``): a batch
@@ -55,8 +55,8 @@ import pyarrow as pa
 from engine import config
 from engine.config import HoodieConfig
 from engine.errors import ConfigError, SchemaEvolutionError
-from engine.promote import is_list_type, is_nested_type
-from engine.schema import (
+from engine.model.promote import is_list_type, is_nested_type
+from engine.model.schema import (
     META_COLUMNS,
     arrow_to_avro_schema,
     avro_to_arrow_schema,
@@ -353,8 +353,8 @@ def deduce_writer_schema(
         if all(c.kind in ("removed", "narrowed") for c in changes):
             return table  # a compatible projection: written with the table's schema
         return _merge(table, batch, keep_missing=False)
-    validate = cfg.get(config.AVRO_SCHEMA_VALIDATE) is True
-    allow_drop = cfg.get(config.SCHEMA_ALLOW_AUTO_EVOLUTION_COLUMN_DROP) is True
+    validate = cfg.get(config.AVRO_SCHEMA_VALIDATE)
+    allow_drop = cfg.get(config.SCHEMA_ALLOW_AUTO_EVOLUTION_COLUMN_DROP)
     if not validate and not allow_drop:
         if removed and not cfg.get(config.SET_NULL_FOR_MISSING_COLUMNS):
             raise _missing_columns_error(removed)

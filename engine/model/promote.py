@@ -107,21 +107,24 @@ def _promote_struct(array: pa.Array, target: pa.StructType, path: str) -> pa.Arr
     return pa.StructArray.from_arrays(arrays, fields=fields, mask=mask)
 
 
+def _null_offsets(array: pa.Array) -> pa.Array:
+    """Offsets of a list or map array, null where the array is null (how ``from_arrays`` takes
+    parent nulls of a sliced array)."""
+    offsets = array.offsets
+    if not array.null_count:
+        return offsets
+    nulls = pa.concat_arrays([array.is_null(), pa.array([False])])
+    return pc.if_else(nulls, pa.scalar(None, offsets.type), offsets)
+
+
 def _promote_list(array: pa.Array, target: pa.DataType, path: str) -> pa.Array:
     if not is_list_type(array.type):
         raise _mismatch(path, array.type, target)
     if pa.types.is_fixed_size_list(array.type):
         array = array.cast(pa.list_(array.type.value_field))
     values = _promote(array.values, target.value_type, f"{path}.element")
-    offsets = array.offsets
-    if array.null_count:
-        offsets = pc.if_else(
-            pa.concat_arrays([array.is_null(), pa.array([False])]),
-            pa.scalar(None, offsets.type),
-            offsets,
-        )
     factory = pa.LargeListArray if pa.types.is_large_list(target) else pa.ListArray
-    return factory.from_arrays(offsets, values, type=target)
+    return factory.from_arrays(_null_offsets(array), values, type=target)
 
 
 def _promote_map(array: pa.Array, target: pa.MapType, path: str) -> pa.Array:
@@ -129,26 +132,29 @@ def _promote_map(array: pa.Array, target: pa.MapType, path: str) -> pa.Array:
         raise _mismatch(path, array.type, target)
     keys = _promote(array.keys, target.key_type, f"{path}.key")
     items = _promote(array.items, target.item_type, f"{path}.value")
-    offsets = array.offsets
-    mask = array.is_null() if array.null_count else None
-    return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=mask)
+    return pa.MapArray.from_arrays(_null_offsets(array), keys, items, type=target)
+
+
+def _cast(array: pa.Array, target: pa.DataType) -> pa.Array:
+    source = array.type
+    if pa.types.is_integer(source) and pa.types.is_decimal(target):
+        # Arrow sizes int -> decimal casts by the type, not the values: go through 38 digits
+        return array.cast(pa.decimal128(38, 0)).cast(target, safe=True)
+    # Arrow's checked int -> float cast refuses every value past the mantissa, even those the
+    # float holds exactly (2**30); the round trip of _exact_cast is the exact test
+    safe = not (pa.types.is_integer(source) and pa.types.is_floating(target))
+    return array.cast(target, safe=safe)
 
 
 def _exact_cast(array: pa.Array, target: pa.DataType, path: str) -> pa.Array:
     """Cast a primitive array and prove every value survives the trip back unchanged."""
     source = array.type
-    # Arrow's checked int -> float cast refuses every value past the mantissa, even those the
-    # float holds exactly (2**30); the round trip below is the exact test
-    safe = not (pa.types.is_integer(source) and pa.types.is_floating(target))
     try:
-        if pa.types.is_integer(source) and pa.types.is_decimal(target):
-            # Arrow sizes int -> decimal casts by the type, not the values: go through 38 digits
-            out = array.cast(pa.decimal128(38, 0)).cast(target, safe=True)
-        else:
-            out = array.cast(target, safe=safe)
+        out = _cast(array, target)
     except pa.ArrowInvalid as e:
+        value = _first_failing(array, target)
         raise SchemaEvolutionError(
-            f"Column {path!r}: a value of type {source} does not fit {target} exactly ({e})"
+            f"Column {path!r}: value {value!r} of type {source} does not fit {target} ({e})"
         ) from e
     except _CAST_ERRORS as e:
         raise _mismatch(path, source, target) from e
@@ -166,3 +172,13 @@ def _exact_cast(array: pa.Array, target: pa.DataType, path: str) -> pa.Array:
             f"stored exactly as {target} (it would become {out[index].as_py()!r})"
         )
     return out
+
+
+def _first_failing(array: pa.Array, target: pa.DataType) -> Any:
+    """The first value whose cast fails (for the error message only)."""
+    for value in array.to_pylist():
+        try:
+            _cast(pa.array([value], array.type), target)
+        except _CAST_ERRORS:
+            return value
+    return None
