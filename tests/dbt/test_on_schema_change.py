@@ -13,8 +13,10 @@ One project, four models per materialization, all built from the same two SELECT
     append_*    tier added, qty widened to bigint (5000000000 exact), big kept bigint,
                 legacy kept (null in the rows written)
     sync_*      tier added, qty widened, legacy dropped (big stays bigint in the model)
-    refused_*   the full run-2 SELECT under fail, ignore and sync_all_columns: each fails
-                before anything is written, naming the model, the columns and both types
+    refused_*   the full run-2 SELECT under fail, ignore and sync_all_columns, and under
+                append_new_columns with legacy turned boolean (Hudi refuses string -> boolean):
+                each fails before anything is written (same timeline, same files), naming the
+                model, the columns and both types
 
 Run 2 writes only region 'us': the 'eu' file group keeps its run-1 base file, so every reader
 reads files of both schemas.
@@ -22,6 +24,7 @@ reads files of both schemas.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -62,6 +65,13 @@ select cast(2 as int) as id, 'us' as region, cast({BIG} as bigint) as qty,
 union all select 4, 'us', cast(40 as bigint), cast(41 as bigint), 'silver'
 """
 
+# under append_new_columns the refused models also turn legacy (string) into a boolean, a change
+# Hudi's rules refuse in every mode
+RUN_2_REFUSED = f"""
+select *{{% if var('refused_mode', 'fail') == 'append_new_columns' %}}, true as legacy{{% endif %}}
+from ({RUN_2}) as run_2
+"""
+
 MODEL = """
 {{{{ config(materialized='{materialized}', unique_key='id', partition_by='region',
             on_schema_change={mode}{extra}) }}}}
@@ -74,7 +84,7 @@ KINDS: dict[str, tuple[str, str, str]] = {
     "ignore": ("'ignore'", SET_NULL, RUN_2_IGNORE),
     "append": ("'append_new_columns'", "", RUN_2),
     "sync": ("'sync_all_columns'", "", RUN_2_SYNC),
-    "refused": ("var('refused_mode', 'fail')", "", RUN_2),
+    "refused": ("var('refused_mode', 'fail')", "", RUN_2_REFUSED),
 }
 
 RUN_1_ROWS = [(1, "eu", 10, 100, "a"), (2, "us", 20, 200, "b"), (3, "eu", 30, 300, "c")]
@@ -124,6 +134,14 @@ def _models() -> dict[str, str]:
     return models
 
 
+def _files(base: str) -> list[tuple[str, int]]:
+    """Every file under the base path (timeline included) with its size."""
+    root = Path(base)
+    return sorted(
+        (str(p.relative_to(root)), p.stat().st_size) for p in root.rglob("*") if p.is_file()
+    )
+
+
 def _hudi_rs_types(base: str) -> dict[str, pa.DataType]:
     batches = hudi_rs.hudi_rs_batches(base)
     schema = pa.Table.from_batches(batches).schema
@@ -154,7 +172,7 @@ class TestOnSchemaChange:
         for base in bases.values():
             assert hudi_rs_rows(base, RUN_1_COLUMNS) == RUN_1_ROWS
         refused = [f"refused_{s}" for s in MATERIALIZATIONS]
-        before = {name: completed_instants(bases[name]) for name in refused}
+        before = {name: (completed_instants(bases[name]), _files(bases[name])) for name in refused}
 
         # run 2: ignore, append and sync models write; refused models fail under 'fail'
         results, log = run_dbt_and_capture(["run", "--vars", "{run: 2}"], expect_pass=False)
@@ -187,10 +205,12 @@ class TestOnSchemaChange:
             assert needle in log, needle
 
         # the same SELECT under ignore (qty would have to narrow; legacy has no value) and
-        # sync_all_columns (Hudi cannot narrow big): refused before the write, saying why
+        # sync_all_columns (Hudi cannot narrow big), and a string column turned boolean under
+        # append_new_columns: refused before the write, saying why
         for mode, needles in (
             ("ignore", ("'qty'", "bigint", "append_new_columns", "'legacy'")),
             ("sync_all_columns", ("'big'", "cannot narrow", "cast(big as bigint)")),
+            ("append_new_columns", ("'legacy' is string in the table and boolean in the model",)),
         ):
             _, log = run_dbt_and_capture(
                 ["run", "-s", "refused_*", "--vars", f"{{run: 2, refused_mode: {mode}}}"],
@@ -200,8 +220,8 @@ class TestOnSchemaChange:
             for needle in needles:
                 assert needle in log, (mode, needle)
 
-        for name in refused:
-            assert completed_instants(bases[name]) == before[name], name
+        for name in refused:  # untouched: same timeline, same files
+            assert (completed_instants(bases[name]), _files(bases[name])) == before[name], name
 
         for kind, (columns, rows, types) in EXPECTED.items():
             for short in MATERIALIZATIONS:
