@@ -139,6 +139,18 @@ def test_sync_all_columns_adds_widens_and_drops() -> None:
     }
 
 
+def test_writer_schema_checked_against_the_mode() -> None:
+    """Options that make Hudi keep a column sync_all_columns removes (or change a table ignore
+    keeps) are refused, never obeyed silently."""
+    synced = INCOMING.set(2, pa.field("big", pa.int64()))
+    keep = {hc.SET_NULL_FOR_MISSING_COLUMNS.key: "true"}
+    with pytest.raises(OnSchemaChangeError) as e:
+        plan_write("m", "sync_all_columns", TABLE, synced, hc.parse_options(keep))
+    assert "'legacy' is not in the model, but Hudi's writer schema keeps it" in str(e.value)
+    reconcile = {hc.RECONCILE_SCHEMA.key: "true", **keep}
+    assert _plan("ignore", TABLE.remove(3), **reconcile).changes == ()
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_incompatible_type_refused_in_every_mode(mode: str) -> None:
     incoming = TABLE.set(3, pa.field("legacy", pa.bool_()))

@@ -149,7 +149,7 @@ def plan_write(
     except SchemaEvolutionError as e:
         raise OnSchemaChangeError(model, mode, [str(e)]) from None
     changes = compare_schemas(table, writer)
-    problems = _contradictions(mode, diffs, changes, writer)
+    problems = _contradictions(mode, diffs, changes)
     if problems:
         raise OnSchemaChangeError(model, mode, problems)
     columns = tuple((n, names[n]) for n in incoming.names if names[n] not in left_out)
@@ -250,9 +250,7 @@ def _fail_summary(diffs: list[SchemaChange]) -> str:
     )
 
 
-def _contradictions(
-    mode: str, diffs: list[SchemaChange], changes: list[SchemaChange], writer: pa.Schema
-) -> list[str]:
+def _contradictions(mode: str, diffs: list[SchemaChange], changes: list[SchemaChange]) -> list[str]:
     """Where Hudi's writer schema (under the write's options) would not do what ``mode`` says."""
     options = ", ".join(
         (
@@ -268,8 +266,8 @@ def _contradictions(
         unexpected = [c for c in changes if c.kind == "removed"]
         why = "on_schema_change='append_new_columns' keeps every column of the table"
     elif mode == "sync_all_columns":
-        removed = {d.column for d in diffs if d.kind == "removed"}
-        kept = [n for n in removed if n in writer.names]
+        dropped = {c.column for c in changes if c.kind == "removed"}
+        kept = [d.column for d in diffs if d.kind == "removed" and d.column not in dropped]
         return [
             f"column '{n}' is not in the model, but Hudi's writer schema keeps it, and "
             f"on_schema_change='sync_all_columns' removes it; check hudi_options ({options})"
