@@ -62,7 +62,7 @@ step = st.tuples(
     st.randoms(use_true_random=False),
 )
 sequence = st.tuples(
-    st.sampled_from(["COPY_ON_WRITE", "MERGE_ON_READ"]), st.lists(step, min_size=2, max_size=4)
+    st.sampled_from(["COPY_ON_WRITE", "MERGE_ON_READ"]), st.lists(step, min_size=2, max_size=3)
 )
 
 
@@ -200,8 +200,7 @@ def _struct(s: Any, shape: TableShape) -> Any:
     return {"x": s[0], "y": s[1] if len(s) > 1 else None}
 
 
-def check_types(path: str, shape: TableShape, spark: Any, rows_rs: Any) -> None:
-    arrow = read_table(path).schema
+def check_types(arrow: Any, spark_types: dict[str, str], shape: TableShape, rows_rs: Any) -> None:
     for name, kind in shape.columns.items():
         if name in ("a", "b"):
             assert str(arrow.field(name).type) == ARROW_TYPES[kind], (name, arrow)
@@ -209,7 +208,6 @@ def check_types(path: str, shape: TableShape, spark: Any, rows_rs: Any) -> None:
                 assert str(rows_rs.field(name).type) == ARROW_TYPES[kind], (name, rows_rs)
     x = arrow.field("s").type.field("x").type
     assert str(x) == ARROW_TYPES[shape.columns["s"]]
-    spark_types = dict(read_hudi(spark, path).dtypes)
     for name in ("a", "b"):
         assert spark_types[name] == SPARK_TYPES[shape.columns[name]]
     y = ",y:string" if shape.has_y else ""
@@ -247,15 +245,17 @@ def judge(
     spark: Any, path: str, table_type: str, oracle: Oracle, shape: TableShape, context: Any
 ) -> None:
     expected = expected_rows(oracle, shape)
-    assert normalize(read_table(path).to_pylist(), shape) == expected, ("arrow", context)
-    spark_rows = [r.asDict(recursive=True) for r in read_hudi(spark, path).collect()]
+    arrow = read_table(path)
+    assert normalize(arrow.to_pylist(), shape) == expected, ("arrow", context)
+    df = read_hudi(spark, path)
+    spark_rows = [r.asDict(recursive=True) for r in df.collect()]
     assert normalize(spark_rows, shape) == expected, ("read_hudi", context)
     rs = hudi_rs_table(path, table_type)
     assert normalize(rs.to_pylist() if rs is not None else [], shape) == expected, (
         "hudi-rs",
         context,
     )
-    check_types(path, shape, spark, rs.schema if rs is not None else None)
+    check_types(arrow.schema, dict(df.dtypes), shape, rs.schema if rs is not None else None)
 
 
 def run_sequence(spark: Any, table_type: str, steps: list[tuple[Any, ...]]) -> None:
