@@ -640,6 +640,43 @@ ARCHIVE_AUTOMATIC = _option(
     "hoodie.archive.automatic", parse_bool, True, "Archive old instants after every commit."
 )
 
+# --- schema evolution (engine.model.schema_evolution) ------------------------------------------
+RECONCILE_SCHEMA = _option(
+    "hoodie.datasource.write.reconcile.schema",
+    parse_bool,
+    False,
+    "Legacy reconciliation: a batch that is a projection of the table writes with the table's "
+    "schema (missing columns null); any other batch's schema becomes the writer schema.",
+)
+SET_NULL_FOR_MISSING_COLUMNS = _option(
+    "hoodie.write.set.null.for.missing.columns",
+    parse_bool,
+    False,
+    "Columns of the table missing from the batch are kept and written as null "
+    "(otherwise a missing column fails the write).",
+    aliases=("hoodie.datasource.write.set.null.for.missing.columns",),
+)
+AVRO_SCHEMA_VALIDATE = _option(
+    "hoodie.avro.schema.validate",
+    parse_bool,
+    False,
+    "Validate the batch schema against the table's with Avro reader/writer compatibility "
+    "(top-level columns may only be dropped with column drop allowed).",
+)
+SCHEMA_ALLOW_AUTO_EVOLUTION_COLUMN_DROP = _option(
+    "hoodie.datasource.write.schema.allow.auto.evolution.column.drop",
+    parse_bool,
+    False,
+    "A column missing from the batch is dropped from the table schema instead of failing.",
+)
+SCHEMA_ON_READ_ENABLE = _option(
+    "hoodie.schema.on.read.enable",
+    parse_bool,
+    False,
+    "Schema-on-read evolution (internal schema in commit metadata): not implemented; true is "
+    "refused.",
+)
+
 # --- read options -----------------------------------------------------------------------------
 QUERY_TYPE = _option(
     "hoodie.datasource.query.type",

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine import config
 from engine.config import HoodieConfig, TableType, WriteOperation, parse_options
-from engine.errors import ConfigError, HudiError, SchemaError, TableNotFoundError
+from engine.errors import ConfigError, HudiError, TableNotFoundError
 from engine.faults import checkpoint
 from engine.fs.properties import (
     METAFOLDER,
@@ -35,10 +35,9 @@ from engine.fs.properties import (
     write_properties,
 )
 from engine.fs.storage import Storage
-from engine.io.parquet import commit_schema_of
 from engine.model.keygen import keygen_spec_from_config
 from engine.model.merge import MergeSpec
-from engine.model.schema import avro_to_arrow_schema, remove_meta_fields, schema_json
+from engine.model.schema import avro_to_arrow_schema, remove_meta_fields
 from engine.services.compaction import run_pending_compactions
 from engine.services.inline import run_table_services, validate_service_options
 from engine.services.lock import TableLock
@@ -65,6 +64,7 @@ from engine.write.replace import (
 from engine.write.rollback import rollback_failed_writes
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame
 
     from engine.spark.profile import BatchProfile
@@ -361,24 +361,22 @@ class HudiTable:
         timeline: Timeline | None,
         operation: WriteOperation,
     ) -> str:
-        from engine.spark.schema import data_arrow_schema
+        from engine.spark.evolution import commit_schema_for
 
-        incoming = data_arrow_schema(df.schema)
-        name = str(cfg.require(config.TABLE_NAME))
         latest = timeline.latest_schema() if timeline is not None else None
-        if latest is None:
-            if operation == WriteOperation.DELETE:
-                raise HudiError(f"Cannot delete from a table without data at {self.base_path}")
-            return commit_schema_of(incoming, name)
         if operation == WriteOperation.DELETE:
+            if latest is None:
+                raise HudiError(f"Cannot delete from a table without data at {self.base_path}")
             return latest
-        current = avro_to_arrow_schema(latest)
-        _check_castable(incoming, current)
-        added = [f for f in incoming if f.name not in current.names]
-        if not added:
-            return schema_json(remove_meta_fields(latest))
-        evolved = pa_schema_append(current, added)
-        return commit_schema_of(evolved, name)
+        name = str(cfg.require(config.TABLE_NAME))
+        return commit_schema_for(df, latest, cfg, name, self.base_path)
+
+    def schema(self) -> pa.Schema | None:
+        """The table's latest data schema (no meta columns); ``None`` without data."""
+        if not self.exists:
+            return None
+        latest = self.timeline().latest_schema()
+        return avro_to_arrow_schema(remove_meta_fields(latest)) if latest else None
 
 
 def _written_since(before: Timeline, after: Timeline, compacted: list[str]) -> bool:
@@ -388,29 +386,6 @@ def _written_since(before: Timeline, after: Timeline, compacted: list[str]) -> b
         i.instant_time not in seen and i.instant_time not in compacted
         for i in after.commits_timeline()
     )
-
-
-def _check_castable(incoming: Any, current: Any) -> None:
-    """Fail before the write starts when a column cannot become the table's type."""
-    import pyarrow as pa
-
-    for column in incoming:
-        if column.name not in current.names:
-            continue
-        target = current.field(column.name).type
-        try:
-            pa.array([], type=column.type).cast(target)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-            raise SchemaError(
-                f"Column {column.name!r} of type {column.type} does not fit the table's {target}"
-            ) from e
-
-
-def pa_schema_append(schema: Any, fields: list[Any]) -> Any:
-    """``schema`` with ``fields`` appended (schema evolution by added columns)."""
-    import pyarrow as pa
-
-    return pa.schema([*schema, *(f.with_nullable(True) for f in fields)])
 
 
 def write_hudi(df: DataFrame, path: str, options: Mapping[str, Any] | None = None) -> WriteResult:

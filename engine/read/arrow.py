@@ -22,6 +22,7 @@ from engine.errors import QueryError
 from engine.fs.storage import Storage
 from engine.fs.view import FileSlice
 from engine.model.merge import DELETE_RECORD_COLUMN, MergeSpec, combine_with_stored
+from engine.model.promote import promote_table
 from engine.model.schema import (
     COMMIT_TIME_COLUMN,
     META_COLUMNS,
@@ -68,45 +69,57 @@ def read_plan(plan: QueryPlan) -> pa.Table:
 
 
 def plan_schema(plan: QueryPlan) -> pa.Schema:
-    """The Arrow schema of the query result.
-
-    Taken from the newest base file's footer (the exact Parquet types Spark wrote), else from the
-    table's Avro schema (log-only or empty tables).
+    """The Arrow schema of the query result: the table's schema as of the query
+    (``plan.avro_schema``), each column typed as the newest base file stores it when that file
+    was written with the same type (the exact Parquet types Spark wrote), else as the schema
+    says (a column added or widened since, read from older files by promotion).
     """
     newest: tuple[str, str] | None = None
     for s in plan.file_slices:
         if s.base_file and (newest is None or s.base_instant_time > newest[0]):
             newest = (s.base_instant_time, s.base_file_path or "")
-    storage = plan.table.storage
-    if newest is not None:
-        with storage.open_input(newest[1]) as f:
-            schema = pq.read_schema(f).remove_metadata()
-        if not plan.table.populate_meta_fields:
-            # Java and hudi-rs resolve such tables' schema without meta columns, even though
-            # Spark writes them (null) into the files
-            keep = [i for i, name in enumerate(schema.names) if name not in META_COLUMNS]
-            schema = pa.schema([schema.field(i) for i in keep])
-        return schema
-    if plan.avro_schema:
-        avro = add_meta_fields(plan.avro_schema) if plan.table.populate_meta_fields else None
-        return avro_to_arrow_schema(avro or plan.avro_schema)
-    return pa.schema([])
+    footer = _footer_schema(plan, newest[1]) if newest is not None else None
+    if not plan.avro_schema:
+        return footer if footer is not None else pa.schema([])
+    with_meta = plan.table.populate_meta_fields
+    target = avro_to_arrow_schema(
+        add_meta_fields(plan.avro_schema) if with_meta else plan.avro_schema
+    )
+    if footer is None:
+        return target
+    stored, logical = footer
+    fields = [
+        stored.field(f.name)
+        if f.name in stored.names and f.name in logical and logical[f.name].equals(f.type)
+        else f
+        for f in target
+    ]
+    return pa.schema(fields)
+
+
+def _footer_schema(plan: QueryPlan, path: str) -> tuple[pa.Schema, dict[str, pa.DataType]] | None:
+    """A base file's Parquet schema and the types its writer schema gave each column."""
+    with plan.table.storage.open_input(path) as f:
+        parquet_schema = pq.read_schema(f)
+    metadata = parquet_schema.metadata or {}
+    schema = parquet_schema.remove_metadata()
+    if not plan.table.populate_meta_fields:
+        # Java and hudi-rs resolve such tables' schema without meta columns, even though
+        # Spark writes them (null) into the files
+        keep = [i for i, name in enumerate(schema.names) if name not in META_COLUMNS]
+        schema = pa.schema([schema.field(i) for i in keep])
+    avro = metadata.get(b"parquet.avro.schema")
+    if avro is None:
+        logical = {f.name: f.type for f in schema}
+    else:
+        logical = {f.name: f.type for f in avro_to_arrow_schema(avro.decode())}
+    return schema, logical
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``table`` with exactly ``schema``'s columns: reordered, cast, missing ones null."""
-    if table.schema.equals(schema):
-        return table
-    columns = []
-    for f in schema:
-        if f.name in table.column_names:
-            column = table[f.name]
-            if not column.type.equals(f.type):
-                column = column.cast(f.type)
-            columns.append(column)
-        else:
-            columns.append(pa.nulls(table.num_rows, f.type))
-    return pa.Table.from_arrays(columns, schema=schema)
+    """``table`` with exactly ``schema``'s columns: reordered, promoted (old files of an evolved
+    table, :mod:`engine.model.promote`), missing ones null."""
+    return promote_table(table, schema)
 
 
 def read_base_file(storage: Storage, file_slice: FileSlice) -> pa.Table | None:

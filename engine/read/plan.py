@@ -286,6 +286,10 @@ def plan_query(base_path: str | Storage, query: ReadQuery | None = None) -> Quer
         timeline = timeline.with_history()
     avro_schema = timeline.latest_schema() or _prop(table.properties, config.CREATE_SCHEMA)
     pruner = partition_pruner(table, query.filters, avro_schema)
+    # the schema as of the query's last instant: time travel before a change reads the old one
+    as_of = query.end if query.query_type == "incremental" else query.as_of
+    if as_of is not None:
+        avro_schema = timeline.until(as_of).latest_schema() or avro_schema
 
     if query.query_type == "incremental":
         return _plan_incremental(storage, table, timeline, query, pruner, avro_schema)

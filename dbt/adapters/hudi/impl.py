@@ -20,7 +20,7 @@ from dbt.adapters.hudi.connections import HudiConnectionManager, HudiCredentials
 from dbt.adapters.hudi.options import HudiModelConfig, parse_model_config
 from dbt.adapters.hudi.publish import PublishedTable, catalog_base_path, get_session, publish
 from dbt.adapters.hudi.relation import HudiRelation
-from dbt.adapters.hudi.schema_change import plan_columns
+from dbt.adapters.hudi.schema_change import plan_write
 from engine.config import TableType
 from engine.errors import ConfigError, HudiError, SchemaError
 from engine.model.schema import META_COLUMNS
@@ -169,14 +169,15 @@ class HudiAdapter(SparkAdapter):
         base_path = self._base_path(relation, cfg, spark)
         storage = Storage(base_path)
         table_exists = _table_exists(storage)
-        if table_exists and not full_refresh:
-            _check_table_type(cfg, storage)
-            df = self._reconcile_columns(cfg, spark, base_path, df)
-        backup = _move_aside(storage) if full_refresh and table_exists else None
-        operation = cfg.operation(table_exists=table_exists and backup is None)
+        continued = table_exists and not full_refresh
+        operation = cfg.operation(table_exists=continued)
         options = cfg.write_options(
             table_name=str(relation.identifier), database=relation.schema, operation=operation
         )
+        if continued:
+            _check_table_type(cfg, storage)
+            df = _reconcile_columns(cfg, base_path, df, options)
+        backup = _move_aside(storage) if full_refresh and table_exists else None
         try:
             result = _write(df, base_path, options)
         except HudiError as e:
@@ -191,33 +192,6 @@ class HudiAdapter(SparkAdapter):
         summary = _summary(result, operation, published, time.monotonic() - started)
         logger.debug(f"hudi_write {relation}: {summary}")
         return summary
-
-    def _reconcile_columns(
-        self, cfg: HudiModelConfig, spark: SparkSession, base_path: str, df: DataFrame
-    ) -> DataFrame:
-        """Apply ``on_schema_change`` against the table's current columns."""
-        from pyspark.sql import functions as F
-
-        from engine import read_hudi
-
-        existing = [
-            (n, t)
-            for n, t in _columns_of(read_hudi(spark, base_path))
-            if n.lower() not in META_COLUMNS
-        ]
-        try:
-            plan = plan_columns(existing, _columns_of(df), cfg.on_schema_change)
-        except SchemaError as e:
-            raise DbtRuntimeError(f"Model '{cfg.model}': {e}") from None
-        projection = []
-        for column in plan:
-            if column.source is None:
-                projection.append(F.lit(None).cast(column.data_type).alias(column.name))
-            elif column.cast_to is not None:
-                projection.append(F.col(column.source).cast(column.cast_to).alias(column.name))
-            else:
-                projection.append(F.col(column.source).alias(column.name))
-        return df.select(*projection)
 
     # ---- downstream ref() ----------------------------------------------------------------------
 
@@ -305,6 +279,37 @@ def _config_error(cfg: HudiModelConfig, problems: list[str]) -> ConfigError:
     from dbt.adapters.hudi.options import ModelConfigError
 
     return ModelConfigError(cfg.model, cfg.materialization, problems)
+
+
+def _reconcile_columns(
+    cfg: HudiModelConfig, base_path: str, df: DataFrame, options: Mapping[str, str]
+) -> DataFrame:
+    """The model's columns under ``on_schema_change`` and Hudi's rules, checked before the write.
+
+    Raises:
+        CompilationError: a change the mode or Hudi refuses, naming each column and both types.
+    """
+    from pyspark.sql import functions as F
+
+    from engine import config as hc
+    from engine.spark.schema import data_arrow_schema
+    from engine.table import HudiTable
+
+    table = HudiTable(base_path).schema()
+    incoming = data_arrow_schema(df.schema)
+    try:
+        plan = plan_write(
+            cfg.model, cfg.on_schema_change, table, incoming, hc.parse_options(options)
+        )
+    except SchemaError as e:
+        raise CompilationError(str(e)) from None
+    for line in plan.log_lines():
+        logger.info(f"Hudi model '{cfg.model}': {line}")
+    return df.select(*(F.col(_quoted(src)).alias(dst) for src, dst in plan.columns))
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _table_exists(storage: Any) -> bool:
