@@ -192,7 +192,7 @@ def versioned_properties(props: Mapping[str, str], version: int) -> dict[str, st
 
     Versions 8 and 9 add the layout-2 timeline folders, the merge mode (and, in 8, the merge
     strategy id next to the payload class), and name the key generator by type; version 9 names
-    the ordering field ``hoodie.table.ordering.fields`` and drops the payload class.
+    the ordering field ``hoodie.table.ordering.fields``.
 
     Raises:
         ConfigError: a payload class without a 1.x merge mode (partial-update payloads).
@@ -220,7 +220,8 @@ def versioned_properties(props: Mapping[str, str], version: int) -> dict[str, st
     if version == 8:
         out[config.RECORD_MERGE_STRATEGY_ID.key] = _MERGE_STRATEGY_IDS[mode]
         return out
-    out.pop(config.PAYLOAD_CLASS.key, None)
+    # version 9 keeps the payload class too: the merge mode decides for every 1.x reader, and
+    # the exact class (EventTimeAvroPayload or DefaultHoodieRecordPayload) stays known
     ordering = out.pop(config.PRECOMBINE_FIELD.key, None)
     if ordering:
         out[config.ORDERING_FIELDS.key] = ordering
@@ -237,7 +238,9 @@ def write_view_of_properties(props: Mapping[str, str]) -> dict[str, str]:
     out = dict(props)
     if _prop(props, config.TABLE_VERSION) < 8:
         return out
-    out[config.PAYLOAD_CLASS.key] = effective_payload_class(props)
+    derived = effective_payload_class(props)  # raises for CUSTOM
+    # a persisted payload class (version 8, and tables this engine wrote) is the exact one
+    out.setdefault(config.PAYLOAD_CLASS.key, derived)
     ordering = ordering_field(props)
     if ordering:
         out[config.PRECOMBINE_FIELD.key] = ordering
