@@ -395,6 +395,12 @@ TABLE_FORMAT = _option(
 INDEX_DEFS_PATH = _optional(
     "hoodie.table.index.defs.path", parse_str, "Index definitions of the metadata table (v8+)."
 )
+WRITE_TABLE_VERSION = _option(
+    "hoodie.write.table.version",
+    parse_int,
+    6,
+    "Table version a new table is written in (6, 8 or 9); an existing table keeps its own.",
+)
 
 # --- write options ----------------------------------------------------------------------------
 RECORDKEY_FIELD = _optional(

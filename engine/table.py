@@ -20,6 +20,7 @@ leave the table untouched.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -35,6 +36,11 @@ from engine.fs.properties import (
     write_properties,
 )
 from engine.fs.storage import Storage
+from engine.fs.table_version import (
+    require_writable_version,
+    versioned_properties,
+    write_view_of_properties,
+)
 from engine.model.keygen import keygen_spec_from_config
 from engine.model.merge import MergeSpec
 from engine.model.schema import avro_to_arrow_schema, remove_meta_fields
@@ -72,6 +78,8 @@ if TYPE_CHECKING:
 __all__ = ["HudiTable", "WriteResult", "write_hudi"]
 
 # (write option, persisted table property) pairs that must agree on an existing table
+_log = logging.getLogger(__name__)
+
 _MUST_MATCH: tuple[tuple[config.ConfigOption[Any], config.ConfigOption[Any]], ...] = (
     (config.WRITE_TABLE_TYPE, config.TABLE_TYPE),
     (config.RECORDKEY_FIELD, config.RECORDKEY_FIELDS),
@@ -120,6 +128,21 @@ def _check_against_table(options: HoodieConfig, table: HoodieConfig, base_path: 
         raise ConfigError(f"Table at {base_path}: " + "; ".join(problems))
 
 
+def _check_table_version(options: HoodieConfig, props: Mapping[str, str], base_path: str) -> None:
+    """An existing table is written in its own version: asking for another one is an error
+    (upgrading a table version 6 to 8/9 is Hudi's upgrade procedure, not done here)."""
+    if not options.is_set(config.WRITE_TABLE_VERSION):
+        return
+    asked = options.get(config.WRITE_TABLE_VERSION)
+    current = int(props.get(config.TABLE_VERSION.key) or config.TABLE_VERSION.default)
+    if asked != current:
+        raise ConfigError(
+            f"Table at {base_path} is table version {current}: config "
+            f"{config.WRITE_TABLE_VERSION.key!r}={asked} would need an upgrade or downgrade, "
+            "which is not supported (drop the option to continue the table in its version)"
+        )
+
+
 class HudiTable:
     """A Hudi table (table version 6) at a base path; it may not exist yet."""
 
@@ -143,8 +166,9 @@ class HudiTable:
         if not self.exists:
             return options, None
         props = self.properties()
-        table_cfg = _parse_table_properties(props)
+        table_cfg = _parse_table_properties(write_view_of_properties(props))
         _check_against_table(options, table_cfg, self.base_path)
+        _check_table_version(options, props, self.base_path)
         return table_cfg.merged(options), props
 
     def _new_table_properties(
@@ -193,20 +217,30 @@ class HudiTable:
                 if value:
                     props[ts_option.key] = config.format_value(value)
         props[config.CREATE_SCHEMA.key] = schema
-        return props
+        version = cfg.get(config.WRITE_TABLE_VERSION)
+        return versioned_properties(
+            props, require_writable_version(version, key=config.WRITE_TABLE_VERSION.key)
+        )
 
     def _take_over_metadata_table(self, props: dict[str, str]) -> None:
         """Hudi's own writers may keep a metadata table this engine does not maintain: disable
         it the way Hudi does with the metadata table switched off (empty partitions property,
         then remove ``.hoodie/metadata``) so no reader trusts a stale file listing."""
         keys = (config.METADATA_PARTITIONS.key, config.METADATA_PARTITIONS_INFLIGHT.key)
-        if any(props.get(k) for k in keys):
-            updated = dict(props)
+        if any(props.get(k) for k in keys) or props.get(config.INDEX_DEFS_PATH.key):
+            updated = {k: v for k, v in props.items() if k != config.INDEX_DEFS_PATH.key}
             for k in keys:
                 if k in updated:
                     updated[k] = ""
             write_properties(self.storage, updated)
+            _log.warning(
+                "Table at %s has a metadata table (%s); it is removed with its index "
+                "definitions, as Hudi does when a writer disables the metadata table",
+                self.base_path,
+                props.get(config.METADATA_PARTITIONS.key) or "pending partitions",
+            )
         self.storage.delete_dir(f"{METAFOLDER}/metadata")
+        self.storage.delete_dir(f"{METAFOLDER}/.index_defs")
 
     # ---- write -----------------------------------------------------------------------------
 

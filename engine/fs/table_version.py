@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from engine import config
-from engine.errors import QueryError
+from engine.errors import ConfigError, QueryError
 
 __all__ = [
     "LAYOUT_1",
@@ -162,3 +162,89 @@ def require_readable_base_format(props: Mapping[str, str], *, where: str = "the 
             f"Unsupported table format at {where}: {config.TABLE_FORMAT.key}="
             f"{table_format_value} (only Hudi's native format can be read)"
         )
+
+
+# ---- writing -----------------------------------------------------------------------------------
+
+WRITABLE_VERSIONS = (6, 8, 9)
+_MERGE_MODES = {
+    config.OVERWRITE_WITH_LATEST_PAYLOAD: "COMMIT_TIME_ORDERING",
+    config.DEFAULT_PAYLOAD: "EVENT_TIME_ORDERING",
+    config.EVENT_TIME_PAYLOAD: "EVENT_TIME_ORDERING",
+}
+# hoodie.record.merge.strategy.id of Hudi 1.0's built-in mergers
+_MERGE_STRATEGY_IDS = {
+    "COMMIT_TIME_ORDERING": "ce9acb64-bde0-424c-9b91-f6ebba25356d",
+    "EVENT_TIME_ORDERING": "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
+}
+_KEYGEN_TYPE_OF_CLASS = {cls: kind for kind, cls in config.KEYGEN_TYPES.items()}
+
+
+def require_writable_version(version: int, *, key: str) -> int:
+    """Raises ConfigError naming ``key`` unless ``version`` is 6, 8 or 9."""
+    if version not in WRITABLE_VERSIONS:
+        raise ConfigError(f"Config {key!r}={version}: table versions 6, 8 and 9 can be written")
+    return version
+
+
+def versioned_properties(props: Mapping[str, str], version: int) -> dict[str, str]:
+    """The properties of a new table written in ``version`` from its version-6 properties.
+
+    Versions 8 and 9 add the layout-2 timeline folders, the merge mode (and, in 8, the merge
+    strategy id next to the payload class), and name the key generator by type; version 9 names
+    the ordering field ``hoodie.table.ordering.fields``.
+
+    Raises:
+        ConfigError: a payload class without a 1.x merge mode (partial-update payloads).
+    """
+    out = dict(props)
+    if version == 6:
+        return out
+    payload = out.get(config.PAYLOAD_CLASS.key, config.OVERWRITE_WITH_LATEST_PAYLOAD)
+    mode = _MERGE_MODES.get(payload)
+    if mode is None:
+        raise ConfigError(
+            f"Payload class {payload!r} has no merge mode in table version {version}: use "
+            f"OverwriteWithLatestAvroPayload, DefaultHoodieRecordPayload or EventTimeAvroPayload"
+        )
+    out[config.TABLE_VERSION.key] = str(version)
+    out[config.TIMELINE_LAYOUT_VERSION.key] = "2"
+    out[config.TABLE_INITIAL_VERSION.key] = str(version)
+    out[config.TIMELINE_PATH.key] = config.TIMELINE_PATH.default
+    out[config.TIMELINE_HISTORY_PATH.key] = config.TIMELINE_HISTORY_PATH.default
+    out[config.RECORD_MERGE_MODE.key] = mode
+    out.pop(config.RECORD_MERGER_STRATEGY.key, None)
+    keygen = out.pop(config.KEYGENERATOR_CLASS.key, None)
+    if keygen is not None:
+        out[config.KEYGENERATOR_TYPE_TABLE.key] = _KEYGEN_TYPE_OF_CLASS[keygen]
+    if version == 8:
+        out[config.RECORD_MERGE_STRATEGY_ID.key] = _MERGE_STRATEGY_IDS[mode]
+        return out
+    # version 9 keeps the payload class too: the merge mode decides for every 1.x reader, and
+    # the exact class (EventTimeAvroPayload or DefaultHoodieRecordPayload) stays known
+    ordering = out.pop(config.PRECOMBINE_FIELD.key, None)
+    if ordering:
+        out[config.ORDERING_FIELDS.key] = ordering
+    return out
+
+
+def write_view_of_properties(props: Mapping[str, str]) -> dict[str, str]:
+    """Properties of any readable version in the version-6 spelling the writer works with:
+    ordering field, payload class from the merge mode, partition fields without types.
+
+    Raises:
+        QueryError: merge mode CUSTOM or several ordering fields (cannot be honoured).
+    """
+    out = dict(props)
+    if _prop(props, config.TABLE_VERSION) < 8:
+        return out
+    derived = effective_payload_class(props)  # raises for CUSTOM
+    # a persisted payload class (version 8, and tables this engine wrote) is the exact one
+    out.setdefault(config.PAYLOAD_CLASS.key, derived)
+    ordering = ordering_field(props)
+    if ordering:
+        out[config.PRECOMBINE_FIELD.key] = ordering
+    fields = partition_fields(props)
+    if fields:
+        out[config.PARTITION_FIELDS.key] = ",".join(fields)
+    return out

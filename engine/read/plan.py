@@ -320,17 +320,22 @@ def _plan_incremental(
     pruner: Any,
     avro_schema: str | None,
 ) -> QueryPlan:
-    if timeline.layout.version >= 2:
-        return _plan_incremental_by_completion(storage, table, timeline, query, pruner, avro_schema)
     begin = query.begin or "0"
-    last = timeline.last_completed()
-    end = query.end or (last.instant_time if last else None)
-    visibility = Visibility.of(timeline, end) if end is not None else Visibility.of(timeline)
-    in_range = [
-        i
-        for i in timeline.commits_timeline()
-        if begin < i.instant_time and i.instant_time <= (end or "")
-    ]
+    commit_times: frozenset[str] | None = None
+    if timeline.layout.version >= 2:
+        # the commits completed in (begin, end]; rows and log blocks of exactly those commits
+        in_range = timeline.completed_in(begin, query.end)
+        commit_times = frozenset(i.instant_time for i in in_range)
+        end = max(commit_times, default=None)
+    else:
+        last = timeline.last_completed()
+        end = query.end or (last.instant_time if last else None)
+        in_range = [
+            i
+            for i in timeline.commits_timeline()
+            if begin < i.instant_time and i.instant_time <= (end or "")
+        ]
+    visibility = Visibility.of(timeline, end)
     touched: set[tuple[str, str]] = set()
     for instant in in_range:
         touched |= timeline.read_commit_metadata(instant).file_ids_written()
@@ -349,39 +354,6 @@ def _plan_incremental(
         file_slices=tuple(slices),
         visibility=visibility,
         begin=begin,
-        merge_logs=table.is_mor,
-        avro_schema=avro_schema,
-    )
-
-
-def _plan_incremental_by_completion(
-    storage: Storage,
-    table: TableInfo,
-    timeline: Timeline,
-    query: ReadQuery,
-    pruner: Any,
-    avro_schema: str | None,
-) -> QueryPlan:
-    """Layout 2: the commits completed in ``(begin, end]``; rows of exactly those commits."""
-    in_range = timeline.completed_in(query.begin or "0", query.end)
-    commit_times = frozenset(i.instant_time for i in in_range)
-    touched: set[tuple[str, str]] = set()
-    for instant in in_range:
-        touched |= timeline.read_commit_metadata(instant).file_ids_written()
-    end = max(commit_times) if commit_times else None
-    visibility = Visibility.of(timeline, end)
-    slices: list[FileSlice] = []
-    if touched and end is not None:
-        view = FileSystemView(
-            storage, timeline, partition_paths={p for p, _ in touched}, partition_filter=pruner
-        )
-        slices = view.latest_file_slices(visibility=visibility, file_groups=touched)
-    return QueryPlan(
-        table=table,
-        query=query,
-        file_slices=tuple(slices),
-        visibility=visibility,
-        begin=query.begin or "0",
         merge_logs=table.is_mor,
         avro_schema=avro_schema,
         commit_times=commit_times,

@@ -23,7 +23,7 @@ from typing import Any
 from engine.fs.properties import PROPERTIES_FILE, parse_properties_text
 from engine.fs.storage import Storage
 from engine.fs.table_version import LAYOUT_1, TableFormat, table_format
-from engine.timeline.avro_metadata import deserialize
+from engine.timeline.avro_metadata import deserialize, serialize
 from engine.timeline.commit_metadata import HoodieCommitMetadata
 from engine.timeline.instant import (
     Instant,
@@ -99,3 +99,86 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(v) for v in value]
     return value
+
+
+# ---- Avro commit metadata (CommitMetadataSerDeV2) ------------------------------------------------
+
+_NAMESPACE = "org.apache.hudi.avro.model"
+_LONG_STATS = (
+    "numWrites", "numDeletes", "numUpdateWrites", "totalWriteBytes", "totalWriteErrors",
+    "totalLogRecords", "totalUpdatedRecordsCompacted", "numInserts", "totalLogBlocks",
+    "totalCorruptLogBlock", "totalRollbackBlocks", "fileSizeInBytes", "logOffset",
+    "minEventTime", "maxEventTime", "totalLogFilesCompacted", "totalLogSizeCompacted",
+)  # fmt: skip
+_STRING_STATS = ("fileId", "path", "prevCommit", "partitionPath", "baseFile", "tempPath")
+
+
+def _nullable(name: str, type_: Any) -> dict[str, Any]:
+    return {"name": name, "type": ["null", type_], "default": None}
+
+
+_WRITE_STAT_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "HoodieWriteStat",
+    "namespace": _NAMESPACE,
+    "fields": [
+        *(_nullable(n, "string") for n in _STRING_STATS),
+        *(_nullable(n, "long") for n in _LONG_STATS),
+        _nullable("logVersion", "int"),
+        _nullable("logFiles", {"type": "array", "items": "string"}),
+        _nullable("prevBaseFile", "string"),
+    ],
+}
+
+
+def _commit_metadata_schema(replace: bool) -> dict[str, Any]:
+    fields: list[dict[str, Any]] = [
+        _nullable("partitionToWriteStats", {"type": "map", "values": {
+            "type": "array", "items": _WRITE_STAT_SCHEMA}}),
+        _nullable("compacted", "boolean"),
+        _nullable("extraMetadata", {"type": "map", "values": "string"}),
+        {"name": "version", "type": ["int", "null"], "default": 1},
+        _nullable("operationType", "string"),
+    ]  # fmt: skip
+    if replace:
+        fields.append(
+            _nullable(
+                "partitionToReplaceFileIds",
+                {"type": "map", "values": {"type": "array", "items": "string"}},
+            )
+        )
+    name = "HoodieReplaceCommitMetadata" if replace else "HoodieCommitMetadata"
+    return {"type": "record", "name": name, "namespace": _NAMESPACE, "fields": fields}
+
+
+def encode_commit_metadata(metadata: HoodieCommitMetadata) -> bytes:
+    """Commit metadata as Hudi 1.x stores it in a completed layout-2 instant: an Avro container
+    with one HoodieCommitMetadata (or HoodieReplaceCommitMetadata) record."""
+    replace = metadata.partition_to_replace_file_ids is not None
+    as_dict = metadata.to_dict()
+    stat_fields = [f["name"] for f in _WRITE_STAT_SCHEMA["fields"]]
+    record = {
+        "partitionToWriteStats": {
+            partition: [
+                {k: stat.get(k) for k in stat_fields}
+                | {"prevBaseFile": stat.get("baseFile") or None}
+                for stat in stats
+            ]
+            for partition, stats in as_dict["partitionToWriteStats"].items()
+        },
+        "compacted": metadata.compacted,
+        "extraMetadata": dict(metadata.extra_metadata),
+        "version": 1,
+        "operationType": metadata.operation_type,
+    }
+    if replace:
+        record["partitionToReplaceFileIds"] = as_dict["partitionToReplaceFileIds"]
+    return serialize(_commit_metadata_schema(replace), record)
+
+
+def layout_content(layout: TimelineLayout, content: bytes) -> bytes:
+    """Completed-instant content in the layout's coding: JSON commit metadata becomes Avro in
+    layout 2 (other content, Avro plans and metadata, is the same in both layouts)."""
+    if layout.version < 2 or not content.lstrip().startswith(b"{"):
+        return content
+    return encode_commit_metadata(HoodieCommitMetadata.from_json(content, source="commit"))

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from engine.errors import TimelineError
-from engine.fs.properties import METAFOLDER
 from engine.fs.storage import Storage
 from engine.timeline.commit_metadata import HoodieCommitMetadata
 from engine.timeline.instant import (
@@ -23,8 +22,9 @@ from engine.timeline.instant import (
     State,
     completed_action,
     instant_file_name,
+    new_instant_time,
 )
-from engine.timeline.layout import TimelineLayout, decode_commit_metadata
+from engine.timeline.layout import TimelineLayout, decode_commit_metadata, layout_content
 from engine.timeline.lsm_history import read_history
 
 
@@ -178,15 +178,38 @@ def _family(action: Action) -> Action:
 # ---- transitions (driver only) ------------------------------------------------------------------
 
 
-def _rel(instant_time: str, action: Action, state: State) -> str:
-    return f"{METAFOLDER}/{instant_file_name(instant_time, action, state)}"
+def _rel(storage: Storage, instant_time: str, action: Action, state: State) -> str:
+    """Path of a requested/inflight instant file (the same name in both layouts), or of a
+    layout-1 completed file."""
+    layout = TimelineLayout.of(storage)
+    return f"{layout.directory}/{instant_file_name(instant_time, action, state)}"
+
+
+def _completed_rel(storage: Storage, instant_time: str, action: Action) -> str | None:
+    """Path of the completed file of an instant, if there is one (layout 2 names carry the
+    completion time, so the folder is listed)."""
+    layout = TimelineLayout.of(storage)
+    if layout.version < 2:
+        rel = _rel(storage, instant_time, action, State.COMPLETED)
+        return rel if storage.exists(rel) else None
+    done = completed_action(action)
+    for entry in storage.list_dir(layout.directory):
+        instant = layout.parse(entry.name)
+        if (
+            instant is not None
+            and instant.is_completed
+            and instant.instant_time == instant_time
+            and instant.action is done
+        ):
+            return f"{layout.directory}/{entry.name}"
+    return None
 
 
 def create_requested(
     storage: Storage, instant_time: str, action: Action, content: bytes = b""
 ) -> Instant:
     """Start an instant. Instant files are never overwritten: reusing a time is an error."""
-    rel = _rel(instant_time, action, State.REQUESTED)
+    rel = _rel(storage, instant_time, action, State.REQUESTED)
     if storage.exists(rel):
         raise TimelineError(f"Instant {instant_time} ({action.value}) already exists")
     storage.write_bytes(rel, content)
@@ -196,25 +219,48 @@ def create_requested(
 def transition_to_inflight(
     storage: Storage, instant_time: str, action: Action, content: bytes = b""
 ) -> Instant:
-    if not storage.exists(_rel(instant_time, action, State.REQUESTED)):
+    if not storage.exists(_rel(storage, instant_time, action, State.REQUESTED)):
         raise TimelineError(f"Instant {instant_time} ({action.value}) was never requested")
-    storage.write_bytes(_rel(instant_time, action, State.INFLIGHT), content, overwrite=True)
+    content = layout_content(TimelineLayout.of(storage), content)
+    storage.write_bytes(
+        _rel(storage, instant_time, action, State.INFLIGHT), content, overwrite=True
+    )
     return Instant(instant_time, action, State.INFLIGHT)
 
 
 def complete(storage: Storage, instant_time: str, action: Action, content: bytes) -> Instant:
-    """Write the completed instant file atomically: the commit point."""
-    if not storage.exists(_rel(instant_time, action, State.INFLIGHT)):
+    """Write the completed instant file atomically: the commit point.
+
+    Layout 2 names the file ``<instant_time>_<completion_time>.<action>`` with a completion time
+    greater than every instant and completion time on the timeline, and codes commit metadata
+    in Avro.
+    """
+    if not storage.exists(_rel(storage, instant_time, action, State.INFLIGHT)):
         raise TimelineError(f"Instant {instant_time} ({action.value}) is not inflight")
-    rel = _rel(instant_time, action, State.COMPLETED)
-    if storage.exists(rel):
+    if _completed_rel(storage, instant_time, action) is not None:
         raise TimelineError(f"Instant {instant_time} ({action.value}) is already completed")
-    storage.write_atomic(rel, content)
-    return Instant(instant_time, completed_action(action), State.COMPLETED)
+    layout = TimelineLayout.of(storage)
+    if layout.version < 2:
+        storage.write_atomic(_rel(storage, instant_time, action, State.COMPLETED), content)
+        return Instant(instant_time, completed_action(action), State.COMPLETED)
+    timeline = Timeline.load(storage)
+    latest = max(
+        [instant_time, *(i.instant_time for i in timeline.instants)]
+        + [i.completion_time for i in timeline.instants if i.completion_time]
+    )
+    completion_time = new_instant_time(latest)
+    instant = Instant(instant_time, completed_action(action), State.COMPLETED, completion_time)
+    storage.write_atomic(
+        f"{layout.directory}/{layout.file_name(instant)}", layout_content(layout, content)
+    )
+    return instant
 
 
 def delete_instant_files(storage: Storage, instant_time: str, action: Action) -> None:
     """Remove an instant from the active timeline (completed file first, so it never looks
     pending-without-completion to a concurrent reader longer than needed)."""
-    for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
-        storage.delete(_rel(instant_time, action, state))
+    completed = _completed_rel(storage, instant_time, action)
+    if completed is not None:
+        storage.delete(completed)
+    for state in (State.INFLIGHT, State.REQUESTED):
+        storage.delete(_rel(storage, instant_time, action, state))
