@@ -115,6 +115,30 @@ def test_widening_refused_when_a_stored_value_would_change(
     assert files(path) == before
 
 
+@pytest.mark.parametrize(
+    ("stored", "incoming"), [("int", "float"), ("bigint", "float"), ("bigint", "double")]
+)
+def test_integer_widened_to_floating_point_reads_old_files(
+    spark, tmp_path, stored: str, incoming: str
+) -> None:  # type: ignore[no-untyped-def]
+    """Spark's Parquet reader refuses these widenings of old files; read_hudi promotes them
+    with the Arrow reader."""
+    path = str(tmp_path / "t")
+    first = spark.createDataFrame(
+        [("a", "p", 1, 2**20)], f"id string, dt string, ts long, v {stored}"
+    )
+    write_hudi(first, path, options("COPY_ON_WRITE"))
+    second = spark.createDataFrame(
+        [("b", "q", 2, 0.5)], f"id string, dt string, ts long, v {incoming}"
+    )
+    write_hudi(second, path, options("COPY_ON_WRITE"))
+    expected = {"a": (2.0**20,), "b": (0.5,)}
+    spark_rows = [r.asDict() for r in read_hudi(spark, path).collect()]
+    assert rows_by_id(spark_rows, ["v"]) == expected
+    assert rows_by_id(read_table(path).to_pylist(), ["v"]) == expected
+    assert rows_by_id(hudi_rs_rows(path), ["v"]) == expected
+
+
 def test_narrower_batch_value_that_does_not_fit_is_refused(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "t"
     write_hudi(
