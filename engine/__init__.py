@@ -18,11 +18,14 @@ __all__ = [
     "IS_DELETED_COLUMN",
     "META_COLUMNS",
     "HudiTable",
+    "SchemaChange",
     "SparkRunner",
     "TableType",
     "WriteOperation",
     "WriteResult",
     "__version__",
+    "compare_schemas",
+    "deduce_writer_schema",
     "parse_filter",
     "read_hudi",
     "read_table",
@@ -39,6 +42,9 @@ _EXPORTS = {
     "WriteOperation": "engine.config",
     "META_COLUMNS": "engine.model.schema",
     "IS_DELETED_COLUMN": "engine.model.merge",
+    "SchemaChange": "engine.model.schema_evolution",
+    "compare_schemas": "engine.model.schema_evolution",
+    "deduce_writer_schema": "engine.model.schema_evolution",
     "read_table": "engine.read.arrow",
     "parse_filter": "engine.read.filter",
     "SparkRunner": "engine.spark.runner",
@@ -59,6 +65,7 @@ if TYPE_CHECKING:
     from engine.config import TableType, WriteOperation
     from engine.model.merge import IS_DELETED_COLUMN
     from engine.model.schema import META_COLUMNS
+    from engine.model.schema_evolution import SchemaChange, compare_schemas, deduce_writer_schema
     from engine.read.arrow import read_table
     from engine.read.filter import parse_filter
     from engine.spark.api import read_hudi, spark_table, write_hudi

@@ -248,7 +248,8 @@ SUBCOMMANDS["timeline"] = _add_timeline_parser
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="dbt-hudi", description="Inspect and read Apache Hudi tables (table version 6)."
+        prog="dbt-hudi",
+        description="Inspect and read Apache Hudi tables (table versions 6, 8 and 9).",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     for add in SUBCOMMANDS.values():

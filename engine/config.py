@@ -364,6 +364,44 @@ TABLE_CDC_ENABLED = _option(
     "hoodie.table.cdc.enabled", parse_bool, False, "CDC logging (not supported)."
 )
 
+# --- table properties of table versions 8 and 9 (Hudi 1.x) ----------------------------------
+TIMELINE_PATH = _option(
+    "hoodie.timeline.path", parse_str, "timeline", "Active timeline folder under .hoodie (v8+)."
+)
+TIMELINE_HISTORY_PATH = _option(
+    "hoodie.timeline.history.path",
+    parse_str,
+    "history",
+    "LSM archived timeline folder under the timeline folder (v8+).",
+)
+ORDERING_FIELDS = _option(
+    "hoodie.table.ordering.fields",
+    parse_list,
+    EMPTY,
+    "Ordering field(s), persisted (table version 9 spelling of the precombine field).",
+)
+RECORD_MERGE_MODE = _optional(
+    "hoodie.record.merge.mode",
+    choice("COMMIT_TIME_ORDERING", "EVENT_TIME_ORDERING", "CUSTOM"),
+    "Merge semantics of records with the same key (v8+): latest commit or greatest ordering "
+    "value wins; CUSTOM is a user merger (not supported).",
+)
+RECORD_MERGE_STRATEGY_ID = _optional(
+    "hoodie.record.merge.strategy.id", parse_str, "Record merger strategy id (v8+)."
+)
+TABLE_FORMAT = _option(
+    "hoodie.table.format", parse_str, "native", "Table format plugin; only native is read."
+)
+INDEX_DEFS_PATH = _optional(
+    "hoodie.table.index.defs.path", parse_str, "Index definitions of the metadata table (v8+)."
+)
+WRITE_TABLE_VERSION = _option(
+    "hoodie.write.table.version",
+    parse_int,
+    6,
+    "Table version a new table is written in (6, 8 or 9); an existing table keeps its own.",
+)
+
 # --- write options ----------------------------------------------------------------------------
 RECORDKEY_FIELD = _optional(
     "hoodie.datasource.write.recordkey.field",
@@ -606,6 +644,43 @@ HEARTBEAT_TOLERABLE_MISSES = _option(
 )
 ARCHIVE_AUTOMATIC = _option(
     "hoodie.archive.automatic", parse_bool, True, "Archive old instants after every commit."
+)
+
+# --- schema evolution (engine.model.schema_evolution) ------------------------------------------
+RECONCILE_SCHEMA = _option(
+    "hoodie.datasource.write.reconcile.schema",
+    parse_bool,
+    False,
+    "Legacy reconciliation: a batch that is a projection of the table writes with the table's "
+    "schema (missing columns null); any other batch's schema becomes the writer schema.",
+)
+SET_NULL_FOR_MISSING_COLUMNS = _option(
+    "hoodie.write.set.null.for.missing.columns",
+    parse_bool,
+    False,
+    "Columns of the table missing from the batch are kept and written as null "
+    "(otherwise a missing column fails the write).",
+    aliases=("hoodie.datasource.write.set.null.for.missing.columns",),
+)
+AVRO_SCHEMA_VALIDATE = _option(
+    "hoodie.avro.schema.validate",
+    parse_bool,
+    False,
+    "Validate the batch schema against the table's with Avro reader/writer compatibility "
+    "(top-level columns may only be dropped with column drop allowed).",
+)
+SCHEMA_ALLOW_AUTO_EVOLUTION_COLUMN_DROP = _option(
+    "hoodie.datasource.write.schema.allow.auto.evolution.column.drop",
+    parse_bool,
+    False,
+    "A column missing from the batch is dropped from the table schema instead of failing.",
+)
+SCHEMA_ON_READ_ENABLE = _option(
+    "hoodie.schema.on.read.enable",
+    parse_bool,
+    False,
+    "Schema-on-read evolution (internal schema in commit metadata): not implemented; true is "
+    "refused.",
 )
 
 # --- read options -----------------------------------------------------------------------------

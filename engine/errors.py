@@ -35,6 +35,13 @@ class SchemaError(HudiError):
     """Incoming data does not fit the table schema (missing key column, incompatible type)."""
 
 
+class SchemaEvolutionError(SchemaError):
+    """The batch's schema cannot evolve the table's: a narrowing, an incompatible type, a
+    missing column, or a value the evolved type cannot hold exactly. Raised before anything is
+    written; the message names each column (dotted path), the table's type and the incoming
+    type."""
+
+
 class RecordKeyError(HudiError):
     """A record key or partition value cannot be generated (null/empty key field)."""
 

@@ -6,6 +6,7 @@ is the implementation (one Spark task per file group); nothing outside ``engine/
 that Spark does the work, so the same write and compaction code runs unchanged on any runner::
 
     write       runner.key_records ──► runner.locate (profile + index lookup)
+                  ──► runner.check_values (the values a schema change rests on)
                   ──► BatchProfile.locate (records tagged with file groups) ──► runner.write_buckets
     compaction  runner.compact (one task per file slice)
     read        runner.read (a query plan as the runner's data frame)
@@ -116,6 +117,15 @@ class Runner(Protocol):
 
     def release(self, keyed: Any) -> None:
         """Drop what :meth:`key_records` holds."""
+        ...
+
+    def check_values(self, records: Any, writer: pa.Schema, columns: list[str]) -> None:
+        """Fail if a value of ``columns`` of ``records`` (an incoming batch, or a frame
+        :meth:`read` returned) does not become its ``writer`` type exactly.
+
+        Raises:
+            SchemaEvolutionError: naming the column, both types and the value.
+        """
         ...
 
     def compact(

@@ -24,12 +24,16 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Literal
 
+import pyarrow as pa
+
 from engine import config
 from engine.config import HoodieConfig, TableType, parse_options
 from engine.errors import ConfigError, HudiError, TableNotFoundError
 from engine.fs.properties import PROPERTIES_FILE, read_properties
 from engine.fs.storage import Storage
+from engine.fs.table_version import write_view_of_properties
 from engine.fs.view import FileSystemView
+from engine.model.schema import avro_to_arrow_schema, remove_meta_fields
 from engine.read.plan import parse_read_query, plan_query
 from engine.runner import Runner
 from engine.services.clean import CleanResult, clean
@@ -72,7 +76,9 @@ def resolve_options(
     given = parse_options(options)
     if props is None:
         return given
-    table = parse_options({k: v for k, v in props.items() if config.lookup(k) is not None})
+    known = write_view_of_properties(props)
+    table = parse_options({k: v for k, v in known.items() if config.lookup(k) is not None})
+    _check_table_version(given, props, base_path)
     problems = []
     for write_opt, table_opt in _MUST_MATCH:
         if not given.is_set(write_opt) or not table.is_set(table_opt):
@@ -86,6 +92,21 @@ def resolve_options(
     if problems:
         raise ConfigError(f"Table at {base_path}: " + "; ".join(problems))
     return table.merged(given)
+
+
+def _check_table_version(options: HoodieConfig, props: Mapping[str, str], base_path: str) -> None:
+    """An existing table is written in its own version: asking for another one is an error
+    (upgrading a table version 6 to 8/9 is Hudi's upgrade procedure, not done here)."""
+    if not options.is_set(config.WRITE_TABLE_VERSION):
+        return
+    asked = options.get(config.WRITE_TABLE_VERSION)
+    current = int(props.get(config.TABLE_VERSION.key) or config.TABLE_VERSION.default)
+    if asked != current:
+        raise ConfigError(
+            f"Table at {base_path} is table version {current}: config "
+            f"{config.WRITE_TABLE_VERSION.key!r}={asked} would need an upgrade or downgrade, "
+            "which is not supported (drop the option to continue the table in its version)"
+        )
 
 
 class HudiTable:
@@ -125,6 +146,17 @@ class HudiTable:
         names = [s.base_file for s in view.latest_base_files() if s.base_file]
         last = timeline.last_completed()
         return names, last.instant_time if last is not None else None
+
+    def schema(self) -> pa.Schema | None:
+        """The table's latest data schema (no meta columns); ``None`` without data."""
+        if not self.exists:
+            return None
+        latest = self.timeline().latest_schema()
+        return avro_to_arrow_schema(remove_meta_fields(latest)) if latest else None
+
+    def incoming_schema(self, data: Any) -> pa.Schema:
+        """The Arrow schema a write of ``data`` (the runner's records) brings to the table."""
+        return self._require_runner("Reading a batch's schema").incoming(data).arrow_schema
 
     def table_type(self) -> TableType:
         """The persisted table type.

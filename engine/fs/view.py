@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from engine.errors import FileNameError
+from engine.fs.completion_slicing import slice_logs_by_completion
 from engine.fs.filenames import (
     PARTITION_METAFILE_PREFIX,
     LogFileName,
@@ -86,13 +87,17 @@ class FileGroup:
     file_id: str
     base_files: dict[str, str] = field(default_factory=dict)
     log_files: dict[str, list[LogFileName]] = field(default_factory=dict)
+    # layout 2: log lists are already in completion order (engine.fs.completion_slicing)
+    logs_in_completion_order: bool = False
 
     def base_instants(self) -> list[str]:
         """Every slice key (base file instants and log files' base instants), oldest first."""
         return sorted(set(self.base_files) | set(self.log_files))
 
     def slice_at(self, base_instant_time: str, *, with_base_file: bool = True) -> FileSlice:
-        logs = sorted(self.log_files.get(base_instant_time, ()), key=LogFileName.sort_key)
+        logs = self.log_files.get(base_instant_time, [])
+        if not self.logs_in_completion_order:
+            logs = sorted(logs, key=LogFileName.sort_key)
         return FileSlice(
             self.partition_path,
             self.file_id,
@@ -254,7 +259,21 @@ class FileSystemView:
             for entry in entries:
                 if not entry.is_dir:
                     self._sizes[partition_file_path(partition_path, entry.name)] = entry.size
+        if timeline.layout.version >= 2:
+            self._slice_by_completion_time()
         self._replaced_cache: dict[str | None, frozenset[tuple[str, str]]] = {}
+
+    def _slice_by_completion_time(self) -> None:
+        """Layout 2: attach log files to slices by their delta commit's completion time."""
+        completion_times = self.timeline.completion_times()
+        pending = {i.instant_time for i in self.timeline.instants if not i.is_completed}
+        compactions = {i.instant_time for i in self.timeline.pending([Action.COMPACTION])}
+        for group in self._groups.values():
+            logs = [log for batch in group.log_files.values() for log in batch]
+            group.log_files = slice_logs_by_completion(
+                group.base_files, logs, completion_times, pending, compactions
+            )
+            group.logs_in_completion_order = True
 
     @property
     def partition_paths(self) -> list[str]:

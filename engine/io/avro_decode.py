@@ -22,8 +22,9 @@ import fastavro
 import numpy as np
 import pyarrow as pa
 
-from engine.errors import SchemaError
+from engine.errors import SchemaError, SchemaEvolutionError
 from engine.io.avro import _wrap_field
+from engine.model.promote import promote_array
 from engine.model.schema import avro_to_arrow_schema, parse_avro_schema
 
 __all__ = ["decode_length_prefixed"]
@@ -219,8 +220,8 @@ def _resolve(table: pa.Table, reader_schema: Mapping[str, Any] | str) -> pa.Tabl
     for f, spec in zip(target, record["fields"], strict=True):
         if f.name in table.column_names:
             try:
-                columns.append(table.column(f.name).cast(f.type))
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                columns.append(promote_array(table.column(f.name), f.type, f.name))
+            except SchemaEvolutionError:
                 return None
         elif "default" in spec and spec["default"] is None:
             columns.append(pa.nulls(table.num_rows, f.type))

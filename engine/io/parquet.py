@@ -23,9 +23,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from engine.errors import SchemaError
 from engine.faults import checkpoint
 from engine.fs.storage import Storage
+from engine.model.promote import promote_array
 from engine.model.schema import (
     META_COLUMNS,
     RECORD_KEY_COLUMN,
@@ -74,32 +74,22 @@ def commit_schema_of(data_schema: pa.Schema, table_name: str) -> str:
     return schema_json(avro)
 
 
-def _cast_column(column: pa.ChunkedArray | pa.Array, target: pa.DataType, name: str) -> Any:
-    if column.type == target:
-        return column
-    try:
-        return column.cast(target)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-        raise SchemaError(
-            f"Column {name!r} of type {column.type} does not fit {target}: {e}"
-        ) from e
-
-
 def align_to_schema(table: pa.Table, schema: pa.Schema, *, keep: tuple[str, ...] = ()) -> pa.Table:
-    """Reorder and cast ``table`` to ``schema``; missing columns become nulls.
+    """Reorder and promote ``table`` to ``schema`` (never narrowing: :mod:`engine.model.promote`);
+    missing columns become nulls.
 
     Columns named in ``keep`` (internal ones such as delete flags) are carried after the
     schema's columns when present.
 
     Raises:
-        SchemaError: a column cannot be cast to the table's type.
+        SchemaEvolutionError: a value does not fit the table's type exactly.
     """
     arrays: list[Any] = []
     fields: list[pa.Field] = []
     names = set(table.column_names)
     for field in schema:
         if field.name in names:
-            arrays.append(_cast_column(table.column(field.name), field.type, field.name))
+            arrays.append(promote_array(table.column(field.name), field.type, field.name))
         else:
             arrays.append(pa.nulls(table.num_rows, field.type))
         fields.append(field.with_nullable(True))

@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine import config
+from engine.model.promote import promote_array
 from engine.model.schema import META_COLUMNS, RECORD_KEY_COLUMN
 
 __all__ = [
@@ -251,7 +252,7 @@ def combine_with_stored(
     if spec.is_event_time and inc_ord is not None and ordering_field in stored.column_names:
         stored_ord = pc.take(_col(stored, str(ordering_field)), idx)
         if stored_ord.type != inc_ord.type:
-            inc_ord = inc_ord.cast(stored_ord.type)
+            inc_ord = promote_array(inc_ord, stored_ord.type, str(ordering_field))
         greater = pc.fill_null(pc.greater(stored_ord, inc_ord), False)
         # a null incoming ordering value is the smallest
         null_incoming = pc.and_(pc.is_null(inc_ord), pc.is_valid(stored_ord))
@@ -295,7 +296,7 @@ def _fill_from_stored(
         new = _col(changed, name)
         old = pc.take(_col(stored, name), stored_idx)
         if old.type != new.type:
-            old = old.cast(new.type)
+            old = promote_array(old, new.type, name)
         merged = pc.if_else(pc.is_null(new), old, new)
         out = out.set_column(out.schema.get_field_index(name), out.schema.field(name), merged)
     return out

@@ -22,6 +22,7 @@ from engine.errors import QueryError
 from engine.fs.storage import Storage
 from engine.fs.view import FileSlice
 from engine.model.merge import DELETE_RECORD_COLUMN, MergeSpec, combine_with_stored
+from engine.model.promote import promote_table
 from engine.model.schema import (
     COMMIT_TIME_COLUMN,
     META_COLUMNS,
@@ -68,45 +69,57 @@ def read_plan(plan: QueryPlan) -> pa.Table:
 
 
 def plan_schema(plan: QueryPlan) -> pa.Schema:
-    """The Arrow schema of the query result.
-
-    Taken from the newest base file's footer (the exact Parquet types Spark wrote), else from the
-    table's Avro schema (log-only or empty tables).
+    """The Arrow schema of the query result: the table's schema as of the query
+    (``plan.avro_schema``), each column typed as the newest base file stores it when that file
+    was written with the same type (the exact Parquet types Spark wrote), else as the schema
+    says (a column added or widened since, read from older files by promotion).
     """
     newest: tuple[str, str] | None = None
     for s in plan.file_slices:
         if s.base_file and (newest is None or s.base_instant_time > newest[0]):
             newest = (s.base_instant_time, s.base_file_path or "")
-    storage = plan.table.storage
-    if newest is not None:
-        with storage.open_input(newest[1]) as f:
-            schema = pq.read_schema(f).remove_metadata()
-        if not plan.table.populate_meta_fields:
-            # Java and hudi-rs resolve such tables' schema without meta columns, even though
-            # Spark writes them (null) into the files
-            keep = [i for i, name in enumerate(schema.names) if name not in META_COLUMNS]
-            schema = pa.schema([schema.field(i) for i in keep])
-        return schema
-    if plan.avro_schema:
-        avro = add_meta_fields(plan.avro_schema) if plan.table.populate_meta_fields else None
-        return avro_to_arrow_schema(avro or plan.avro_schema)
-    return pa.schema([])
+    footer = _footer_schema(plan, newest[1]) if newest is not None else None
+    if not plan.avro_schema:
+        return footer if footer is not None else pa.schema([])
+    with_meta = plan.table.populate_meta_fields
+    target = avro_to_arrow_schema(
+        add_meta_fields(plan.avro_schema) if with_meta else plan.avro_schema
+    )
+    if footer is None:
+        return target
+    stored, logical = footer
+    fields = [
+        stored.field(f.name)
+        if f.name in stored.names and f.name in logical and logical[f.name].equals(f.type)
+        else f
+        for f in target
+    ]
+    return pa.schema(fields)
+
+
+def _footer_schema(plan: QueryPlan, path: str) -> tuple[pa.Schema, dict[str, pa.DataType]] | None:
+    """A base file's Parquet schema and the types its writer schema gave each column."""
+    with plan.table.storage.open_input(path) as f:
+        parquet_schema = pq.read_schema(f)
+    metadata = parquet_schema.metadata or {}
+    schema = parquet_schema.remove_metadata()
+    if not plan.table.populate_meta_fields:
+        # Java and hudi-rs resolve such tables' schema without meta columns, even though
+        # Spark writes them (null) into the files
+        keep = [i for i, name in enumerate(schema.names) if name not in META_COLUMNS]
+        schema = pa.schema([schema.field(i) for i in keep])
+    avro = metadata.get(b"parquet.avro.schema")
+    if avro is None:
+        logical = {f.name: f.type for f in schema}
+    else:
+        logical = {f.name: f.type for f in avro_to_arrow_schema(avro.decode())}
+    return schema, logical
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``table`` with exactly ``schema``'s columns: reordered, cast, missing ones null."""
-    if table.schema.equals(schema):
-        return table
-    columns = []
-    for f in schema:
-        if f.name in table.column_names:
-            column = table[f.name]
-            if not column.type.equals(f.type):
-                column = column.cast(f.type)
-            columns.append(column)
-        else:
-            columns.append(pa.nulls(table.num_rows, f.type))
-    return pa.Table.from_arrays(columns, schema=schema)
+    """``table`` with exactly ``schema``'s columns: reordered, promoted (old files of an evolved
+    table, :mod:`engine.model.promote`), missing ones null."""
+    return promote_table(table, schema)
 
 
 def read_base_file(storage: Storage, file_slice: FileSlice) -> pa.Table | None:
@@ -135,15 +148,24 @@ def read_file_slice(
     else:
         result = conform(base, schema) if base is not None else schema.empty_table()
     if plan.filters_commit_time:
-        result = filter_commit_time(result, plan.begin, plan.end)
+        result = filter_commit_time(result, plan.begin, plan.end, plan.commit_times)
     return result
 
 
-def filter_commit_time(table: pa.Table, begin: str | None, end: str | None) -> pa.Table:
-    """Rows with ``begin < _hoodie_commit_time <= end``; tables without meta columns pass."""
+def filter_commit_time(
+    table: pa.Table,
+    begin: str | None,
+    end: str | None,
+    commit_times: frozenset[str] | None = None,
+) -> pa.Table:
+    """Rows with ``begin < _hoodie_commit_time <= end``, or (layout 2) whose commit time is one
+    of ``commit_times``; tables without meta columns pass."""
     if COMMIT_TIME_COLUMN not in table.column_names or table.num_rows == 0:
         return table
     column = table[COMMIT_TIME_COLUMN]
+    if commit_times is not None:
+        wanted = pa.array(sorted(commit_times), pa.string())
+        return table.filter(pc.fill_null(pc.is_in(column, value_set=wanted), False))
     mask = pc.greater(column, pa.scalar(begin or "", pa.string()))
     if end is not None:
         mask = pc.and_(mask, pc.less_equal(column, pa.scalar(end, pa.string())))
@@ -204,9 +226,12 @@ def merge_file_slice(
     """Base rows ⊕ log records of one slice, as Java 0.14's Spark merge-on-read reader does.
 
     The log records (one per key, see :mod:`engine.read.log_scanner`) are combined with the base
-    rows by :func:`engine.model.merge.combine_with_stored` under the table's payload class. A log
-    delete removes the base row whatever its ordering value (Java's Spark MOR path; hudi-rs
-    0.5.0 with an event-time payload keeps a base row whose ordering value is greater).
+    rows by :func:`engine.model.merge.combine_with_stored` under the table's payload class. On
+    table version 6 a log delete removes the base row whatever its ordering value (Java's Spark
+    MOR path; hudi-rs 0.5.0 with an event-time payload keeps a base row whose ordering value is
+    greater). On versions 8 and 9 with event-time ordering, Hudi 1.x's file group reader (and
+    hudi-rs) compare the delete's ordering value: a greater base row is kept unless the delete
+    is in natural order (no ordering value, or Java's Integer 0).
 
     Raises:
         QueryError: the table keeps no record key column (``populate.meta.fields=false``) and
@@ -226,13 +251,14 @@ def merge_file_slice(
         spec=spec,
         conform=conform,
         begin=plan.begin,
+        instants=plan.commit_times,
     )
     stored = conform(base, schema) if base is not None else schema.empty_table()
     if scan.records is None:
         return stored
     log = scan.records
     field = spec.ordering_field
-    if field is not None and field in log.column_names:
+    if field is not None and field in log.column_names and not plan.table.orders_deletes:
         is_delete = pc.fill_null(log.column(DELETE_RECORD_COLUMN), False)
         ordering = log.column(field)
         unordered = pc.if_else(is_delete, pa.nulls(log.num_rows, ordering.type), ordering)

@@ -98,6 +98,7 @@ def collect_log_blocks(
     visibility: Visibility,
     begin: str | None = None,
     counts: _Counts | None = None,
+    instants: frozenset[str] | None = None,
 ) -> list[LogBlock]:
     """The data and delete blocks to decode, in order, after visibility and rollbacks.
 
@@ -106,6 +107,7 @@ def collect_log_blocks(
         log_paths: log files of the slice (relative paths), in Hudi's log file order.
         visibility: committed instants and the query instant.
         begin: exclusive lower bound of an incremental query's instant range.
+        instants: (layout 2 incremental) only blocks of these instants are in range.
     """
     counts = counts if counts is not None else _Counts()
     max_instant = visibility.max_instant
@@ -131,7 +133,9 @@ def collect_log_blocks(
                     f"Unsupported log block {block.block_type.name} at offset {block.offset} "
                     f"of {path}"
                 )
-            in_range = begin is None or instant > begin
+            in_range = (
+                (begin is None or instant > begin) if instants is None else (instant in instants)
+            )
             if not visibility.is_committed(instant) or not in_range:
                 counts.skipped += 1
                 continue
@@ -227,6 +231,7 @@ def scan_log_records(
     conform: Any,
     reader_schema: str | None = None,
     begin: str | None = None,
+    instants: frozenset[str] | None = None,
 ) -> LogScanResult:
     """Read a slice's log files into one record per key.
 
@@ -239,12 +244,13 @@ def scan_log_records(
         conform: ``(table, schema) -> table`` aligning decoded blocks with ``schema``.
         reader_schema: Avro schema (with meta fields) that Avro data blocks resolve to.
         begin: exclusive lower bound of an incremental query's range.
+        instants: (layout 2 incremental) the instants whose blocks are in range.
 
     Raises:
         LogFormatError: an intact block cannot be decoded.
     """
     counts = _Counts()
-    blocks = collect_log_blocks(storage, log_paths, visibility, begin, counts)
+    blocks = collect_log_blocks(storage, log_paths, visibility, begin, counts, instants)
     parts: list[pa.Table] = []
     for block in blocks:
         if block.block_type is HoodieLogBlockType.DELETE_BLOCK:

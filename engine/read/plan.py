@@ -15,6 +15,17 @@ both executors, the Arrow reader (``engine.read.arrow``) and the Spark reader
 Incremental queries read the latest slice (as of the end instant) of every file group written by
 a commit in ``(begin, end]`` and keep rows whose ``_hoodie_commit_time`` lies in that range, as
 Java's incremental relations do; log blocks outside the range are skipped.
+
+On table versions 8 and 9 (timeline layout 2) the range is one of **completion** times, as in
+Hudi 1.x (``IncrementalQueryAnalyzer`` with the Spark relation's open-closed range): the commits
+that *completed* in ``(begin, end]`` are selected, and rows and log blocks are kept when their
+instant (requested) time is one of those commits'. A commit requested before ``begin`` that
+completed after it is therefore in the range, and one requested inside the range that completed
+after ``end`` is not. hudi-rs 0.5.0 ranges on completion time as well (probed on the corpus:
+a window between a commit's requested and completion times returns that commit). Time travel
+(``as.of.instant``) still addresses requested instant times. Both reach into the archived LSM
+timeline (``engine.timeline.lsm_history``) when the table has one; hudi-rs 0.5.0 does not read
+it.
 """
 
 from __future__ import annotations
@@ -29,6 +40,13 @@ from engine.config import TableType
 from engine.errors import QueryError, TableNotFoundError
 from engine.fs.properties import read_properties
 from engine.fs.storage import Storage
+from engine.fs.table_version import (
+    effective_payload_class,
+    ordering_field,
+    partition_fields,
+    require_readable_base_format,
+    table_format,
+)
 from engine.fs.view import FileSlice, FileSystemView, Visibility
 from engine.read.filter import ReadFilter, partition_pruner
 from engine.timeline.timeline import Timeline
@@ -81,6 +99,12 @@ class TableInfo:
         return self.table_type == TableType.MERGE_ON_READ
 
     @property
+    def orders_deletes(self) -> bool:
+        """Hudi 1.x (table version 8+) compares a log delete's ordering value with the base row
+        under event-time ordering; 0.x Spark readers let every log delete win."""
+        return _prop(self.properties, config.TABLE_VERSION) >= 8
+
+    @property
     def storage(self) -> Storage:
         return Storage(self.base_path)
 
@@ -106,6 +130,8 @@ class QueryPlan:
     begin: str | None
     merge_logs: bool
     avro_schema: str | None
+    # layout 2 incremental: the requested times of the commits completed in the range
+    commit_times: frozenset[str] | None = None
 
     @property
     def end(self) -> str | None:
@@ -196,20 +222,16 @@ def _prop(props: Mapping[str, str], option: config.ConfigOption[T]) -> T:
 
 
 def load_table_info(storage: Storage) -> TableInfo:
-    """Read ``hoodie.properties`` into a :class:`TableInfo`.
+    """Read ``hoodie.properties`` into a :class:`TableInfo` (table versions 6, 8 and 9).
 
     Raises:
         TableNotFoundError: no table at the base path.
-        QueryError: the table version or timeline layout is not one this reader handles.
+        QueryError: the table version, timeline layout, base file format or merge mode is not
+            one this reader handles.
     """
     props = read_properties(storage)
-    version = _prop(props, config.TABLE_VERSION)
-    layout = _prop(props, config.TIMELINE_LAYOUT_VERSION)
-    if version not in (5, 6) or layout != 1:
-        raise QueryError(
-            f"Unsupported table at {storage.base_path}: {config.TABLE_VERSION.key}={version}, "
-            f"{config.TIMELINE_LAYOUT_VERSION.key}={layout} (table version 6 with layout 1 only)"
-        )
+    table_format(props, where=storage.base_path)
+    require_readable_base_format(props, where=storage.base_path)
     name = _prop(props, config.TABLE_NAME)
     if not name:
         raise TableNotFoundError(f"{config.TABLE_NAME.key} missing in {storage.base_path}")
@@ -218,20 +240,28 @@ def load_table_info(storage: Storage) -> TableInfo:
     if keygen is None and keygen_type:
         keygen = config.KEYGEN_TYPES[keygen_type]
     record_key_fields = _prop(props, config.RECORDKEY_FIELDS)
+    table_type = _prop(props, config.TABLE_TYPE)
     return TableInfo(
         base_path=storage.base_path,
         table_name=name,
-        table_type=_prop(props, config.TABLE_TYPE),
+        table_type=table_type,
         record_key_fields=record_key_fields or (),
-        partition_fields=_prop(props, config.PARTITION_FIELDS),
-        ordering_field=_prop(props, config.PRECOMBINE_FIELD),
-        payload_class=_prop(props, config.PAYLOAD_CLASS),
+        partition_fields=partition_fields(props),
+        ordering_field=ordering_field(props),
+        payload_class=_payload_class(props, table_type),
         keygen_class=keygen,
         hive_style=bool(_prop(props, config.HIVE_STYLE_PARTITIONING)),
         url_encode=bool(_prop(props, config.URL_ENCODE_PARTITIONING)),
         populate_meta_fields=bool(_prop(props, config.POPULATE_META_FIELDS)),
         properties=dict(props),
     )
+
+
+def _payload_class(props: Mapping[str, str], table_type: TableType) -> str:
+    """Merge semantics; a custom merger only matters where records are merged (MOR)."""
+    if table_type != TableType.MERGE_ON_READ and _prop(props, config.RECORD_MERGE_MODE) == "CUSTOM":
+        return _prop(props, config.PAYLOAD_CLASS)
+    return effective_payload_class(props)
 
 
 # ---- planning -----------------------------------------------------------------------------------
@@ -248,8 +278,14 @@ def plan_query(base_path: str | Storage, query: ReadQuery | None = None) -> Quer
     storage = base_path if isinstance(base_path, Storage) else Storage(base_path)
     table = load_table_info(storage)
     timeline = Timeline.load(storage)
+    if query.as_of is not None or query.query_type == "incremental":
+        timeline = timeline.with_history()
     avro_schema = timeline.latest_schema() or _prop(table.properties, config.CREATE_SCHEMA)
     pruner = partition_pruner(table, query.filters, avro_schema)
+    # the schema as of the query's last instant: time travel before a change reads the old one
+    as_of = query.end if query.query_type == "incremental" else query.as_of
+    if as_of is not None:
+        avro_schema = timeline.until(as_of).latest_schema() or avro_schema
 
     if query.query_type == "incremental":
         return _plan_incremental(storage, table, timeline, query, pruner, avro_schema)
@@ -281,14 +317,21 @@ def _plan_incremental(
     avro_schema: str | None,
 ) -> QueryPlan:
     begin = query.begin or "0"
-    last = timeline.last_completed()
-    end = query.end or (last.instant_time if last else None)
-    visibility = Visibility.of(timeline, end) if end is not None else Visibility.of(timeline)
-    in_range = [
-        i
-        for i in timeline.commits_timeline()
-        if begin < i.instant_time and i.instant_time <= (end or "")
-    ]
+    commit_times: frozenset[str] | None = None
+    if timeline.layout.version >= 2:
+        # the commits completed in (begin, end]; rows and log blocks of exactly those commits
+        in_range = timeline.completed_in(begin, query.end)
+        commit_times = frozenset(i.instant_time for i in in_range)
+        end = max(commit_times, default=None)
+    else:
+        last = timeline.last_completed()
+        end = query.end or (last.instant_time if last else None)
+        in_range = [
+            i
+            for i in timeline.commits_timeline()
+            if begin < i.instant_time and i.instant_time <= (end or "")
+        ]
+    visibility = Visibility.of(timeline, end)
     touched: set[tuple[str, str]] = set()
     for instant in in_range:
         touched |= timeline.read_commit_metadata(instant).file_ids_written()
@@ -309,4 +352,5 @@ def _plan_incremental(
         begin=begin,
         merge_logs=table.is_mor,
         avro_schema=avro_schema,
+        commit_times=commit_times,
     )

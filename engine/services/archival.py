@@ -250,6 +250,10 @@ def instants_to_archive(storage: Storage, timeline: Timeline, cfg: HoodieConfig)
 def archive(storage: Storage, cfg: HoodieConfig) -> list[Instant]:
     """Archive what is due; returns the archived instants. The caller holds the table lock."""
     timeline = Timeline.load(storage)
+    if timeline.layout.version >= 2:
+        # layout 2 archives into an LSM tree of parquet files, which this engine does not
+        # write: the active timeline keeps every instant (readers of any version accept it)
+        return []
     chosen = instants_to_archive(storage, timeline, cfg)
     if not chosen:
         return []

@@ -45,7 +45,6 @@ from engine.fs.filenames import (
     parse_base_file_name,
     partition_file_path,
 )
-from engine.fs.properties import METAFOLDER
 from engine.fs.storage import Storage
 from engine.fs.view import FileSlice, FileSystemView, Visibility, list_partition_paths
 from engine.io.logfile import HoodieLogBlockType, read_log_blocks
@@ -67,6 +66,7 @@ from engine.timeline.instant import (
     new_instant_time,
     parse_instant_time,
 )
+from engine.timeline.layout import TimelineLayout
 from engine.timeline.timeline import (
     Timeline,
     complete,
@@ -217,7 +217,7 @@ def pending_compactions(timeline: Timeline) -> list[Instant]:
 
 def _read_plan(storage: Storage, instant: Instant) -> HoodieCompactionPlan:
     name = instant_file_name(instant.instant_time, Action.COMPACTION, State.REQUESTED)
-    rel = f"{METAFOLDER}/{name}"
+    rel = f"{TimelineLayout.of(storage).directory}/{name}"
     return HoodieCompactionPlan.from_bytes(storage.read_bytes(rel), source=rel)
 
 

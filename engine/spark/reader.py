@@ -6,6 +6,8 @@
 * Merge-on-read slices with log files are merged in Spark tasks, one task per slice:
   ``spark.range(n, numPartitions=n).mapInArrow(...)`` runs :func:`engine.read.arrow.read_file_slice`
   on the executors (pure, picklable inputs), so the merge scales with the cluster.
+* Base files written before an int or bigint column became float or double (a widening Spark's
+  Parquet reader refuses) are read like merged slices, promoted exactly by the Arrow reader.
 * Incremental queries keep rows whose ``_hoodie_commit_time`` lies in ``(begin, end]``.
 
 Only the public DataFrame API is used, so the same code runs on Spark Connect.
@@ -17,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from functools import reduce
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -50,6 +53,10 @@ def read_plan(spark: SparkSession, plan: QueryPlan) -> DataFrame:
     spark_schema = plan_spark_schema(plan, arrow_schema)
     merged = [s for s in plan.file_slices if plan.merge_logs and s.has_logs]
     native = [s for s in plan.file_slices if s.base_file and not (plan.merge_logs and s.has_logs)]
+    promoted = _promoted_slices(plan, native, arrow_schema)
+    if promoted:
+        merged += promoted
+        native = [s for s in native if s not in promoted]
     frames: list[DataFrame] = []
     if native:
         frames.append(_native_frame(spark, plan, native, spark_schema))
@@ -60,6 +67,56 @@ def read_plan(spark: SparkSession, plan: QueryPlan) -> DataFrame:
     return reduce(lambda a, b: a.unionByName(b), frames)
 
 
+def _promoted_slices(
+    plan: QueryPlan, slices: Sequence[FileSlice], schema: pa.Schema
+) -> list[FileSlice]:
+    """Slices whose base file stores an integer where ``schema`` has a float or double: Spark's
+    Parquet reader refuses those widenings. One footer per writing instant is read, and only
+    when the schema has a floating-point field at all."""
+    if not any(_has_floating(f.type) for f in schema):
+        return []
+    by_instant: dict[str, list[FileSlice]] = {}
+    for s in slices:
+        by_instant.setdefault(s.base_instant_time, []).append(s)
+    out: list[FileSlice] = []
+    storage = plan.table.storage
+    for group in by_instant.values():
+        with storage.open_input(group[0].base_file_path or "") as f:
+            stored = pq.read_schema(f)
+        if any(
+            f.name in stored.names and _int_to_floating(stored.field(f.name).type, f.type)
+            for f in schema
+        ):
+            out.extend(group)
+    return out
+
+
+def _has_floating(dtype: pa.DataType) -> bool:
+    if pa.types.is_floating(dtype):
+        return True
+    return any(_has_floating(child) for child in _children(dtype))
+
+
+def _int_to_floating(stored: pa.DataType, wanted: pa.DataType) -> bool:
+    if pa.types.is_integer(stored) and pa.types.is_floating(wanted):
+        return True
+    if pa.types.is_struct(stored) and pa.types.is_struct(wanted):
+        names = {stored.field(i).name: stored.field(i).type for i in range(stored.num_fields)}
+        return any(_int_to_floating(names[f.name], f.type) for f in wanted if f.name in names)
+    pairs = zip(_children(stored), _children(wanted), strict=False)
+    return not pa.types.is_struct(stored) and any(_int_to_floating(a, b) for a, b in pairs)
+
+
+def _children(dtype: pa.DataType) -> list[pa.DataType]:
+    if pa.types.is_struct(dtype):
+        return [dtype.field(i).type for i in range(dtype.num_fields)]
+    if pa.types.is_map(dtype):
+        return [dtype.key_type, dtype.item_type]
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return [dtype.value_type]
+    return []
+
+
 def _native_frame(
     spark: SparkSession, plan: QueryPlan, slices: Sequence[FileSlice], schema: StructType
 ) -> DataFrame:
@@ -68,6 +125,9 @@ def _native_frame(
     df = spark.read.schema(schema).parquet(*paths)
     if plan.filters_commit_time and COMMIT_TIME_COLUMN in schema.fieldNames():
         column = F.col(COMMIT_TIME_COLUMN)
+        if plan.commit_times is not None:
+            df = df.filter(column.isin(sorted(plan.commit_times)))
+            return df
         condition = column > F.lit(plan.begin or "")
         if plan.end is not None:
             condition = condition & (column <= F.lit(plan.end))

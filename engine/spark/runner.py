@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -19,7 +19,7 @@ from engine.model.keygen import KeyGenSpec
 from engine.read.plan import QueryPlan
 from engine.runner import GroupWriter, IncomingBatch, LocatedRecords
 from engine.services.compaction import CompactionContext, CompactionOperation
-from engine.spark import compaction, jobs, profile, reader
+from engine.spark import compaction, evolution, jobs, profile, reader
 from engine.spark.schema import data_arrow_schema
 from engine.spark.session import get_spark
 from engine.timeline.commit_metadata import HoodieWriteStat
@@ -81,6 +81,10 @@ class SparkRunner:
 
     def release(self, keyed: DataFrame) -> None:
         keyed.unpersist()
+
+    def check_values(self, records: Any, writer: pa.Schema, columns: list[str]) -> None:
+        df = records.df if isinstance(records, SparkBatch) else records
+        evolution.check_values(df, writer, columns)
 
     def compact(
         self, operations: Sequence[CompactionOperation], ctx: CompactionContext

@@ -187,6 +187,11 @@ class HoodieCommitMetadata:
             d = json.loads(data)
         except (ValueError, UnicodeDecodeError) as e:
             raise TimelineError(f"Failed to parse JSON commit metadata of {source}: {e}") from e
+        return cls.from_dict(d)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> HoodieCommitMetadata:
+        """Commit metadata from its field map (JSON object or Avro record: same names)."""
         stats = {
             partition: [HoodieWriteStat.from_dict(s) for s in (lst or [])]
             for partition, lst in (d.get("partitionToWriteStats") or {}).items()

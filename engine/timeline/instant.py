@@ -34,6 +34,7 @@ class Action(StrEnum):
     SAVEPOINT = "savepoint"
     RESTORE = "restore"
     INDEXING = "indexing"
+    CLUSTERING = "clustering"  # layout 2: pending clustering, completes as replacecommit
 
 
 class State(StrEnum):
@@ -46,7 +47,11 @@ _STATE_ORDER = {State.REQUESTED: 0, State.INFLIGHT: 1, State.COMPLETED: 2}
 # Write actions whose completed instants make data visible to readers.
 COMMIT_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT})
 # Pending table services that complete as another action.
-_COMPLETES_AS = {Action.COMPACTION: Action.COMMIT, Action.LOG_COMPACTION: Action.DELTA_COMMIT}
+_COMPLETES_AS = {
+    Action.COMPACTION: Action.COMMIT,
+    Action.LOG_COMPACTION: Action.DELTA_COMMIT,
+    Action.CLUSTERING: Action.REPLACE_COMMIT,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +61,8 @@ class Instant:
     instant_time: str
     action: Action
     state: State
+    # layout 2: when a completed instant completed (its file name says so), else None
+    completion_time: str | None = None
 
     def sort_key(self) -> tuple[str, int]:
         return (self.instant_time, _STATE_ORDER[self.state])

@@ -1,4 +1,5 @@
-"""The active timeline (``.hoodie/<instant files>``, layout version 1) and its transitions.
+"""The active timeline (``.hoodie/<instant files>``, or ``.hoodie/timeline/`` in layout 2) and its
+transitions.
 
 A :class:`Timeline` is an immutable snapshot: each instant time appears once, at the furthest state
 its files show. Only the driver changes the timeline, always in the order requested → inflight →
@@ -8,11 +9,10 @@ point readers obey.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from engine.errors import TimelineError
-from engine.fs.properties import METAFOLDER
 from engine.fs.storage import Storage
 from engine.timeline.commit_metadata import HoodieCommitMetadata
 from engine.timeline.instant import (
@@ -22,8 +22,10 @@ from engine.timeline.instant import (
     State,
     completed_action,
     instant_file_name,
-    parse_instant_file_name,
+    new_instant_time,
 )
+from engine.timeline.layout import TimelineLayout, decode_commit_metadata, layout_content
+from engine.timeline.lsm_history import read_history
 
 
 @dataclass(frozen=True)
@@ -32,14 +34,18 @@ class Timeline:
 
     storage: Storage
     instants: tuple[Instant, ...]
+    layout: TimelineLayout = field(default_factory=TimelineLayout)
+    # layout 2 with the LSM history loaded: completed file content of archived instants
+    archived: Mapping[str, bytes | None] = field(default_factory=dict)
 
     @classmethod
     def load(cls, storage: Storage) -> Timeline:
+        layout = TimelineLayout.of(storage)
         latest: dict[tuple[str, Action], Instant] = {}
-        for entry in storage.list_dir(METAFOLDER):
+        for entry in storage.list_dir(layout.directory):
             if entry.is_dir:
                 continue
-            instant = parse_instant_file_name(entry.name)
+            instant = layout.parse(entry.name)
             if instant is None:
                 continue
             # a completed compaction is a `commit` file; fold it onto the compaction's time
@@ -47,7 +53,7 @@ class Timeline:
             seen = latest.get(key)
             if seen is None or instant.sort_key() > seen.sort_key():
                 latest[key] = instant
-        return cls(storage, tuple(sorted(latest.values(), key=Instant.sort_key)))
+        return cls(storage, tuple(sorted(latest.values(), key=Instant.sort_key)), layout)
 
     def reload(self) -> Timeline:
         return Timeline.load(self.storage)
@@ -104,16 +110,56 @@ class Timeline:
     def until(self, instant_time: str) -> Timeline:
         """The timeline as it looked to a reader at ``instant_time`` (inclusive)."""
         return Timeline(
-            self.storage, tuple(i for i in self.instants if i.instant_time <= instant_time)
+            self.storage,
+            tuple(i for i in self.instants if i.instant_time <= instant_time),
+            self.layout,
+            self.archived,
         )
+
+    def with_history(self) -> Timeline:
+        """This timeline preceded by the archived instants of the LSM history (layout 2), so
+        time travel and incremental queries reach before the active timeline."""
+        history = read_history(self.storage, self.layout.table_format.history_dir)
+        active = {(i.instant_time, i.action) for i in self.instants}
+        older = [a for a in history if (a.instant.instant_time, a.instant.action) not in active]
+        if not older:
+            return self
+        instants = sorted([*(a.instant for a in older), *self.instants], key=Instant.sort_key)
+        archived = {a.instant.instant_time: a.metadata for a in older}
+        return Timeline(self.storage, tuple(instants), self.layout, archived)
+
+    def completion_times(self) -> dict[str, str]:
+        """Completion time of every completed instant (layout 2; a legacy-named completed
+        instant, and every layout-1 instant, counts as completing at its requested time)."""
+        return {
+            i.instant_time: i.completion_time or i.instant_time
+            for i in self.instants
+            if i.is_completed
+        }
+
+    def completed_in(self, begin: str, end: str | None) -> list[Instant]:
+        """Completed commits whose completion time lies in ``(begin, end]`` (Hudi 1.x
+        incremental queries range on completion time), in completion order."""
+        done = [
+            i
+            for i in self.commits_timeline()
+            if begin < (i.completion_time or i.instant_time)
+            and (end is None or (i.completion_time or i.instant_time) <= end)
+        ]
+        return sorted(done, key=lambda i: (i.completion_time or i.instant_time, i.instant_time))
 
     # ---- content ----------------------------------------------------------------------------
 
     def read_content(self, instant: Instant) -> bytes:
-        return self.storage.read_bytes(f"{METAFOLDER}/{instant.file_name}")
+        if instant.instant_time in self.archived:
+            content = self.archived[instant.instant_time]
+            if content is None:
+                raise TimelineError(f"Archived instant {instant} kept no metadata in the history")
+            return content
+        return self.storage.read_bytes(f"{self.layout.directory}/{self.layout.file_name(instant)}")
 
     def read_commit_metadata(self, instant: Instant) -> HoodieCommitMetadata:
-        return HoodieCommitMetadata.from_json(self.read_content(instant), source=str(instant))
+        return decode_commit_metadata(self.read_content(instant), source=str(instant))
 
     def latest_schema(self) -> str | None:
         """Avro schema (no meta fields) of the latest completed commit that recorded one."""
@@ -132,15 +178,38 @@ def _family(action: Action) -> Action:
 # ---- transitions (driver only) ------------------------------------------------------------------
 
 
-def _rel(instant_time: str, action: Action, state: State) -> str:
-    return f"{METAFOLDER}/{instant_file_name(instant_time, action, state)}"
+def _rel(storage: Storage, instant_time: str, action: Action, state: State) -> str:
+    """Path of a requested/inflight instant file (the same name in both layouts), or of a
+    layout-1 completed file."""
+    layout = TimelineLayout.of(storage)
+    return f"{layout.directory}/{instant_file_name(instant_time, action, state)}"
+
+
+def _completed_rel(storage: Storage, instant_time: str, action: Action) -> str | None:
+    """Path of the completed file of an instant, if there is one (layout 2 names carry the
+    completion time, so the folder is listed)."""
+    layout = TimelineLayout.of(storage)
+    if layout.version < 2:
+        rel = _rel(storage, instant_time, action, State.COMPLETED)
+        return rel if storage.exists(rel) else None
+    done = completed_action(action)
+    for entry in storage.list_dir(layout.directory):
+        instant = layout.parse(entry.name)
+        if (
+            instant is not None
+            and instant.is_completed
+            and instant.instant_time == instant_time
+            and instant.action is done
+        ):
+            return f"{layout.directory}/{entry.name}"
+    return None
 
 
 def create_requested(
     storage: Storage, instant_time: str, action: Action, content: bytes = b""
 ) -> Instant:
     """Start an instant. Instant files are never overwritten: reusing a time is an error."""
-    rel = _rel(instant_time, action, State.REQUESTED)
+    rel = _rel(storage, instant_time, action, State.REQUESTED)
     if storage.exists(rel):
         raise TimelineError(f"Instant {instant_time} ({action.value}) already exists")
     storage.write_bytes(rel, content)
@@ -150,25 +219,48 @@ def create_requested(
 def transition_to_inflight(
     storage: Storage, instant_time: str, action: Action, content: bytes = b""
 ) -> Instant:
-    if not storage.exists(_rel(instant_time, action, State.REQUESTED)):
+    if not storage.exists(_rel(storage, instant_time, action, State.REQUESTED)):
         raise TimelineError(f"Instant {instant_time} ({action.value}) was never requested")
-    storage.write_bytes(_rel(instant_time, action, State.INFLIGHT), content, overwrite=True)
+    content = layout_content(TimelineLayout.of(storage), content)
+    storage.write_bytes(
+        _rel(storage, instant_time, action, State.INFLIGHT), content, overwrite=True
+    )
     return Instant(instant_time, action, State.INFLIGHT)
 
 
 def complete(storage: Storage, instant_time: str, action: Action, content: bytes) -> Instant:
-    """Write the completed instant file atomically: the commit point."""
-    if not storage.exists(_rel(instant_time, action, State.INFLIGHT)):
+    """Write the completed instant file atomically: the commit point.
+
+    Layout 2 names the file ``<instant_time>_<completion_time>.<action>`` with a completion time
+    greater than every instant and completion time on the timeline, and codes commit metadata
+    in Avro.
+    """
+    if not storage.exists(_rel(storage, instant_time, action, State.INFLIGHT)):
         raise TimelineError(f"Instant {instant_time} ({action.value}) is not inflight")
-    rel = _rel(instant_time, action, State.COMPLETED)
-    if storage.exists(rel):
+    if _completed_rel(storage, instant_time, action) is not None:
         raise TimelineError(f"Instant {instant_time} ({action.value}) is already completed")
-    storage.write_atomic(rel, content)
-    return Instant(instant_time, completed_action(action), State.COMPLETED)
+    layout = TimelineLayout.of(storage)
+    if layout.version < 2:
+        storage.write_atomic(_rel(storage, instant_time, action, State.COMPLETED), content)
+        return Instant(instant_time, completed_action(action), State.COMPLETED)
+    timeline = Timeline.load(storage)
+    latest = max(
+        [instant_time, *(i.instant_time for i in timeline.instants)]
+        + [i.completion_time for i in timeline.instants if i.completion_time]
+    )
+    completion_time = new_instant_time(latest)
+    instant = Instant(instant_time, completed_action(action), State.COMPLETED, completion_time)
+    storage.write_atomic(
+        f"{layout.directory}/{layout.file_name(instant)}", layout_content(layout, content)
+    )
+    return instant
 
 
 def delete_instant_files(storage: Storage, instant_time: str, action: Action) -> None:
     """Remove an instant from the active timeline (completed file first, so it never looks
     pending-without-completion to a concurrent reader longer than needed)."""
-    for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
-        storage.delete(_rel(instant_time, action, state))
+    completed = _completed_rel(storage, instant_time, action)
+    if completed is not None:
+        storage.delete(completed)
+    for state in (State.INFLIGHT, State.REQUESTED):
+        storage.delete(_rel(storage, instant_time, action, state))

@@ -272,10 +272,12 @@ def _encode_log_files(
 
     def current() -> _LogFileBuffer:
         if not files or (files[-1].size > log_config.log_file_max_size and files[-1].blocks):
-            version = file_slice.next_log_version + len(files)
-            name = format_log_file_name(
-                file_slice.file_id, file_slice.base_instant_time, version, write_token
-            )
+            if ctx.logs_named_by_instant:  # layout 2: new log files of this delta commit
+                log_instant, version = ctx.instant_time, 1 + len(files)
+            else:
+                log_instant = file_slice.base_instant_time
+                version = file_slice.next_log_version + len(files)
+            name = format_log_file_name(file_slice.file_id, log_instant, version, write_token)
             files.append(_LogFileBuffer(version, name, []))
         return files[-1]
 

@@ -1,72 +1,103 @@
-"""The schema a write commits with: the table's schema, evolved by columns the batch adds.
+"""The schema a write commits with: the table's schema evolved by the batch, its values checked.
 
 ::
 
-    no schema on the timeline   the batch's schema (a delete has nothing to derive one from)
-    delete                      the latest committed schema, unchanged
-    otherwise                   the latest committed schema; every batch column must cast to the
-                                table's type of that column; new columns are appended, nullable
+    delete                      the latest committed schema, unchanged (none: nothing to delete)
+    no schema on the timeline   the batch's schema
+    otherwise                   the writer schema :func:`engine.model.schema_evolution.
+                                deduce_writer_schema` decides on; the values its decisions rest on
+                                are checked by the runner (a batch's narrowed column must fit the
+                                table's type exactly; a table's int widened to float must not hold
+                                an int past the mantissa); the table's own schema text is kept
+                                when nothing changes
 
-Checked before the instant is requested, so a batch that does not fit leaves the table untouched.
+Decided and checked before the instant is requested, so a batch that does not fit leaves the
+table untouched.
 """
 
 from __future__ import annotations
 
-import pyarrow as pa
+from collections.abc import Sequence
 
-from engine.config import WriteOperation
-from engine.errors import HudiError, SchemaError
+from engine.config import HoodieConfig, WriteOperation
+from engine.errors import HudiError
+from engine.fs.storage import Storage
 from engine.io.parquet import commit_schema_of
 from engine.model.schema import avro_to_arrow_schema, remove_meta_fields, schema_json
+from engine.model.schema_evolution import (
+    SchemaChange,
+    compare_schemas,
+    deduce_writer_schema,
+    lossy_widenings,
+    normalize_schema,
+)
+from engine.read.plan import plan_query
+from engine.runner import IncomingBatch, Runner
 from engine.timeline.timeline import Timeline
 
-__all__ = ["commit_schema", "pa_schema_append"]
+__all__ = ["commit_schema", "exact_only"]
+
+# (incoming, table) kinds whose cast is exact for every value: no data pass needed
+_ALWAYS_EXACT = frozenset(
+    (
+        ("int", "bigint"),
+        ("int", "double"),
+        ("float", "double"),
+        ("int", "string"),
+        ("bigint", "string"),
+        ("date", "string"),
+        ("string", "binary"),
+    )
+)
 
 
 def commit_schema(
-    incoming: pa.Schema,
+    incoming: IncomingBatch,
+    runner: Runner,
     *,
+    cfg: HoodieConfig,
     table_name: str,
     timeline: Timeline | None,
     operation: WriteOperation,
-    base_path: str,
+    storage: Storage,
 ) -> str:
-    """Avro schema (no meta fields) of the instant a write of ``incoming`` records requests.
+    """Avro schema (no meta fields) of the instant a write of ``incoming`` requests.
 
     Raises:
         HudiError: a delete on a table without data.
-        SchemaError: a column does not fit the table's type.
+        ConfigError: ``hoodie.schema.on.read.enable=true``.
+        SchemaEvolutionError: the change is refused, or a value would not survive it.
     """
     latest = timeline.latest_schema() if timeline is not None else None
-    if latest is None:
-        if operation == WriteOperation.DELETE:
-            raise HudiError(f"Cannot delete from a table without data at {base_path}")
-        return commit_schema_of(incoming, table_name)
     if operation == WriteOperation.DELETE:
+        if latest is None:
+            raise HudiError(f"Cannot delete from a table without data at {storage.base_path}")
         return latest
-    current = avro_to_arrow_schema(latest)
-    _check_castable(incoming, current)
-    added = [f for f in incoming if f.name not in current.names]
-    if not added:
+    table = avro_to_arrow_schema(remove_meta_fields(latest)) if latest is not None else None
+    writer = deduce_writer_schema(table, incoming.arrow_schema, cfg)
+    if table is None or latest is None:
+        return commit_schema_of(writer, table_name)
+    narrowed = [
+        c
+        for c in compare_schemas(writer, incoming.arrow_schema)
+        if c.kind == "narrowed" and not exact_only(c)
+    ]
+    runner.check_values(incoming, writer, _top_level(narrowed))
+    widened = _top_level(lossy_widenings(table, writer))
+    if widened:  # the latest snapshot, which every reader then returns in the wider type
+        runner.check_values(runner.read(plan_query(storage)), writer, widened)
+    if normalize_schema(table).equals(writer):
         return schema_json(remove_meta_fields(latest))
-    evolved = pa_schema_append(current, added)
-    return commit_schema_of(evolved, table_name)
+    return commit_schema_of(writer, table_name)
 
 
-def _check_castable(incoming: pa.Schema, current: pa.Schema) -> None:
-    """Fail before the write starts when a column cannot become the table's type."""
-    for column in incoming:
-        if column.name not in current.names:
-            continue
-        target = current.field(column.name).type
-        try:
-            pa.array([], type=column.type).cast(target)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-            raise SchemaError(
-                f"Column {column.name!r} of type {column.type} does not fit the table's {target}"
-            ) from e
+def exact_only(change: SchemaChange) -> bool:
+    """Whether a narrowed change's cast is exact whatever the values."""
+    incoming, table = change.incoming_type or "", change.table_type or ""
+    if incoming == "void" or (incoming, table) in _ALWAYS_EXACT:
+        return True
+    return incoming.startswith("decimal") and table.startswith("decimal")
 
 
-def pa_schema_append(schema: pa.Schema, fields: list[pa.Field]) -> pa.Schema:
-    """``schema`` with ``fields`` appended (schema evolution by added columns)."""
-    return pa.schema([*schema, *(f.with_nullable(True) for f in fields)])
+def _top_level(changes: Sequence[SchemaChange]) -> list[str]:
+    return sorted({c.column.split(".", 1)[0] for c in changes})

@@ -12,14 +12,18 @@ disables it first (:func:`take_over_metadata_table`).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from engine import config
 from engine.config import HoodieConfig
 from engine.fs.properties import METAFOLDER, write_properties
 from engine.fs.storage import Storage
+from engine.fs.table_version import require_writable_version, versioned_properties
 
 __all__ = ["create_table", "new_table_properties", "take_over_metadata_table"]
+
+_log = logging.getLogger(__name__)
 
 
 def new_table_properties(cfg: HoodieConfig, keygen_class: str, schema: str) -> dict[str, str]:
@@ -67,7 +71,10 @@ def new_table_properties(cfg: HoodieConfig, keygen_class: str, schema: str) -> d
             if value:
                 props[ts_option.key] = config.format_value(value)
     props[config.CREATE_SCHEMA.key] = schema
-    return props
+    version = cfg.get(config.WRITE_TABLE_VERSION)
+    return versioned_properties(
+        props, require_writable_version(version, key=config.WRITE_TABLE_VERSION.key)
+    )
 
 
 def take_over_metadata_table(storage: Storage, props: dict[str, str]) -> None:
@@ -75,13 +82,20 @@ def take_over_metadata_table(storage: Storage, props: dict[str, str]) -> None:
     it the way Hudi does with the metadata table switched off (empty partitions property,
     then remove ``.hoodie/metadata``) so no reader trusts a stale file listing."""
     keys = (config.METADATA_PARTITIONS.key, config.METADATA_PARTITIONS_INFLIGHT.key)
-    if any(props.get(k) for k in keys):
-        updated = dict(props)
+    if any(props.get(k) for k in keys) or props.get(config.INDEX_DEFS_PATH.key):
+        updated = {k: v for k, v in props.items() if k != config.INDEX_DEFS_PATH.key}
         for k in keys:
             if k in updated:
                 updated[k] = ""
         write_properties(storage, updated)
+        _log.warning(
+            "Table at %s has a metadata table (%s); it is removed with its index "
+            "definitions, as Hudi does when a writer disables the metadata table",
+            storage.base_path,
+            props.get(config.METADATA_PARTITIONS.key) or "pending partitions",
+        )
     storage.delete_dir(f"{METAFOLDER}/metadata")
+    storage.delete_dir(f"{METAFOLDER}/.index_defs")
 
 
 def create_table(storage: Storage, props: dict[str, str]) -> None:

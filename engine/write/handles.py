@@ -62,6 +62,8 @@ class WriteContext:
     merge_spec: MergeSpec
     combine: bool
     compression: str = "gzip"
+    # timeline layout 2: a log file is named by the delta commit writing it, never appended to
+    logs_named_by_instant: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,6 +117,7 @@ class WriteJob:
             merge_spec=self.batch.merge_spec,
             combine=combine_inserts if operation.is_insert else True,
             compression=str(self.cfg.get(config.PARQUET_COMPRESSION_CODEC)),
+            logs_named_by_instant=self.timeline.layout.version >= 2,
         )
 
     def start_inflight(self, action: Action, plan: BucketPlan | None) -> None:

@@ -37,6 +37,7 @@ from engine.fs.filenames import (
     UNKNOWN_WRITE_TOKEN,
     format_log_file_name,
     is_base_file,
+    is_log_file,
     parse_base_file_name,
     parse_log_file_name,
     partition_file_path,
@@ -182,6 +183,10 @@ def plan_rollback(storage: Storage, instant: Instant) -> RollbackPlan:
         for entry in entries:
             if not entry.is_dir and is_base_file(entry.name):
                 if parse_base_file_name(entry.name).instant_time == t:
+                    candidates.add(partition_file_path(partition, entry.name))
+            elif not entry.is_dir and is_log_file(entry.name):
+                # layout 2 names a log file by the delta commit that wrote it
+                if parse_log_file_name(entry.name).base_instant_time == t:
                     candidates.add(partition_file_path(partition, entry.name))
     deletes: list[str] = []
     slices: dict[tuple[str, str, str], dict[str, int]] = {}

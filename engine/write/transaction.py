@@ -226,11 +226,13 @@ class WriteTransaction:
             )
             try:
                 schema = commit_schema(
-                    incoming.arrow_schema,
+                    incoming,
+                    runner,
+                    cfg=cfg,
                     table_name=str(cfg.require(config.TABLE_NAME)),
                     timeline=timeline,
                     operation=self.operation,
-                    base_path=self.storage.base_path,
+                    storage=self.storage,
                 )
             except BaseException:
                 profile.release()

@@ -1,5 +1,4 @@
-"""hudi_insert_overwrite: replacecommits of touched partitions or of the whole table;
-on_schema_change on a hudi_upsert model."""
+"""hudi_insert_overwrite: replacecommits of touched partitions or of the whole table."""
 
 from __future__ import annotations
 
@@ -66,45 +65,3 @@ class TestHudiInsertOverwrite:
         assert spark_rows(spark, f"select * from {schema}.sales_whole", COLUMNS) == expected_whole
         for base in (by_day, whole):
             assert [a for _, a in completed_instants(base)][-1] == "replacecommit"
-
-
-CUSTOMERS_V1 = """id,name
-1,ann
-2,ben
-"""
-CUSTOMERS_V2 = """id,name,tier
-2,bo,gold
-3,cy,silver
-"""
-CUSTOMERS_SQL = """
-{{ config(materialized='hudi_upsert', unique_key='id', on_schema_change=var('osc')) }}
-select * from {{ ref('customers_seed') }}
-"""
-
-
-class TestHudiOnSchemaChange:
-    @pytest.fixture(scope="class")
-    def seeds(self) -> dict[str, str]:
-        return {"customers_seed.csv": CUSTOMERS_V1}
-
-    @pytest.fixture(scope="class")
-    def models(self) -> dict[str, str]:
-        return {"customers.sql": CUSTOMERS_SQL}
-
-    def test_on_schema_change_fail_then_append_new_columns(self, project: Any, spark: Any) -> None:
-        schema = project.test_schema
-        run_dbt(["seed"])
-        run_dbt(["run", "--vars", "{osc: fail}"])
-        base = base_path_of(spark, schema, "customers")
-        Path(project.project_root, "seeds", "customers_seed.csv").write_text(CUSTOMERS_V2)
-        run_dbt(["seed", "--full-refresh"])
-        _, log = run_dbt_and_capture(["run", "--vars", "{osc: fail}"], expect_pass=False)
-        assert "on_schema_change='fail'" in log and "added: tier" in log
-        assert len(completed_instants(base)) == 1
-
-        run_dbt(["run", "--vars", "{osc: append_new_columns}"])
-        expected = [(1, "ann", None), (2, "bo", "gold"), (3, "cy", "silver")]
-        assert hudi_rs_rows(base, ["id", "name", "tier"]) == expected
-        assert spark_rows(spark, f"select * from {schema}.customers", ["id", "name", "tier"]) == (
-            expected
-        )

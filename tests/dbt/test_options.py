@@ -6,9 +6,7 @@ import pytest
 
 from dbt.adapters.hudi.options import ModelConfigError, parse_model_config
 from dbt.adapters.hudi.publish import format_base_file_filter
-from dbt.adapters.hudi.schema_change import plan_columns
 from engine import config as hc
-from engine.errors import SchemaError
 
 pytestmark = pytest.mark.unit
 
@@ -138,25 +136,6 @@ def test_check_columns_missing_key_and_non_boolean_delete_marker_reported() -> N
     problems = cfg.check_columns({"ID": "bigint", "_hoodie_is_deleted": "string"})
     assert len(problems) == 3
     assert "'k2'" in problems[0] and "'ts'" in problems[1] and "boolean" in problems[2]
-
-
-def test_plan_columns_modes() -> None:
-    existing = [("id", "bigint"), ("name", "string"), ("old", "int")]
-    incoming = [("id", "bigint"), ("name", "varchar"), ("new", "double")]
-    ignore = plan_columns(existing, incoming, "ignore")
-    assert [(c.name, c.source, c.cast_to) for c in ignore] == [
-        ("id", "id", None),
-        ("name", "name", "string"),
-        ("old", None, "int"),
-    ]
-    append = plan_columns(existing, incoming, "append_new_columns")
-    assert [c.name for c in append] == ["id", "name", "old", "new"]
-    sync = plan_columns(existing, incoming, "sync_all_columns")
-    assert [c.name for c in sync] == ["id", "name", "new"]
-    with pytest.raises(SchemaError) as e:
-        plan_columns(existing, incoming, "fail")
-    assert "added: new" in str(e.value) and "removed: old" in str(e.value)
-    assert plan_columns(existing, existing, "fail")[1].source == "name"
 
 
 def test_format_base_file_filter_exact_names_escaped_and_empty() -> None:

@@ -128,7 +128,7 @@ def uncommit(path: Path, instant_time: str) -> None:
         partition, _, name = stat.path.rpartition("/")
         io_type = "APPEND" if stat.is_delta else ("MERGE" if stat.prev_commit else "CREATE")
         create_marker(storage, instant_time, partition, name, io_type)  # type: ignore[arg-type]
-    storage.delete(f".hoodie/{instant.file_name}")
+    storage.delete(f"{timeline.layout.directory}/{timeline.layout.file_name(instant)}")
     assert instant_time in pending_writes(path)
 
 

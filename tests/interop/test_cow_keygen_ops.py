@@ -1,8 +1,8 @@
 """Every key generator through every copy-on-write operation, judged by hudi-rs.
 
-Each case runs bulk_insert -> insert -> upsert -> delete on one table and checks after every
-commit that hudi-rs reads exactly the model's rows (keys, partition paths, data, commit times),
-then time-travels to every instant and checks the model's history.
+Each case runs bulk_insert -> insert -> upsert -> delete on one table, in table versions 6, 8
+and 9, and checks after every commit that hudi-rs reads exactly the model's rows (keys, partition
+paths, data, commit times), then time-travels to every instant and checks the model's history.
 """
 
 from __future__ import annotations
@@ -101,13 +101,17 @@ def make_rows(ids: range, ts: int, tag: str) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.parametrize("version", ["6", "8", "9"])
 @pytest.mark.parametrize("keygen", sorted(KEYGENS))
-def test_cow_operations_per_keygen_hudi_rs_matches_model(spark, tmp_path, keygen: str) -> None:  # type: ignore[no-untyped-def]
+def test_cow_operations_per_keygen_hudi_rs_matches_model(  # type: ignore[no-untyped-def]
+    spark, tmp_path, keygen: str, version: str
+) -> None:
     options, identity = KEYGENS[keygen]
     path = str(tmp_path / keygen)
     base = {
         "hoodie.table.name": f"t_{keygen}",
         "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.write.table.version": version,
         **options,
     }
     oracle = Oracle(OVERWRITE, "ts", identity, FIELDS)

@@ -129,6 +129,37 @@ def test_failed_write_rolled_back_by_next_write(spark, tmp_path) -> None:  # typ
     assert_no_orphans(path)
 
 
+def test_version_9_rollbacks_delete_the_delta_commits_log_files(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Table version 9: log files are named by their delta commit, so a rollback deletes them
+    (no COMMAND block), for the latest completed write and for a failed one alike."""
+    path = tmp_path / "t"
+    before = seed(spark, path, {**MOR, "hoodie.write.table.version": "9"})
+    write(spark, path, [("k0", "2024-01-01", 2, "b0")], MOR)
+    middle = {**before, "k0": "b0"}
+    t = write(spark, path, [("k0", "2024-01-01", 3, "c0"), ("k1", "2024-01-02", 3, "c1")], MOR)
+    assert list(path.rglob(f".*_{t}.log.*")), "the update went to log files named by its instant"
+    code, _, err = run_cli("rollback", str(path), t)
+    assert code == 0, err
+    assert rows_by_id(path) == middle
+    assert not list(path.rglob(f".*_{t}.log.*")) and not list(path.rglob(f"*_{t}.parquet"))
+    for log in path.rglob(".*.log.*"):
+        kinds = {b.block_type for b in read_log_blocks(log.read_bytes())}
+        assert HoodieLogBlockType.COMMAND_BLOCK not in kinds, log.name
+    failed = write(spark, path, [("k0", "2024-01-01", 4, "dead")], MOR)
+    uncommit(path, failed)
+    assert rows_by_id(path) == middle
+    result = write_hudi(
+        spark.createDataFrame([("k1", "2024-01-02", 5, "live")], SCHEMA), str(path), MOR
+    )
+    assert result.rolled_back == [failed]
+    assert rows_by_id(path) == {**middle, "k1": "live"}
+    assert not list(path.rglob(f".*_{failed}.log.*"))
+    timeline = Timeline.load(Storage(str(path)))
+    assert timeline.layout.version == 2
+    assert all(i.completion_time for i in timeline.completed())
+    assert_no_orphans(path)
+
+
 def _touching(path: Path, partition: str) -> list[HoodieWriteStat]:
     file_id = next((path / partition).glob("*.parquet")).name.split("_")[0]
     return [HoodieWriteStat(file_id=file_id, path="", partition_path=partition)]

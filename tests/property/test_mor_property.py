@@ -12,11 +12,13 @@ After every commit the table is judged: by hudi-rs for the payloads it merges
 (OverwriteWithLatest, Default), by the engine's reader for the others (hudi-rs refuses custom
 payloads on slices with logs); at the end everything is compacted and hudi-rs, the snapshot,
 the read-optimized view and ``read_hudi`` (Spark) must all equal the model.
-``make test`` runs 40 sequences, ``make test-long`` 400.
+``make test`` runs 40 sequences in table version 6 and 20 each in versions 8 and 9
+(``make test-long`` ten times as many).
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
@@ -54,7 +56,10 @@ def judge_snapshot(path: str, payload: str, oracle: Oracle, context: Any) -> Non
         runner.judge(read_table(path).to_pylist(), oracle, context)
 
 
-def run_sequence(spark: Any, payload: str, steps: list[tuple[str, list[Any], bool]]) -> None:
+def run_sequence(
+    spark: Any, payload: str, steps: list[tuple[str, list[Any], bool]], version: str = "6"
+) -> None:
+    payload = runner.versioned_payload(payload, version)
     with runner.scratch_table("mor-property-") as path:
         storage = Storage(path)
         options = runner.table_options(
@@ -63,6 +68,7 @@ def run_sequence(spark: Any, payload: str, steps: list[tuple[str, list[Any], boo
                 "hoodie.datasource.write.table.type": "MERGE_ON_READ",
                 "hoodie.logfile.data.block.max.size": 300,
             },
+            version=version,
         )
         oracle = runner.model(payload)
         fills = payload not in HUDI_RS_MERGES
@@ -109,3 +115,11 @@ def run_sequence(spark: Any, payload: str, steps: list[tuple[str, list[Any], boo
 @runner.sequence_groups(sequence)
 def test_mor_random_sequences_with_compaction_hudi_rs_and_model_agree(spark, group) -> None:  # type: ignore[no-untyped-def]
     runner.run_group(spark, group, run_sequence)
+
+
+@pytest.mark.parametrize("version", runner.VERSIONS_1X)
+@runner.sequence_groups(sequence, runner.SEQUENCES_1X)
+def test_mor_random_sequences_with_compaction_hudi_rs_and_model_agree_1x(
+    spark, group, version
+) -> None:  # type: ignore[no-untyped-def]
+    runner.run_group(spark, group, partial(run_sequence, version=version))

@@ -147,6 +147,8 @@ def test_commit_metadata_round_trip_every_corpus_commit(corpus_table, shared_dir
     for name in names:
         storage = Storage(str(corpus_table(name)))
         timeline = Timeline.load(storage)
+        if timeline.layout.version >= 2:
+            continue  # Avro commit metadata: tests/unit/test_timeline_layout.py
         for instant in timeline.commits_timeline():
             raw = json.loads(timeline.read_content(instant))
             again = json.loads(timeline.read_commit_metadata(instant).to_json())

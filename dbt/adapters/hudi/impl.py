@@ -21,7 +21,7 @@ from dbt.adapters.hudi.connections import HudiConnectionManager, HudiCredentials
 from dbt.adapters.hudi.options import HudiModelConfig, parse_model_config
 from dbt.adapters.hudi.publish import PublishedTable, catalog_base_path, get_session, publish
 from dbt.adapters.hudi.relation import HudiRelation
-from dbt.adapters.hudi.schema_change import plan_columns
+from dbt.adapters.hudi.schema_change import plan_write
 from engine import META_COLUMNS, HudiTable, TableType, WriteOperation, WriteResult, spark_table
 from engine.errors import ConfigError, HudiError, SchemaError
 
@@ -168,39 +168,11 @@ class HudiAdapter(SparkAdapter):
         table = spark_table(base_path, spark)
         if table.exists and not full_refresh:
             _check_table_type(cfg, table)
-            df = self._reconcile_columns(cfg, spark, base_path, df)
         result, operation = _write(table, df, cfg, relation, full_refresh=full_refresh)
         published = self._publish(relation, base_path, cfg.table_type)
         summary = _summary(result, operation, published, time.monotonic() - started)
         logger.debug(f"hudi_write {relation}: {summary}")
         return summary
-
-    def _reconcile_columns(
-        self, cfg: HudiModelConfig, spark: SparkSession, base_path: str, df: DataFrame
-    ) -> DataFrame:
-        """Apply ``on_schema_change`` against the table's current columns."""
-        from pyspark.sql import functions as F
-
-        from engine import read_hudi
-
-        existing = [
-            (n, t)
-            for n, t in _columns_of(read_hudi(spark, base_path))
-            if n.lower() not in META_COLUMNS
-        ]
-        try:
-            plan = plan_columns(existing, _columns_of(df), cfg.on_schema_change)
-        except SchemaError as e:
-            raise DbtRuntimeError(f"Model '{cfg.model}': {e}") from None
-        projection = []
-        for column in plan:
-            if column.source is None:
-                projection.append(F.lit(None).cast(column.data_type).alias(column.name))
-            elif column.cast_to is not None:
-                projection.append(F.col(column.source).cast(column.cast_to).alias(column.name))
-            else:
-                projection.append(F.col(column.source).alias(column.name))
-        return df.select(*projection)
 
     # ---- downstream ref() ----------------------------------------------------------------------
 
@@ -284,6 +256,37 @@ def _config_error(cfg: HudiModelConfig, problems: list[str]) -> ConfigError:
     return ModelConfigError(cfg.model, cfg.materialization, problems)
 
 
+def _reconcile_columns(
+    cfg: HudiModelConfig, table: HudiTable, df: DataFrame, options: Mapping[str, str]
+) -> DataFrame:
+    """The model's columns under ``on_schema_change`` and Hudi's rules, checked before the write.
+
+    Raises:
+        CompilationError: a change the mode or Hudi refuses, naming each column and both types.
+    """
+    from pyspark.sql import functions as F
+
+    from engine import config as hc
+
+    try:
+        plan = plan_write(
+            cfg.model,
+            cfg.on_schema_change,
+            table.schema(),
+            table.incoming_schema(df),
+            hc.parse_options(options),
+        )
+    except SchemaError as e:
+        raise CompilationError(str(e)) from None
+    for line in plan.log_lines():
+        logger.info(f"Hudi model '{cfg.model}': {line}")
+    return df.select(*(F.col(_quoted(src)).alias(dst) for src, dst in plan.columns))
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
 def _check_table_type(cfg: HudiModelConfig, table: HudiTable) -> None:
     current = table.table_type()
     if current != cfg.table_type:
@@ -297,12 +300,16 @@ def _check_table_type(cfg: HudiModelConfig, table: HudiTable) -> None:
 def _write(
     table: HudiTable, df: DataFrame, cfg: HudiModelConfig, relation: Any, *, full_refresh: bool
 ) -> tuple[WriteResult, WriteOperation]:
-    """Write the model; ``full_refresh`` recreates the table (restored if the write fails)."""
+    """Write the model, its columns reconciled with a continued table's; ``full_refresh``
+    recreates the table (restored if the write fails)."""
     with table.recreate() if full_refresh else nullcontext(False) as recreated:
-        operation = cfg.operation(table_exists=table.exists and not recreated)
+        continued = table.exists and not recreated
+        operation = cfg.operation(table_exists=continued)
         options = cfg.write_options(
             table_name=str(relation.identifier), database=relation.schema, operation=operation
         )
+        if continued:
+            df = _reconcile_columns(cfg, table, df, options)
         try:
             return table.write(df, options), operation
         except HudiError as e:

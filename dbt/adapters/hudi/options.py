@@ -15,6 +15,7 @@ Mapping (Hudi's own keys live in ``engine.config``)::
     hive_style_partitioning       -> hive-style partition paths (default true)
     compaction_delta_commits      -> inline compaction every N deltacommits (hudi_mor, default 5)
     overwrite_scope               -> partitions | table (hudi_insert_overwrite)
+    on_schema_change              -> the schema evolution keys of schema_change.mode_options
     hudi_options (dict)           -> raw hoodie.* keys, parsed by engine.config
 """
 
@@ -24,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from dbt.adapters.hudi.schema_change import mode_options, option_conflicts
 from engine import IS_DELETED_COLUMN
 from engine import config as hc
 from engine.config import TableType, WriteOperation
@@ -120,6 +122,7 @@ class HudiModelConfig:
             opts[hc.WRITE_PRECOMBINE_FIELD.key] = self.ordering_field
         opts[hc.WRITE_PAYLOAD_CLASS.key] = self.payload_class
         opts[hc.HIVE_STYLE_PARTITIONING.key] = "true" if self.hive_style_partitioning else "false"
+        opts.update(mode_options(self.on_schema_change))
         if self.materialization == "hudi_mor":
             opts.setdefault(hc.INLINE_COMPACT.key, "true")
             opts[hc.INLINE_COMPACT_NUM_DELTA_COMMITS.key] = str(self.compaction_delta_commits)
@@ -376,6 +379,7 @@ def parse_model_config(
         hudi_options=raw,
     )
     _conflicts(cfg, problems)
+    problems.extend(option_conflicts(on_schema_change, raw))
     if problems:
         raise ModelConfigError(model, materialization, problems)
     return cfg

@@ -1,0 +1,250 @@
+"""Table versions and what their properties announce: timeline layout, folders, merge mode.
+
+::
+
+    table version     layout   instants in               archived history
+    5, 6 (Hudi 0.x)   1        .hoodie/                  .hoodie/archived (log files)
+    8 (1.0), 9 (1.1)  2        .hoodie/<timeline.path>/  <timeline folder>/<history.path>
+                                                         (LSM tree of parquet files)
+
+Table versions 8 and 9 also changed how a table names its ordering field
+(``hoodie.table.ordering.fields`` in 9, ``hoodie.table.precombine.field`` before), how it states
+merge semantics (``hoodie.record.merge.mode``, decisive in 9; 8 keeps the payload class too) and
+how partition fields may carry a type (``field:SIMPLE`` for custom key generators). The helpers
+here turn any of these spellings into the one form the engine works with, or raise naming the
+property that cannot be honoured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+from engine import config
+from engine.errors import ConfigError, QueryError
+
+__all__ = [
+    "LAYOUT_1",
+    "TableFormat",
+    "effective_payload_class",
+    "ordering_field",
+    "partition_fields",
+    "require_readable_base_format",
+    "table_format",
+]
+
+T = TypeVar("T")
+
+METAFOLDER = ".hoodie"
+# table version -> timeline layout version it is written with
+_LAYOUTS = {5: 1, 6: 1, 8: 2, 9: 2}
+_READABLE_BASE_FORMATS = ("PARQUET",)
+
+
+@dataclass(frozen=True, slots=True)
+class TableFormat:
+    """Where a table keeps its timeline, from its version properties.
+
+    Attributes:
+        table_version: ``hoodie.table.version``.
+        layout_version: ``hoodie.timeline.layout.version`` (1 or 2).
+        timeline_dir: folder of the active timeline, relative to the base path.
+        history_dir: folder of the LSM archived timeline (layout 2), else ``None``.
+    """
+
+    table_version: int
+    layout_version: int
+    timeline_dir: str
+    history_dir: str | None = None
+
+    @property
+    def has_completion_times(self) -> bool:
+        """Layout 2 names completed instants ``<requested>_<completed>.<action>``."""
+        return self.layout_version >= 2
+
+
+LAYOUT_1 = TableFormat(6, 1, METAFOLDER)
+
+
+def _prop(props: Mapping[str, str], option: config.ConfigOption[T]) -> T:
+    for key in (option.key, *option.aliases):
+        if props.get(key, "") != "":
+            return option.parse(props[key])
+    return option.default
+
+
+def table_format(props: Mapping[str, str], *, where: str = "the table") -> TableFormat:
+    """The table's version, layout and timeline folders.
+
+    Raises:
+        QueryError: a table version or layout this engine does not read; names both.
+    """
+    version = _prop(props, config.TABLE_VERSION)
+    layout = _prop(props, config.TIMELINE_LAYOUT_VERSION)
+    if _LAYOUTS.get(version) != layout:
+        raise QueryError(
+            f"Unsupported table at {where}: {config.TABLE_VERSION.key}={version}, "
+            f"{config.TIMELINE_LAYOUT_VERSION.key}={layout} (supported: table version 6 with "
+            "layout 1, table versions 8 and 9 with layout 2)"
+        )
+    if layout == 1:
+        return TableFormat(version, 1, METAFOLDER)
+    timeline_dir = f"{METAFOLDER}/{_prop(props, config.TIMELINE_PATH).strip('/')}"
+    history_dir = f"{timeline_dir}/{_prop(props, config.TIMELINE_HISTORY_PATH).strip('/')}"
+    return TableFormat(version, layout, timeline_dir, history_dir)
+
+
+def ordering_field(props: Mapping[str, str]) -> str | None:
+    """The ordering field (version 9 ``ordering.fields``, else ``precombine.field``).
+
+    Raises:
+        QueryError: several ordering fields (Hudi 1.1 allows a list; merging on a tuple of
+            fields is not implemented here).
+    """
+    fields = _prop(props, config.ORDERING_FIELDS)
+    if fields:
+        if len(fields) > 1:
+            raise QueryError(
+                f"{config.ORDERING_FIELDS.key}={','.join(fields)}: several ordering fields are "
+                "not supported"
+            )
+        return fields[0]
+    return _prop(props, config.PRECOMBINE_FIELD)
+
+
+def partition_fields(props: Mapping[str, str]) -> tuple[str, ...]:
+    """Partition field names, without the ``:type`` suffix custom key generators persist."""
+    return tuple(f.split(":", 1)[0] for f in _prop(props, config.PARTITION_FIELDS))
+
+
+def effective_payload_class(props: Mapping[str, str]) -> str:
+    """The payload class whose merge semantics the table asks for.
+
+    ``hoodie.record.merge.mode`` decides when present (it is authoritative in table version 9
+    and consistent with the payload class in 8): commit-time ordering is
+    OverwriteWithLatestAvroPayload, event-time ordering DefaultHoodieRecordPayload. Without it
+    (version 6) the persisted payload class decides.
+
+    Raises:
+        QueryError: merge mode CUSTOM (a user's merger class, which cannot run here).
+    """
+    mode = _prop(props, config.RECORD_MERGE_MODE)
+    if mode is None:
+        return _prop(props, config.PAYLOAD_CLASS)
+    if mode == "CUSTOM":
+        raise QueryError(
+            f"{config.RECORD_MERGE_MODE.key}=CUSTOM is not supported: the table merges records "
+            f"with a custom merger ({config.RECORD_MERGE_STRATEGY_ID.key}="
+            f"{props.get(config.RECORD_MERGE_STRATEGY_ID.key, '')!r}, "
+            f"{config.PAYLOAD_CLASS.key}={props.get(config.PAYLOAD_CLASS.key, '')!r})"
+        )
+    if mode == "COMMIT_TIME_ORDERING":
+        return config.OVERWRITE_WITH_LATEST_PAYLOAD
+    return config.DEFAULT_PAYLOAD
+
+
+def require_readable_base_format(props: Mapping[str, str], *, where: str = "the table") -> None:
+    """Raise when base files are in a format this engine cannot read (ORC, HFILE, Lance...).
+
+    Raises:
+        QueryError: names ``hoodie.table.base.file.format`` and its value.
+    """
+    value = props.get(config.BASE_FILE_FORMAT.key, "PARQUET").strip() or "PARQUET"
+    if value.upper() not in _READABLE_BASE_FORMATS:
+        raise QueryError(
+            f"Unsupported base file format at {where}: {config.BASE_FILE_FORMAT.key}={value} "
+            "(only PARQUET base files can be read)"
+        )
+    table_format_value = props.get(config.TABLE_FORMAT.key, "native").strip() or "native"
+    if table_format_value.lower() != "native":
+        raise QueryError(
+            f"Unsupported table format at {where}: {config.TABLE_FORMAT.key}="
+            f"{table_format_value} (only Hudi's native format can be read)"
+        )
+
+
+# ---- writing -----------------------------------------------------------------------------------
+
+WRITABLE_VERSIONS = (6, 8, 9)
+_MERGE_MODES = {
+    config.OVERWRITE_WITH_LATEST_PAYLOAD: "COMMIT_TIME_ORDERING",
+    config.DEFAULT_PAYLOAD: "EVENT_TIME_ORDERING",
+    config.EVENT_TIME_PAYLOAD: "EVENT_TIME_ORDERING",
+}
+# hoodie.record.merge.strategy.id of Hudi 1.0's built-in mergers
+_MERGE_STRATEGY_IDS = {
+    "COMMIT_TIME_ORDERING": "ce9acb64-bde0-424c-9b91-f6ebba25356d",
+    "EVENT_TIME_ORDERING": "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
+}
+_KEYGEN_TYPE_OF_CLASS = {cls: kind for kind, cls in config.KEYGEN_TYPES.items()}
+
+
+def require_writable_version(version: int, *, key: str) -> int:
+    """Raises ConfigError naming ``key`` unless ``version`` is 6, 8 or 9."""
+    if version not in WRITABLE_VERSIONS:
+        raise ConfigError(f"Config {key!r}={version}: table versions 6, 8 and 9 can be written")
+    return version
+
+
+def versioned_properties(props: Mapping[str, str], version: int) -> dict[str, str]:
+    """The properties of a new table written in ``version`` from its version-6 properties.
+
+    Versions 8 and 9 add the layout-2 timeline folders, the merge mode (and, in 8, the merge
+    strategy id next to the payload class), and name the key generator by type; version 9 names
+    the ordering field ``hoodie.table.ordering.fields``.
+
+    Raises:
+        ConfigError: a payload class without a 1.x merge mode (partial-update payloads).
+    """
+    out = dict(props)
+    if version == 6:
+        return out
+    payload = out.get(config.PAYLOAD_CLASS.key, config.OVERWRITE_WITH_LATEST_PAYLOAD)
+    mode = _MERGE_MODES.get(payload)
+    if mode is None:
+        raise ConfigError(
+            f"Payload class {payload!r} has no merge mode in table version {version}: use "
+            f"OverwriteWithLatestAvroPayload, DefaultHoodieRecordPayload or EventTimeAvroPayload"
+        )
+    out[config.TABLE_VERSION.key] = str(version)
+    out[config.TIMELINE_LAYOUT_VERSION.key] = "2"
+    out[config.TABLE_INITIAL_VERSION.key] = str(version)
+    out[config.TIMELINE_PATH.key] = config.TIMELINE_PATH.default
+    out[config.TIMELINE_HISTORY_PATH.key] = config.TIMELINE_HISTORY_PATH.default
+    out[config.RECORD_MERGE_MODE.key] = mode
+    out.pop(config.RECORD_MERGER_STRATEGY.key, None)
+    keygen = out.pop(config.KEYGENERATOR_CLASS.key, None)
+    if keygen is not None:
+        out[config.KEYGENERATOR_TYPE_TABLE.key] = _KEYGEN_TYPE_OF_CLASS[keygen]
+    if version == 8:
+        out[config.RECORD_MERGE_STRATEGY_ID.key] = _MERGE_STRATEGY_IDS[mode]
+        return out
+    # version 9 keeps the payload class too: the merge mode decides for every 1.x reader, and
+    # the exact class (EventTimeAvroPayload or DefaultHoodieRecordPayload) stays known
+    ordering = out.pop(config.PRECOMBINE_FIELD.key, None)
+    if ordering:
+        out[config.ORDERING_FIELDS.key] = ordering
+    return out
+
+
+def write_view_of_properties(props: Mapping[str, str]) -> dict[str, str]:
+    """Properties of any readable version in the version-6 spelling the writer works with:
+    ordering field, payload class from the merge mode, partition fields without types.
+
+    Raises:
+        QueryError: merge mode CUSTOM or several ordering fields (cannot be honoured).
+    """
+    out = dict(props)
+    if _prop(props, config.TABLE_VERSION) < 8:
+        return out
+    derived = effective_payload_class(props)  # raises for CUSTOM
+    # a persisted payload class (version 8, and tables this engine wrote) is the exact one
+    out.setdefault(config.PAYLOAD_CLASS.key, derived)
+    ordering = ordering_field(props)
+    if ordering:
+        out[config.PRECOMBINE_FIELD.key] = ordering
+    fields = partition_fields(props)
+    if fields:
+        out[config.PARTITION_FIELDS.key] = ",".join(fields)
+    return out
