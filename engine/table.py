@@ -20,8 +20,9 @@ the write transaction; the data work runs on the table's runner (:mod:`engine.ru
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, Literal
 
 import pyarrow as pa
@@ -36,13 +37,14 @@ from engine.fs.view import FileSystemView
 from engine.model.schema import avro_to_arrow_schema, remove_meta_fields
 from engine.read.plan import parse_read_query, plan_query
 from engine.runner import Runner
+from engine.services.archival import archive
 from engine.services.clean import CleanResult, clean
 from engine.services.compaction import run_pending_compactions, schedule_compaction
 from engine.services.heartbeat import is_write_alive
 from engine.services.lock import TableLock
-from engine.timeline.instant import Action
+from engine.timeline.instant import Action, Instant
 from engine.timeline.timeline import Timeline
-from engine.write.rollback import rollback_instant, rollback_last_commit
+from engine.write.rollback import rollback_failed_writes, rollback_instant, rollback_last_commit
 from engine.write.transaction import WriteResult, WriteTransaction
 
 __all__ = ["HudiTable", "WriteResult", "resolve_options"]
@@ -215,9 +217,12 @@ class HudiTable:
         *,
         order: Literal["FIFO", "LIFO"] = "FIFO",
         schedule_only: bool = False,
+        on_compacted: Callable[[str], None] | None = None,
     ) -> list[str]:
         """Run the pending compactions of a merge-on-read table in ``order``; when none is
         pending, schedule one (whatever the trigger strategy: the caller asked) and run it.
+
+        ``on_compacted`` is called with each compaction instant once it completes (progress).
 
         Returns:
             The compaction instants run (with ``schedule_only``: the one scheduled).
@@ -237,10 +242,17 @@ class HudiTable:
                 scheduled = schedule_compaction(self.storage, cfg, force=True)
                 return [scheduled] if scheduled else []
             compact = self._require_runner("Compaction").compact
-            done = run_pending_compactions(self.storage, runner=compact, order=order)
-            if not done and schedule_compaction(self.storage, cfg, force=True) is not None:
-                done = run_pending_compactions(self.storage, runner=compact, order=order)
-        return done
+            run = partial(
+                run_pending_compactions,
+                self.storage,
+                runner=compact,
+                order=order,
+                done=on_compacted,
+            )
+            completed = run()
+            if not completed and schedule_compaction(self.storage, cfg, force=True) is not None:
+                completed = run()
+        return completed
 
     def clean(self, options: Mapping[str, Any] | None = None) -> CleanResult | None:
         """Finish a pending clean, then plan and run a new one under the table lock
@@ -272,6 +284,21 @@ class HudiTable:
             if is_write_alive(self.storage, instant, cfg):
                 raise HudiError(f"Write {instant_time} is still running (its heartbeat is alive)")
             return rollback_instant(self.storage, instant, timeline.max_instant_time())
+
+    def rollback_failed(self, options: Mapping[str, Any] | None = None) -> list[str]:
+        """Finish pending rollbacks, then roll back every pending write whose writer is gone
+        (its heartbeat stopped); the instants rolled back."""
+        cfg = self._existing_options(options)
+        with TableLock(self.storage, cfg).hold():
+            is_alive = partial(is_write_alive, self.storage, cfg=cfg)
+            return rollback_failed_writes(self.storage, self.timeline(), is_alive=is_alive)
+
+    def archive(self, options: Mapping[str, Any] | None = None) -> list[Instant]:
+        """Archive the completed instants past ``hoodie.keep.max.commits`` (as after a commit),
+        under the table lock; the instants archived."""
+        cfg = self._existing_options(options)
+        with TableLock(self.storage, cfg).hold():
+            return archive(self.storage, cfg)
 
     @contextmanager
     def recreate(self) -> Iterator[bool]:

@@ -521,17 +521,24 @@ def execute_compaction(
 
 
 def run_pending_compactions(
-    storage: Storage, *, runner: OperationRunner, order: Order = "FIFO"
+    storage: Storage,
+    *,
+    runner: OperationRunner,
+    order: Order = "FIFO",
+    done: Callable[[str], None] | None = None,
 ) -> list[str]:
-    """Run every pending compaction, oldest first (FIFO) or newest first (LIFO)."""
+    """Run every pending compaction, oldest first (FIFO) or newest first (LIFO); ``done`` is
+    told each completed instant (progress)."""
     pending = [i.instant_time for i in pending_compactions(Timeline.load(storage))]
     if order == "LIFO":
         pending.reverse()
-    done = []
+    completed = []
     for instant_time in pending:
         execute_compaction(storage, instant_time, runner=runner)
-        done.append(instant_time)
-    return done
+        completed.append(instant_time)
+        if done is not None:
+            done(instant_time)
+    return completed
 
 
 def compact_inline_if_due(
