@@ -7,11 +7,11 @@
                                contradicting a persisted property is an error)
       .write(data, options)    one write transaction (engine.write.transaction)
       .read(options)           a query plan, read by the runner (a Spark DataFrame)
-      .compact / .clean / .rollback(options)
+      .compact / .clean / .rollback / .rollback_failed / .archive(options)
                                table services under the table lock, with the persisted properties
       .recreate()              --full-refresh: the table moved aside, restored if the new write
                                fails
-      .timeline() / .properties()
+      .timeline() / .properties() / .schema() / .table_type()
 
 Every method that changes the timeline takes the table lock; every method reads the table's
 persisted properties first, so the adapter and the CLI behave the same. A table is written by
