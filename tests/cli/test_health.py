@@ -136,7 +136,7 @@ def test_health_flags_small_files_stale_clean_and_failed_write_and_fixes_clear_t
     assert ("clean_due", "cleaner") not in checks(health(path))
 
     for finding in (by_check["failed_write"], by_check["clean_due"]):
-        status, out, err = run_cli(*finding["fix"].split()[1:])
+        status, _, err = run_cli(*finding["fix"].split()[1:])
         assert (status, err) == (0, ""), finding
     assert not (path / "a" / oldest).exists()
     after = health(path, *RETAIN_ONE)
