@@ -90,13 +90,14 @@ def seconds(value: Any) -> str:
     return "" if value is None else f"{value:.1f}s"
 
 
-def emit(out: Console, renderable: Any) -> None:
-    """Print on ``out``; off a terminal without the padding rich adds to fill the width."""
+def emit(out: Console, renderable: Any, *, soft: bool = False) -> None:
+    """Print on ``out``; off a terminal without the padding rich adds to fill the width.
+    ``soft``: long lines are left whole (a command must stay copyable)."""
     if out.is_terminal:
-        out.print(renderable)
+        out.print(renderable, soft_wrap=soft)
         return
     with out.capture() as captured:
-        out.print(renderable)
+        out.print(renderable, soft_wrap=soft)
     out.file.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
 
 
@@ -135,18 +136,17 @@ def print_health(report: HealthReport, *, out: Console | None = None) -> None:
     if not report.findings:
         emit(target, Text("healthy: nothing to act on", style="bold green"))
         return
-    table = Table(title="findings", box=box.SIMPLE_HEAD, title_justify="left")
-    for header in ("severity", "check", "subject", "finding", "fix"):
-        table.add_column(header)
+    # one block per finding (no table: messages and commands are long and must not wrap)
+    emit(target, Text(f"{len(report.findings)} finding(s)", style="bold"))
     for f in report.findings:
-        table.add_row(
-            Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")),
-            f.check,
-            f.subject,
-            f.message,
-            Text(f.fix, style="bold"),
-        )
-    emit(target, table)
+        line = Text("  ")
+        line.append(f"[{f.severity}]", style=SEVERITY_STYLE.get(f.severity, ""))
+        line.append(f" {f.check} ({f.subject}): ", style="bold")
+        line.append(f.message)
+        emit(target, line, soft=True)
+        fix = Text("      fix: ")
+        fix.append(f.fix, style="bold")
+        emit(target, fix, soft=True)
 
 
 def health_text(report: HealthReport, width: int = 160) -> str:

@@ -236,6 +236,6 @@ def test_health_text_names_every_fix(troubled_cow: Path, tmp_path: Path) -> None
     path = _copy(troubled_cow, tmp_path)
     report = inspect_health(open_table(str(path), {"hoodie.cleaner.commits.retained": "1"}))
     text = health_text(report, width=400)
-    assert "findings" in text and "\x1b[" not in text
+    assert f"{len(report.findings)} finding(s)" in text and "\x1b[" not in text
     for finding in report.findings:
         assert finding.fix in text and finding.check in text
