@@ -2,9 +2,9 @@
 
 Two ratios, each the median of a few timed runs after a warm-up:
 
-* ``cow_vs_parquet``: COW snapshot through :func:`engine.read.read_hudi` (planning included) over
-  Spark reading the very same Parquet files directly; a count and a full-column scan (``noop``
-  sink). Target <= 1.2.
+* ``cow_vs_parquet``: COW snapshot through :func:`engine.read.plan.read_hudi` (planning
+  included) over Spark reading the very same Parquet files directly; a count and a full-column
+  scan (``noop`` sink). Target <= 1.2.
 * ``mor_vs_cow``: MOR snapshot of the same rows (the COW base files plus log files updating a
   tenth of the records in every file group) over the COW snapshot, full-column scan.
   Target <= 3.
@@ -42,14 +42,14 @@ import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from engine import config  # noqa: E402
-from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat  # noqa: E402
-from engine.instant import new_instant_time  # noqa: E402
+from engine.fs.properties import read_properties, write_properties  # noqa: E402
+from engine.fs.storage import Storage  # noqa: E402
 from engine.io.logfile import encode_avro_data_block  # noqa: E402
-from engine.properties import read_properties, write_properties  # noqa: E402
-from engine.read import plan_query  # noqa: E402
-from engine.schema import arrow_to_avro_schema, schema_json  # noqa: E402
-from engine.storage import Storage  # noqa: E402
-from engine.timeline import Timeline  # noqa: E402
+from engine.model.schema import arrow_to_avro_schema, schema_json  # noqa: E402
+from engine.read.plan import plan_query  # noqa: E402
+from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat  # noqa: E402
+from engine.timeline.instant import new_instant_time  # noqa: E402
+from engine.timeline.timeline import Timeline  # noqa: E402
 
 TABLE = "bench_read"
 UPDATE_FRACTION = 10  # every 10th record of a file group gets a log update
@@ -172,7 +172,7 @@ def derive_mor_table(cow_path: str, mor_path: str) -> int:
 
 
 def plan_schema_of(plan: Any) -> pa.Schema:
-    from engine.read_arrow import plan_schema
+    from engine.read.arrow import plan_schema
 
     return plan_schema(plan)
 
@@ -185,7 +185,7 @@ def run_read_bench(
     Returns:
         Timings in seconds and the two ratios (``cow_vs_parquet``, ``mor_vs_cow``).
     """
-    from engine.read import read_hudi
+    from engine.read.plan import read_hudi
 
     cow = str(Path(work_dir) / "cow")
     mor = str(Path(work_dir) / "mor")

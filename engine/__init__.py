@@ -21,7 +21,7 @@ def __getattr__(name: str) -> Any:
 
         return write_hudi
     if name == "read_hudi":
-        from engine.read import read_hudi
+        from engine.read.plan import read_hudi
 
         return read_hudi
     raise AttributeError(name)

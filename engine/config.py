@@ -11,11 +11,66 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 from engine.errors import ConfigError
 
 T = TypeVar("T")
+E = TypeVar("E", bound=StrEnum)
+
+
+class TableType(StrEnum):
+    """``hoodie.table.type``: how a table stores updates."""
+
+    COPY_ON_WRITE = "COPY_ON_WRITE"
+    MERGE_ON_READ = "MERGE_ON_READ"
+
+
+class WriteOperation(StrEnum):
+    """``hoodie.datasource.write.operation``, spelled as Hudi's datasource spells it."""
+
+    UPSERT = "upsert"
+    INSERT = "insert"
+    BULK_INSERT = "bulk_insert"
+    DELETE = "delete"
+    INSERT_OVERWRITE = "insert_overwrite"
+    INSERT_OVERWRITE_TABLE = "insert_overwrite_table"
+    DELETE_PARTITION = "delete_partition"
+
+    @property
+    def is_replace(self) -> bool:
+        """Completes as a replacecommit naming the file groups it replaces."""
+        return self in _REPLACE_OPERATIONS
+
+    @property
+    def is_insert(self) -> bool:
+        """Every record is new: no index lookup of stored keys."""
+        return self in (WriteOperation.INSERT, WriteOperation.BULK_INSERT)
+
+    @property
+    def packs_small_files(self) -> bool:
+        """Inserts fill base files below the small file limit before new file groups."""
+        return self in (WriteOperation.UPSERT, WriteOperation.INSERT)
+
+    @property
+    def looks_up_keys(self) -> bool:
+        """Tags records with the file group holding their key (the index lookup)."""
+        return self in (WriteOperation.UPSERT, WriteOperation.DELETE)
+
+    @property
+    def type_name(self) -> str:
+        """The ``WriteOperationType`` enum name commit metadata carries (``UPSERT``)."""
+        return self.name
+
+
+_REPLACE_OPERATIONS = frozenset(
+    {
+        WriteOperation.INSERT_OVERWRITE,
+        WriteOperation.INSERT_OVERWRITE_TABLE,
+        WriteOperation.DELETE_PARTITION,
+    }
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -59,6 +114,22 @@ def choice(*allowed: str, synonyms: Mapping[str, str] | None = None) -> Callable
     return parse
 
 
+def enum_choice(enum: type[E], synonyms: Mapping[str, E] | None = None) -> Callable[[str], E]:
+    """Parser for an enum option: case-insensitive on the members' values and ``synonyms``."""
+    canonical: dict[str, E] = {member.value.lower(): member for member in enum}
+    for alias, target in (synonyms or {}).items():
+        canonical[alias.lower()] = target
+    allowed = ", ".join(member.value for member in enum)
+
+    def parse(value: str) -> E:
+        try:
+            return canonical[value.strip().lower()]
+        except KeyError:
+            raise ValueError(f"expected one of {allowed}") from None
+
+    return parse
+
+
 def _to_text(value: Any) -> str:
     """Options arrive as strings (Spark, CLI) or native values (dbt YAML): normalise to text."""
     if isinstance(value, bool):
@@ -74,11 +145,16 @@ def _to_text(value: Any) -> str:
 
 @dataclass(frozen=True)
 class ConfigOption(Generic[T]):
-    """One ``hoodie.*`` key: its exact string, how to parse it, its default and why it exists."""
+    """One ``hoodie.*`` key: its exact string, how to parse it, its default and why it exists.
+
+    ``T`` is the type :meth:`HoodieConfig.get` returns: an option declared with
+    :func:`_option` has a default of its own type, an option declared with :func:`_optional`
+    is ``T | None`` (unset means absent, never a made-up value).
+    """
 
     key: str
     parser: Callable[[str], T]
-    default: T | None
+    default: T
     doc: str
     aliases: tuple[str, ...] = ()
 
@@ -98,29 +174,42 @@ _REGISTRY: dict[str, ConfigOption[Any]] = {}
 EMPTY: tuple[str, ...] = ()
 
 
-def _option(
-    key: str,
-    parser: Callable[[str], T],
-    default: T | None,
-    doc: str,
-    aliases: tuple[str, ...] = (),
-) -> ConfigOption[T]:
-    opt = ConfigOption(key, parser, default, doc, aliases)
-    for name in (key, *aliases):
+def _register(opt: ConfigOption[T]) -> ConfigOption[T]:
+    for name in (opt.key, *opt.aliases):
         if name in _REGISTRY:
             raise RuntimeError(f"duplicate config key {name}")  # programming error at import
         _REGISTRY[name] = opt
     return opt
 
 
-TABLE_TYPES = ("COPY_ON_WRITE", "MERGE_ON_READ")
-_TABLE_TYPE = choice(
-    *TABLE_TYPES,
+def _option(
+    key: str,
+    parser: Callable[[str], T],
+    default: T,
+    doc: str,
+    aliases: tuple[str, ...] = (),
+) -> ConfigOption[T]:
+    """An option with a typed default: reading it never yields ``None``."""
+    return _register(ConfigOption(key, parser, default, doc, aliases))
+
+
+def _optional(
+    key: str,
+    parser: Callable[[str], T],
+    doc: str,
+    aliases: tuple[str, ...] = (),
+) -> ConfigOption[T | None]:
+    """An option without a default: reading it yields ``None`` when it is not set."""
+    return _register(ConfigOption[T | None](key, parser, None, doc, aliases))
+
+
+_TABLE_TYPE = enum_choice(
+    TableType,
     synonyms={
-        "cow": "COPY_ON_WRITE",
-        "mor": "MERGE_ON_READ",
-        "copy-on-write": "COPY_ON_WRITE",
-        "merge-on-read": "MERGE_ON_READ",
+        "cow": TableType.COPY_ON_WRITE,
+        "mor": TableType.MERGE_ON_READ,
+        "copy-on-write": TableType.COPY_ON_WRITE,
+        "merge-on-read": TableType.MERGE_ON_READ,
     },
 )
 
@@ -165,54 +254,42 @@ _KEYGEN_CLASS = choice(
     },
 )
 
-OPERATIONS = (
-    "upsert",
-    "insert",
-    "bulk_insert",
-    "delete",
-    "insert_overwrite",
-    "insert_overwrite_table",
-    "delete_partition",
-)
 
 # --- table properties (hoodie.properties) ---------------------------------------------------
-TABLE_NAME = _option(
+TABLE_NAME = _optional(
     "hoodie.table.name",
     parse_str,
-    None,
     "Table name; with the database name it makes the checksum.",
     aliases=("hoodie.datasource.write.table.name",),
 )
-DATABASE_NAME = _option("hoodie.database.name", parse_str, None, "Database of the table.")
+DATABASE_NAME = _optional("hoodie.database.name", parse_str, "Database of the table.")
 TABLE_TYPE = _option(
     "hoodie.table.type",
     _TABLE_TYPE,
-    "COPY_ON_WRITE",
+    TableType.COPY_ON_WRITE,
     "COPY_ON_WRITE or MERGE_ON_READ.",
 )
 TABLE_VERSION = _option("hoodie.table.version", parse_int, 6, "Table format version.")
 TIMELINE_LAYOUT_VERSION = _option(
     "hoodie.timeline.layout.version", parse_int, 1, "Timeline layout; 1 for table version 6."
 )
-RECORDKEY_FIELDS = _option(
-    "hoodie.table.recordkey.fields", parse_list, None, "Record key fields, persisted."
+RECORDKEY_FIELDS = _optional(
+    "hoodie.table.recordkey.fields", parse_list, "Record key fields, persisted."
 )
 PARTITION_FIELDS = _option(
     "hoodie.table.partition.fields", parse_list, EMPTY, "Partition fields, persisted."
 )
-PRECOMBINE_FIELD = _option(
-    "hoodie.table.precombine.field", parse_str, None, "Ordering field, persisted."
+PRECOMBINE_FIELD = _optional(
+    "hoodie.table.precombine.field", parse_str, "Ordering field, persisted."
 )
-KEYGENERATOR_CLASS = _option(
+KEYGENERATOR_CLASS = _optional(
     "hoodie.table.keygenerator.class",
     _KEYGEN_CLASS,
-    None,
     "Key generator, persisted.",
 )
-KEYGENERATOR_TYPE_TABLE = _option(
+KEYGENERATOR_TYPE_TABLE = _optional(
     "hoodie.table.keygenerator.type",
     choice(*KEYGEN_TYPES),
-    None,
     "Key generator type (table version 8 spelling).",
 )
 HIVE_STYLE_PARTITIONING = _option(
@@ -260,7 +337,7 @@ TIMELINE_TIMEZONE = _option(
     "UTC",
     "Time zone of instant times.",
 )
-CREATE_SCHEMA = _option("hoodie.table.create.schema", parse_str, None, "Avro schema at creation.")
+CREATE_SCHEMA = _optional("hoodie.table.create.schema", parse_str, "Avro schema at creation.")
 METADATA_PARTITIONS = _option(
     "hoodie.table.metadata.partitions",
     parse_list,
@@ -270,9 +347,9 @@ METADATA_PARTITIONS = _option(
 METADATA_PARTITIONS_INFLIGHT = _option(
     "hoodie.table.metadata.partitions.inflight", parse_list, EMPTY, "Pending MDT partitions."
 )
-TABLE_CHECKSUM = _option("hoodie.table.checksum", parse_int, None, "CRC32 of '<database>.<table>'.")
-TABLE_INITIAL_VERSION = _option(
-    "hoodie.table.initial.version", parse_int, None, "Version the table was created with."
+TABLE_CHECKSUM = _optional("hoodie.table.checksum", parse_int, "CRC32 of '<database>.<table>'.")
+TABLE_INITIAL_VERSION = _optional(
+    "hoodie.table.initial.version", parse_int, "Version the table was created with."
 )
 PARTITION_METAFILE_USE_BASE_FORMAT = _option(
     "hoodie.partition.metafile.use.base.format",
@@ -280,18 +357,17 @@ PARTITION_METAFILE_USE_BASE_FORMAT = _option(
     False,
     "Write .hoodie_partition_metadata as parquet (not supported: always text).",
 )
-BOOTSTRAP_INDEX_ENABLE = _option(
-    "hoodie.bootstrap.index.enable", parse_bool, None, "Bootstrap index (persisted by Hudi)."
+BOOTSTRAP_INDEX_ENABLE = _optional(
+    "hoodie.bootstrap.index.enable", parse_bool, "Bootstrap index (persisted by Hudi)."
 )
 TABLE_CDC_ENABLED = _option(
     "hoodie.table.cdc.enabled", parse_bool, False, "CDC logging (not supported)."
 )
 
 # --- write options ----------------------------------------------------------------------------
-RECORDKEY_FIELD = _option(
+RECORDKEY_FIELD = _optional(
     "hoodie.datasource.write.recordkey.field",
     parse_list,
-    None,
     "Record key field(s); several fields make a complex key.",
 )
 PARTITIONPATH_FIELD = _option(
@@ -300,37 +376,36 @@ PARTITIONPATH_FIELD = _option(
     EMPTY,
     "Partition field(s); none means non-partitioned.",
 )
-WRITE_PRECOMBINE_FIELD = _option(
+WRITE_PRECOMBINE_FIELD = _optional(
     "hoodie.datasource.write.precombine.field",
     parse_str,
-    None,
     "Ordering field deciding which version of a record wins.",
 )
 OPERATION = _option(
-    "hoodie.datasource.write.operation", choice(*OPERATIONS), "upsert", "Write operation."
+    "hoodie.datasource.write.operation",
+    enum_choice(WriteOperation),
+    WriteOperation.UPSERT,
+    "Write operation.",
 )
 WRITE_TABLE_TYPE = _option(
     "hoodie.datasource.write.table.type",
     _TABLE_TYPE,
-    "COPY_ON_WRITE",
+    TableType.COPY_ON_WRITE,
     "Table type used when the write creates the table.",
 )
-WRITE_KEYGENERATOR_CLASS = _option(
+WRITE_KEYGENERATOR_CLASS = _optional(
     "hoodie.datasource.write.keygenerator.class",
     _KEYGEN_CLASS,
-    None,
     "Key generator class; inferred from the key and partition fields when absent.",
 )
-WRITE_KEYGENERATOR_TYPE = _option(
+WRITE_KEYGENERATOR_TYPE = _optional(
     "hoodie.datasource.write.keygenerator.type",
     choice(*KEYGEN_TYPES),
-    None,
     "Key generator type (SIMPLE, COMPLEX, NON_PARTITION, TIMESTAMP).",
 )
-WRITE_PAYLOAD_CLASS = _option(
+WRITE_PAYLOAD_CLASS = _optional(
     "hoodie.datasource.write.payload.class",
     _PAYLOAD,
-    None,
     "Payload class for this write; persisted as the table's payload on creation.",
 )
 PARTITIONS_TO_DELETE = _option(
@@ -372,10 +447,9 @@ COMBINE_BEFORE_UPSERT = _option(
     True,
     "Precombine duplicate keys within an upsert batch.",
 )
-TIMESTAMP_TYPE = _option(
+TIMESTAMP_TYPE = _optional(
     "hoodie.keygen.timebased.timestamp.type",
     choice("UNIX_TIMESTAMP", "EPOCHMILLISECONDS", "EPOCHMICROSECONDS", "DATE_STRING", "SCALAR"),
-    None,
     "How the timestamp-based key generator reads the partition field.",
     aliases=("hoodie.deltastreamer.keygen.timebased.timestamp.type",),
 )
@@ -541,16 +615,14 @@ QUERY_TYPE = _option(
     "snapshot",
     "Query type.",
 )
-READ_BEGIN_INSTANTTIME = _option(
+READ_BEGIN_INSTANTTIME = _optional(
     "hoodie.datasource.read.begin.instanttime",
     parse_str,
-    None,
     "Incremental query start (exclusive).",
 )
-READ_END_INSTANTTIME = _option(
+READ_END_INSTANTTIME = _optional(
     "hoodie.datasource.read.end.instanttime",
     parse_str,
-    None,
     "Incremental query end (inclusive).",
 )
 
@@ -569,13 +641,20 @@ class HoodieConfig:
     values: Mapping[str, Any] = field(default_factory=dict)
     extra: Mapping[str, str] = field(default_factory=dict)  # non-hoodie keys, verbatim
 
-    def get(self, option: ConfigOption[T]) -> T | None:
-        """The parsed value of ``option``, else its default."""
+    def get(self, option: ConfigOption[T]) -> T:
+        """The parsed value of ``option``, else its default (``None`` only for options
+        declared without one)."""
         if option.key in self.values:
-            return self.values[option.key]  # type: ignore[no-any-return,unused-ignore]
+            value: T = self.values[option.key]
+            return value
         return option.default
 
-    def require(self, option: ConfigOption[T]) -> T:
+    def require(self, option: ConfigOption[T | None]) -> T:
+        """The value of an option the caller cannot do without.
+
+        Raises:
+            ConfigError: naming the key, when it is unset or empty.
+        """
         value = self.get(option)
         if value is None or value == ():
             raise ConfigError(f"Missing required config {option.key!r}")

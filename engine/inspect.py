@@ -23,19 +23,19 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from engine import config
-from engine.archival import instants_to_archive
-from engine.clean import plan_clean
-from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
-from engine.compaction import HoodieCompactionPlan, pending_compactions
+from engine.services.archival import instants_to_archive
+from engine.services.clean import plan_clean
+from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.services.compaction import HoodieCompactionPlan, pending_compactions
 from engine.config import HoodieConfig
 from engine.errors import HudiError
-from engine.fs_view import FileSlice, FileSystemView
-from engine.instant import COMMIT_ACTIONS, Action, Instant, State, instant_file_name
-from engine.properties import METAFOLDER
-from engine.read import TableInfo, load_table_info
-from engine.storage import Storage
-from engine.timeline import Timeline
-from engine.timeline_metadata import deserialize
+from engine.fs.view import FileSlice, FileSystemView
+from engine.timeline.instant import COMMIT_ACTIONS, Action, Instant, State, instant_file_name
+from engine.fs.properties import METAFOLDER
+from engine.read.plan import TableInfo, load_table_info
+from engine.fs.storage import Storage
+from engine.timeline.timeline import Timeline
+from engine.timeline.avro_metadata import deserialize
 from engine.write.conflict import is_write_alive
 
 __all__ = [

@@ -26,26 +26,25 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from engine import config
-from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
-from engine.compaction import run_pending_compactions
-from engine.config import HoodieConfig, parse_options
+from engine.config import HoodieConfig, TableType, WriteOperation, parse_options
 from engine.errors import ConfigError, HudiError, SchemaError, TableNotFoundError
 from engine.faults import checkpoint
-from engine.index import IndexSource
-from engine.instant import Action, new_instant_time
-from engine.io.parquet import commit_schema_of
-from engine.keygen import keygen_spec_from_config
-from engine.lock import TableLock
-from engine.merge import MergeSpec
-from engine.properties import (
+from engine.fs.properties import (
     METAFOLDER,
     read_properties,
     write_properties,
 )
-from engine.schema import avro_to_arrow_schema, remove_meta_fields, schema_json
-from engine.storage import Storage
-from engine.table_services import run_table_services, validate_service_options
-from engine.timeline import Timeline, create_requested
+from engine.fs.storage import Storage
+from engine.io.parquet import commit_schema_of
+from engine.model.keygen import keygen_spec_from_config
+from engine.model.merge import MergeSpec
+from engine.model.schema import avro_to_arrow_schema, remove_meta_fields, schema_json
+from engine.services.compaction import run_pending_compactions
+from engine.services.inline import run_table_services, validate_service_options
+from engine.services.lock import TableLock
+from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.timeline.instant import Action, new_instant_time
+from engine.timeline.timeline import Timeline, create_requested
 from engine.write.commit import build_commit_metadata, commit_write
 from engine.write.conflict import (
     Heartbeat,
@@ -54,10 +53,10 @@ from engine.write.conflict import (
     rollback_on_error,
 )
 from engine.write.copy_on_write import write_copy_on_write
+from engine.write.index import IndexSource
 from engine.write.merge_on_read import write_merge_on_read
 from engine.write.plan import WriteJob
 from engine.write.replace import (
-    REPLACE_OPERATIONS,
     delete_partitions,
     plan_replaced_file_ids,
     requested_replace_metadata,
@@ -72,7 +71,6 @@ if TYPE_CHECKING:
 
 __all__ = ["HudiTable", "WriteResult", "write_hudi"]
 
-_COW_OPERATIONS = ("upsert", "insert", "bulk_insert", "delete")
 # (write option, persisted table property) pairs that must agree on an existing table
 _MUST_MATCH: tuple[tuple[config.ConfigOption[Any], config.ConfigOption[Any]], ...] = (
     (config.WRITE_TABLE_TYPE, config.TABLE_TYPE),
@@ -92,7 +90,7 @@ class WriteResult:
     """What a write committed."""
 
     instant_time: str
-    operation: str
+    operation: WriteOperation
     write_stats: list[HoodieWriteStat] = field(default_factory=list)
     rolled_back: list[str] = field(default_factory=list)
 
@@ -155,7 +153,7 @@ class HudiTable:
         name = cfg.require(config.TABLE_NAME)
         props: dict[str, str] = {
             config.TABLE_NAME.key: name,
-            config.TABLE_TYPE.key: cfg.get(config.WRITE_TABLE_TYPE) or "COPY_ON_WRITE",
+            config.TABLE_TYPE.key: cfg.get(config.WRITE_TABLE_TYPE),
             config.TABLE_VERSION.key: "6",
             config.TIMELINE_LAYOUT_VERSION.key: "1",
         }
@@ -164,7 +162,7 @@ class HudiTable:
         database = cfg.get(config.DATABASE_NAME)
         if database:
             props[config.DATABASE_NAME.key] = database
-        partition_fields = cfg.get(config.PARTITIONPATH_FIELD) or ()
+        partition_fields = cfg.get(config.PARTITIONPATH_FIELD)
         if partition_fields and keygen_class != config.NON_PARTITIONED_KEYGEN:
             props[config.PARTITION_FIELDS.key] = ",".join(partition_fields)
         ordering = cfg.get(config.WRITE_PRECOMBINE_FIELD)
@@ -175,7 +173,8 @@ class HudiTable:
             props[option.key] = config.format_value(cfg.get(option))
         props[config.DROP_PARTITION_COLUMNS.key] = "false"
         props[config.ARCHIVELOG_FOLDER.key] = "archived"
-        payload = cfg.get(config.WRITE_PAYLOAD_CLASS) or config.OVERWRITE_WITH_LATEST_PAYLOAD
+        # the write's payload class, else the default of the persisted one
+        payload = cfg.get(config.WRITE_PAYLOAD_CLASS) or cfg.get(config.PAYLOAD_CLASS)
         props[config.PAYLOAD_CLASS.key] = payload
         props[config.RECORD_MERGER_STRATEGY.key] = str(cfg.get(config.RECORD_MERGER_STRATEGY))
         props[config.BASE_FILE_FORMAT.key] = "PARQUET"
@@ -224,18 +223,9 @@ class HudiTable:
 
         user = parse_options(options)
         cfg, props = self._resolve_config(user)
-        operation = str(cfg.get(config.OPERATION))
-        if operation not in (*_COW_OPERATIONS, *REPLACE_OPERATIONS):
-            raise ConfigError(
-                f"Operation {operation!r} ({config.OPERATION.key}) is not yet implemented"
-            )
+        operation = cfg.get(config.OPERATION)
         table_type = cfg.get(config.TABLE_TYPE) if props else cfg.get(config.WRITE_TABLE_TYPE)
-        is_mor = table_type == "MERGE_ON_READ"  # deltacommits: engine.write.merge_on_read
-        if table_type != "COPY_ON_WRITE" and not is_mor:
-            raise ConfigError(
-                f"Table type {table_type!r} ({config.WRITE_TABLE_TYPE.key}) is not written by "
-                "the copy-on-write writer"
-            )
+        is_mor = table_type == TableType.MERGE_ON_READ  # deltacommits: engine.write.merge_on_read
         if props is not None and cfg.get(config.POPULATE_META_FIELDS) is False:
             raise ConfigError(
                 f"Table at {self.base_path} has {config.POPULATE_META_FIELDS.key}=false; "
@@ -246,7 +236,7 @@ class HudiTable:
         validate_service_options(cfg)
         lock = TableLock(self.storage, cfg)
         is_alive = partial(is_write_alive, self.storage, cfg=cfg)  # other writers' instants
-        if operation == "delete_partition":
+        if operation == WriteOperation.DELETE_PARTITION:
             if props is None:
                 raise TableNotFoundError(
                     f"No Hudi table to delete partitions from at {self.base_path}"
@@ -260,7 +250,7 @@ class HudiTable:
         ordering = cfg.get(config.WRITE_PRECOMBINE_FIELD) or cfg.get(config.PRECOMBINE_FIELD)
         payload = cfg.get(config.WRITE_PAYLOAD_CLASS) or cfg.get(config.PAYLOAD_CLASS)
         merge_spec = MergeSpec(str(payload), ordering)
-        if ordering and operation != "delete" and ordering not in df.columns:
+        if ordering and operation != WriteOperation.DELETE and ordering not in df.columns:
             raise ConfigError(
                 f"Ordering field {ordering!r} ({config.WRITE_PRECOMBINE_FIELD.key}) "
                 f"is not a column of the data: {', '.join(df.columns)}"
@@ -269,13 +259,13 @@ class HudiTable:
             if name not in df.columns:
                 raise ConfigError(f"Key field {name!r} is not a column of the data")
 
-        keyed = jobs.add_record_keys(df, spec, delete_records=operation == "delete")
+        keyed = jobs.add_record_keys(df, spec, delete_records=operation == WriteOperation.DELETE)
         profile: BatchProfile | None = None
         try:
             timeline = self.timeline() if props is not None else None
             lookup = (
                 IndexSource(self.storage, timeline)
-                if timeline is not None and operation in ("upsert", "delete")
+                if timeline is not None and operation.looks_up_keys
                 else None
             )
             # raises RecordKeyError before any write
@@ -299,7 +289,7 @@ class HudiTable:
                     timeline = self.timeline()
                 instant_time = new_instant_time(timeline.max_instant_time())
                 action = Action.DELTA_COMMIT if is_mor else Action.COMMIT
-                is_replace = operation in REPLACE_OPERATIONS
+                is_replace = operation.is_replace
                 if is_replace:
                     action = Action.REPLACE_COMMIT
                 create_requested(
@@ -365,7 +355,11 @@ class HudiTable:
         return WriteResult(instant_time, operation, stats, rolled_back)
 
     def _commit_schema(
-        self, df: DataFrame, cfg: HoodieConfig, timeline: Timeline | None, operation: str
+        self,
+        df: DataFrame,
+        cfg: HoodieConfig,
+        timeline: Timeline | None,
+        operation: WriteOperation,
     ) -> str:
         from engine.spark.schema import data_arrow_schema
 
@@ -373,10 +367,10 @@ class HudiTable:
         name = str(cfg.require(config.TABLE_NAME))
         latest = timeline.latest_schema() if timeline is not None else None
         if latest is None:
-            if operation == "delete":
+            if operation == WriteOperation.DELETE:
                 raise HudiError(f"Cannot delete from a table without data at {self.base_path}")
             return commit_schema_of(incoming, name)
-        if operation == "delete":
+        if operation == WriteOperation.DELETE:
             return latest
         current = avro_to_arrow_schema(latest)
         _check_castable(incoming, current)

@@ -64,10 +64,10 @@ def _hudi_rs_count(base_path: str) -> int | None:
 
 
 def _show_table(name: str, base_path: Path) -> None:
-    from engine.properties import read_properties
-    from engine.read_arrow import read_table
-    from engine.storage import Storage
-    from engine.timeline import Timeline
+    from engine.fs.properties import read_properties
+    from engine.fs.storage import Storage
+    from engine.read.arrow import read_table
+    from engine.timeline.timeline import Timeline
 
     storage = Storage(str(base_path))
     props = read_properties(storage)

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine import config
-from engine.schema import META_COLUMNS
+from engine.model.schema import META_COLUMNS
 
 __all__ = ["add_read_parser", "canonical_json_lines", "canonical_value"]
 
@@ -91,8 +91,8 @@ def _read_options(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _cmd_read(args: argparse.Namespace) -> int:
-    from engine.read_arrow import read_table
-    from engine.read_filter import parse_filter
+    from engine.read.arrow import read_table
+    from engine.read.filter import parse_filter
 
     if args.incremental and len(args.incremental) > 2:
         print("ERROR: --incremental takes START [END]", file=sys.stderr)

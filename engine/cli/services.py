@@ -21,8 +21,8 @@ __all__ = ["add_service_parsers"]
 def _open_for_service(args: argparse.Namespace) -> tuple[Any, Any]:
     """(storage, config) of an existing table; CLI ``--option`` values override defaults."""
     from engine.config import parse_options
-    from engine.properties import PROPERTIES_FILE
-    from engine.storage import Storage
+    from engine.fs.properties import PROPERTIES_FILE
+    from engine.fs.storage import Storage
 
     storage = Storage(args.table)
     if not storage.exists(PROPERTIES_FILE):
@@ -42,13 +42,13 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     """Run every pending compaction in ``--order``; with none pending, schedule one (whatever
     the trigger strategy says: the operator asked) and run it, on Spark. With ``--schedule``
     only write the plan."""
-    from engine.compaction import (
+    from engine.services.compaction import (
         execute_compaction,
         pending_compactions,
         schedule_compaction,
     )
-    from engine.lock import TableLock
-    from engine.timeline import Timeline
+    from engine.services.lock import TableLock
+    from engine.timeline.timeline import Timeline
 
     storage, cfg = _open_for_service(args)
     with TableLock(storage, cfg).hold():
@@ -79,8 +79,8 @@ def _cmd_compact(args: argparse.Namespace) -> int:
 def _cmd_clean(args: argparse.Namespace) -> int:
     """Finish a pending clean, then plan and run a new one (cleaner policy and retention from
     ``--option``). Prints the clean instant and the number of files deleted."""
-    from engine.clean import clean
-    from engine.lock import TableLock
+    from engine.services.clean import clean
+    from engine.services.lock import TableLock
 
     storage, cfg = _open_for_service(args)
     with TableLock(storage, cfg).hold(), progress("cleaning"):
@@ -105,8 +105,8 @@ def _cmd_clean(args: argparse.Namespace) -> int:
 def _cmd_rollback(args: argparse.Namespace) -> int:
     """Undo a failed (pending) write whose writer is gone, or the latest completed write; with
     ``--failed``, finish pending rollbacks and undo every failed write."""
-    from engine.lock import TableLock
-    from engine.timeline import Timeline
+    from engine.services.lock import TableLock
+    from engine.timeline.timeline import Timeline
     from engine.write.conflict import is_write_alive
     from engine.write.rollback import (
         rollback_failed_writes,
@@ -146,8 +146,8 @@ def _cmd_rollback(args: argparse.Namespace) -> int:
 
 def _cmd_archive(args: argparse.Namespace) -> int:
     """Archive the completed instants past ``hoodie.keep.max.commits`` (as after a commit)."""
-    from engine.archival import archive
-    from engine.lock import TableLock
+    from engine.services.archival import archive
+    from engine.services.lock import TableLock
 
     storage, cfg = _open_for_service(args)
     with TableLock(storage, cfg).hold(), progress("archiving"):

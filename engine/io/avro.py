@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import SchemaError
-from engine.schema import LONG_LOGICAL_TYPES, avro_to_arrow_schema, parse_avro_schema
+from engine.model.schema import LONG_LOGICAL_TYPES, avro_to_arrow_schema, parse_avro_schema
 
 __all__ = [
     "encode_datums",

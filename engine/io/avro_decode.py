@@ -8,7 +8,7 @@ vectorised steps, floats and fixed as (rows, width) byte matrices, strings as ev
 of one binary array laid over the whole buffer; a record must end where its length prefix says.
 Nested records, and reader schemas the Arrow-level resolution cannot apply, fall back to fastavro
 record by record. Either way the result is an Arrow table typed by
-:func:`engine.schema.avro_to_arrow_schema`.
+:func:`engine.model.schema.avro_to_arrow_schema`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from engine.errors import SchemaError
 from engine.io.avro import _wrap_field
-from engine.schema import avro_to_arrow_schema, parse_avro_schema
+from engine.model.schema import avro_to_arrow_schema, parse_avro_schema
 
 __all__ = ["decode_length_prefixed"]
 

@@ -59,7 +59,7 @@ from engine.io.delete_block import (
     encode_delete_record_list,
     wrapper_for_field,
 )
-from engine.schema import parse_avro_schema, schema_json
+from engine.model.schema import parse_avro_schema, schema_json
 
 __all__ = [
     "MAGIC",
@@ -149,20 +149,6 @@ class LogBlock:
     @property
     def is_corrupt(self) -> bool:
         return self.block_type is HoodieLogBlockType.CORRUPT_BLOCK
-
-    @property
-    def is_data_block(self) -> bool:
-        return self.block_type in _DATA_BLOCKS
-
-
-_DATA_BLOCKS = frozenset(
-    (
-        HoodieLogBlockType.AVRO_DATA_BLOCK,
-        HoodieLogBlockType.PARQUET_DATA_BLOCK,
-        HoodieLogBlockType.HFILE_DATA_BLOCK,
-        HoodieLogBlockType.CDC_DATA_BLOCK,
-    )
-)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,14 +25,14 @@ import pyarrow.parquet as pq
 
 from engine.errors import SchemaError
 from engine.faults import checkpoint
-from engine.schema import (
+from engine.fs.storage import Storage
+from engine.model.schema import (
     META_COLUMNS,
     RECORD_KEY_COLUMN,
     arrow_to_avro_schema,
     avro_to_arrow_schema,
     schema_json,
 )
-from engine.storage import Storage
 
 __all__ = [
     "AVRO_SCHEMA_KEY",
@@ -172,6 +172,6 @@ def read_record_key_range(storage: Storage, rel_path: str) -> tuple[str, str] | 
 
 def avro_schema_with_meta(commit_schema: str) -> str:
     """Writer schema for footers and log headers: the commit schema plus the meta fields."""
-    from engine.schema import add_meta_fields
+    from engine.model.schema import add_meta_fields
 
     return schema_json(add_meta_fields(json.loads(commit_schema)))

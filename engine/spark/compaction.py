@@ -15,10 +15,10 @@ from typing import Any
 import pyarrow as pa
 from pyspark import TaskContext
 
-from engine.commit_metadata import HoodieWriteStat
-from engine.compaction import CompactionContext, CompactionOperation, compact_file_slice
+from engine.services.compaction import CompactionContext, CompactionOperation, compact_file_slice
 from engine.spark.jobs import run_job
 from engine.spark.session import get_spark
+from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.handles import TaskInfo
 
 __all__ = ["run_operations"]

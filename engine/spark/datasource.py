@@ -1,6 +1,6 @@
 """``spark.read.format("hudi").load(path)``: a Python Data Source over the engine's reader.
 
-Options are Hudi's read keys (see :mod:`engine.read`); ``path`` is the table's base path::
+Options are Hudi's read keys (see :mod:`engine.read.plan`); ``path`` is the table's base path::
 
     from engine import config
     spark.read.format("hudi")
@@ -11,7 +11,7 @@ Options are Hudi's read keys (see :mod:`engine.read`); ``path`` is the table's b
 Planning runs once, when Spark asks for the schema; filters Spark pushes down that name partition
 columns prune the planned file slices by partition path (no second listing). Every filter is also
 handed back to Spark, which evaluates it on the rows. Each file slice is one input partition, read
-by :func:`engine.read_arrow.read_file_slice` as Arrow record batches.
+by :func:`engine.read.arrow.read_file_slice` as Arrow record batches.
 
 Register it with :func:`engine.spark.register` (the dbt adapter does so on connection).
 """
@@ -39,10 +39,10 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from engine.errors import QueryError
-from engine.fs_view import FileSlice
-from engine.read import QueryPlan, parse_read_query, plan_query
-from engine.read_arrow import plan_schema, read_file_slice
-from engine.read_filter import ReadFilter, partition_pruner
+from engine.fs.view import FileSlice
+from engine.read.arrow import plan_schema, read_file_slice
+from engine.read.filter import ReadFilter, partition_pruner
+from engine.read.plan import QueryPlan, parse_read_query, plan_query
 
 __all__ = ["HudiDataSource", "HudiDataSourceReader", "to_read_filter"]
 

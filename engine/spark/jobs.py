@@ -21,11 +21,9 @@ from pyspark import StorageLevel, TaskContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from engine.bucketing import Bucket, BucketPlan
-from engine.commit_metadata import HoodieWriteStat
 from engine.errors import HudiError, RecordKeyError, SchemaError
 from engine.faults import checkpoint
-from engine.keygen import (
+from engine.model.keygen import (
     DEFAULT_PARTITION_PATH,
     EMPTY_RECORDKEY_PLACEHOLDER,
     NULL_RECORDKEY_PLACEHOLDER,
@@ -34,14 +32,16 @@ from engine.keygen import (
     generate_record_keys,
     is_single_key,
 )
-from engine.merge import ARRIVAL_COLUMN, DELETE_RECORD_COLUMN
-from engine.schema import (
+from engine.model.merge import ARRIVAL_COLUMN, DELETE_RECORD_COLUMN
+from engine.model.schema import (
     META_COLUMNS,
     PARTITION_PATH_COLUMN,
     RECORD_KEY_COLUMN,
 )
 from engine.spark.partitioning import slot_values
 from engine.spark.schema import with_string_fields
+from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.write.bucketing import Bucket, BucketPlan
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
 
 __all__ = [
@@ -100,7 +100,7 @@ _EXPRESSION_KEY_TYPES = (
 
 def _expression_keys(df: DataFrame, spec: KeyGenSpec) -> tuple[Column, Column, Column] | None:
     """Record key, partition path and "bad key" flag as Spark expressions, when the key
-    generator and the field types allow it (same text as :mod:`engine.keygen`); else None."""
+    generator and the field types allow it (same text as :mod:`engine.model.keygen`); else None."""
     if spec.kind == "timestamp" or spec.url_encode:
         return None
     types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
@@ -185,7 +185,7 @@ def add_record_keys(df: DataFrame, spec: KeyGenSpec, *, delete_records: bool) ->
     """``df`` (meta columns dropped) plus record key, partition path and arrival order.
 
     Simple, complex and non-partitioned keys of string/integral/boolean/date fields are Spark
-    expressions; other key generators run :mod:`engine.keygen` in ``mapInArrow``. A
+    expressions; other key generators run :mod:`engine.model.keygen` in ``mapInArrow``. A
     ``__bad_key`` column flags null/empty keys for :func:`engine.spark.profile.profile_batch`.
 
     Each Spark job of the write reads the batch again when that is a cheap scan giving the same

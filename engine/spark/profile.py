@@ -3,7 +3,7 @@
 One job, before anything is written::
 
     keyed ──select(partition, key, bad key)──repartition(partition)──mapInArrow──► persisted rows
-        per partition (engine.index.lookup_partition): a profile row (records, distinct keys,
+        per partition (engine.write.index.lookup_partition): a profile row (records, distinct keys,
         key range, bad key flag, keys found), a count row per file group holding some of the
         keys, and the (key, file group) rows of the keys found
 
@@ -24,11 +24,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from engine.errors import RecordKeyError
-from engine.index import IndexSource, PartitionKeyRange, lookup_partition
-from engine.keygen import KeyGenSpec, invalid_record_key_message
-from engine.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
+from engine.model.keygen import KeyGenSpec, invalid_record_key_message
+from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 from engine.spark.jobs import BAD_KEY_COLUMN, FILE_ID_COLUMN, run_job
 from engine.spark.schema import spark_struct_of
+from engine.write.index import IndexSource, PartitionKeyRange, lookup_partition
 
 __all__ = ["BatchProfile", "LocatedRecords", "profile_batch"]
 

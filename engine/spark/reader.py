@@ -1,10 +1,10 @@
-"""Spark executor of a read :class:`~engine.read.QueryPlan`: a DataFrame over the exact files.
+"""Spark executor of a read :class:`~engine.read.plan.QueryPlan`: a DataFrame over the exact files.
 
 * Slices read as plain Parquet (copy-on-write, read-optimized, and merge-on-read slices without
   log files) go through Spark's own Parquet reader over the exact list of base files, with the
   query schema given explicitly (no inference, no partition discovery from the paths).
 * Merge-on-read slices with log files are merged in Spark tasks, one task per slice:
-  ``spark.range(n, numPartitions=n).mapInArrow(...)`` runs :func:`engine.read_arrow.read_file_slice`
+  ``spark.range(n, numPartitions=n).mapInArrow(...)`` runs :func:`engine.read.arrow.read_file_slice`
   on the executors (pure, picklable inputs), so the merge scales with the cluster.
 * Incremental queries keep rows whose ``_hoodie_commit_time`` lies in ``(begin, end]``.
 
@@ -22,10 +22,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from engine.fs_view import FileSlice
-from engine.read import QueryPlan
-from engine.read_arrow import plan_schema, read_file_slice
-from engine.schema import COMMIT_TIME_COLUMN
+from engine.fs.view import FileSlice
+from engine.model.schema import COMMIT_TIME_COLUMN
+from engine.read.arrow import plan_schema, read_file_slice
+from engine.read.plan import QueryPlan
 
 __all__ = ["escape_glob", "plan_spark_schema", "read_plan"]
 

@@ -6,8 +6,8 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
-from engine.merge import INTERNAL_COLUMNS
-from engine.schema import META_COLUMNS
+from engine.model.merge import INTERNAL_COLUMNS
+from engine.model.schema import META_COLUMNS
 
 __all__ = ["data_arrow_schema", "spark_struct_of", "with_string_fields"]
 

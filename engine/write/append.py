@@ -32,23 +32,23 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.commit_metadata import HoodieWriteStat
 from engine.faults import checkpoint
-from engine.filenames import format_log_file_name, make_write_token
+from engine.fs.filenames import format_log_file_name, make_write_token, partition_file_path
+from engine.fs.storage import Storage
 from engine.io.delete_block import DeleteRecord
 from engine.io.logfile import (
     encode_avro_data_block,
     encode_delete_block,
 )
 from engine.io.parquet import align_to_schema
-from engine.schema import (
+from engine.model.schema import (
     COMMIT_SEQNO_COLUMN,
     COMMIT_TIME_COLUMN,
     FILE_NAME_COLUMN,
     PARTITION_PATH_COLUMN,
     RECORD_KEY_COLUMN,
 )
-from engine.storage import Storage
+from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.handles import TaskInfo, WriteContext, prepare_incoming
 from engine.write.markers import create_marker
 
@@ -291,11 +291,7 @@ def append_to_file_slice(
     for log_file in files:
         if not log_file.blocks:
             continue
-        rel = (
-            f"{file_slice.partition_path}/{log_file.name}"
-            if file_slice.partition_path
-            else log_file.name
-        )
+        rel = partition_file_path(file_slice.partition_path, log_file.name)
         create_marker(storage, ctx.instant_time, file_slice.partition_path, log_file.name, "APPEND")
         checkpoint("task.after_marker")
         storage.write_bytes(rel, b"".join(log_file.parts))

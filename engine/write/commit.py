@@ -11,25 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from engine.commit_metadata import SCHEMA_KEY, HoodieCommitMetadata, HoodieWriteStat
+from engine.config import WriteOperation
 from engine.faults import checkpoint
-from engine.instant import Action
-from engine.storage import Storage
-from engine.timeline import complete
+from engine.fs.storage import Storage
+from engine.timeline.commit_metadata import SCHEMA_KEY, HoodieCommitMetadata, HoodieWriteStat
+from engine.timeline.instant import Action
+from engine.timeline.timeline import complete
 from engine.write.markers import delete_markers, list_marked_files
 
-__all__ = ["OPERATION_TYPES", "build_commit_metadata", "commit_write", "remove_unreported_files"]
+__all__ = ["build_commit_metadata", "commit_write", "operation_type", "remove_unreported_files"]
 
-# WriteOperationType enum names, as commit metadata carries them
-OPERATION_TYPES = {
-    "upsert": "UPSERT",
-    "insert": "INSERT",
-    "bulk_insert": "BULK_INSERT",
-    "delete": "DELETE",
-    "insert_overwrite": "INSERT_OVERWRITE",
-    "insert_overwrite_table": "INSERT_OVERWRITE_TABLE",
-    "delete_partition": "DELETE_PARTITION",
-}
+
+def operation_type(operation: WriteOperation | None) -> str:
+    """The ``WriteOperationType`` name commit metadata carries; a table service's commit
+    (compaction) names no write operation: ``UNKNOWN``."""
+    return "UNKNOWN" if operation is None else WriteOperation(operation).type_name
 
 
 def remove_unreported_files(
@@ -49,7 +45,7 @@ def build_commit_metadata(
     stats: Iterable[HoodieWriteStat],
     *,
     schema: str,
-    operation: str,
+    operation: WriteOperation | None,
     replaced: dict[str, list[str]] | None = None,
 ) -> HoodieCommitMetadata:
     by_partition: dict[str, list[HoodieWriteStat]] = {}
@@ -59,7 +55,7 @@ def build_commit_metadata(
         partition_to_write_stats=by_partition,
         compacted=False,
         extra_metadata={SCHEMA_KEY: schema},
-        operation_type=OPERATION_TYPES.get(operation, "UNKNOWN"),
+        operation_type=operation_type(operation),
         partition_to_replace_file_ids=replaced,
     )
 
@@ -71,7 +67,7 @@ def commit_write(
     stats: list[HoodieWriteStat],
     *,
     schema: str,
-    operation: str,
+    operation: WriteOperation | None,
     replaced: dict[str, list[str]] | None = None,
 ) -> HoodieCommitMetadata:
     """Finish an inflight write instant; after this readers see its files.

@@ -1,7 +1,7 @@
 """Optimistic concurrency control between writers: heartbeats and the conflict check.
 
-Two writers on one table take the table lock (:mod:`engine.lock`) only around start-commit and
-around commit; their data work overlaps. What keeps the table consistent:
+Two writers on one table take the table lock (:mod:`engine.services.lock`) only around
+start-commit and around commit; their data work overlaps. What keeps the table consistent:
 
 * **Heartbeats** say which pending instants are alive. A writer creates
   ``.hoodie/.heartbeat/{instant_time}`` before requesting its instant and refreshes it every
@@ -26,14 +26,14 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from engine import config
-from engine.commit_metadata import HoodieWriteStat
 from engine.config import HoodieConfig
 from engine.errors import HudiError, WriteConflictError
-from engine.instant import Action, Instant, State
-from engine.lock import TableLock, pid_alive
-from engine.properties import METAFOLDER
-from engine.storage import Storage
-from engine.timeline import Timeline
+from engine.fs.properties import METAFOLDER
+from engine.fs.storage import Storage
+from engine.services.lock import TableLock, pid_alive
+from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.timeline.instant import Action, Instant, State
+from engine.timeline.timeline import Timeline
 from engine.write.rollback import rollback_instant
 
 __all__ = [
@@ -60,7 +60,7 @@ class Heartbeat:
     def __init__(self, storage: Storage, instant_time: str, cfg: HoodieConfig) -> None:
         self.storage = storage
         self.instant_time = instant_time
-        self.interval = max(0.05, (cfg.get(config.HEARTBEAT_INTERVAL_MS) or 60000) / 1000)
+        self.interval = max(0.05, cfg.get(config.HEARTBEAT_INTERVAL_MS) / 1000)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -114,15 +114,11 @@ def is_write_alive(storage: Storage, instant: Instant, cfg: HoodieConfig) -> boo
     host, pid = record.get("host"), record.get("pid")
     if host == socket.gethostname() and isinstance(pid, int):
         return pid != os.getpid() and pid_alive(pid)
-    interval = (cfg.get(config.HEARTBEAT_INTERVAL_MS) or 60000) / 1000
-    misses = cfg.get(config.HEARTBEAT_TOLERABLE_MISSES) or 0
+    interval = cfg.get(config.HEARTBEAT_INTERVAL_MS) / 1000
+    misses = cfg.get(config.HEARTBEAT_TOLERABLE_MISSES)
     info = storage.fs.get_file_info(storage.full_path(rel))
     beat_at = info.mtime.timestamp() if info.mtime is not None else 0.0
     return time.time() - beat_at <= interval * (misses + 1)
-
-
-def delete_heartbeat(storage: Storage, instant_time: str) -> None:
-    storage.delete(_heartbeat_path(instant_time))
 
 
 def _touched(

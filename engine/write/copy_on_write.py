@@ -8,11 +8,11 @@ small files, then new file groups) ──► <t>.commit.inflight ──► one t
 from __future__ import annotations
 
 from engine import config
-from engine.bucketing import plan_buckets
-from engine.commit_metadata import HoodieWriteStat
-from engine.filenames import new_file_id
-from engine.index import latest_base_files
-from engine.instant import Action
+from engine.fs.filenames import new_file_id
+from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.timeline.instant import Action
+from engine.write.bucketing import plan_buckets
+from engine.write.index import latest_base_files
 from engine.write.plan import WriteJob, average_record_size
 
 __all__ = ["write_copy_on_write"]
@@ -25,15 +25,15 @@ def write_copy_on_write(job: WriteJob) -> list[HoodieWriteStat]:
     cfg = job.cfg
     latest = latest_base_files(job.timeline, job.touched_partitions)
     located = job.locate()
-    estimate: int = cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE) or 1024
+    estimate = cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE)
     plan = plan_buckets(
         update_counts=located.update_counts,
         insert_counts=located.insert_counts,
         latest_base_files=latest,
         avg_record_size=average_record_size(job.timeline, estimate),
-        max_file_size=cfg.get(config.PARQUET_MAX_FILE_SIZE) or 0,
-        small_file_limit=cfg.get(config.PARQUET_SMALL_FILE_LIMIT) or 0,
-        pack_small_files=job.operation in ("upsert", "insert"),
+        max_file_size=cfg.get(config.PARQUET_MAX_FILE_SIZE),
+        small_file_limit=cfg.get(config.PARQUET_SMALL_FILE_LIMIT),
+        pack_small_files=job.operation.packs_small_files,
         new_file_id=new_file_id,
     )
     job.start_inflight(Action.COMMIT, plan)

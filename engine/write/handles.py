@@ -3,13 +3,13 @@
 Pure functions over Arrow tables, run inside Spark tasks (nothing here touches Spark or the
 timeline). Given the incoming records routed to a bucket, a handle:
 
-1. precombines them (payload rules of :mod:`engine.merge`);
+1. precombines them (payload rules of :mod:`engine.model.merge`);
 2. create handle (new file group): writes them as a new base file;
    merge handle (existing file group): reads the current base file, combines stored rows with
    the batch, writes the union as the group's new base file;
 3. stamps the meta columns of every written record (untouched rows keep their commit time and
    seqno, only ``_hoodie_file_name`` follows the new file);
-4. returns the :class:`~engine.commit_metadata.HoodieWriteStat` of the file.
+4. returns the :class:`~engine.timeline.commit_metadata.HoodieWriteStat` of the file.
 
 Sequence numbers are ``{instant_time}_{bucket_number}_{record_index}`` (Hudi uses the Spark
 partition, which is the bucket there). File names carry the write token
@@ -25,25 +25,26 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.bucketing import Bucket
-from engine.commit_metadata import HoodieWriteStat
+from engine.config import WriteOperation
 from engine.faults import checkpoint
-from engine.filenames import format_base_file_name, make_write_token
+from engine.fs.filenames import format_base_file_name, make_write_token, partition_file_path
+from engine.fs.storage import Storage
 from engine.io.parquet import align_to_schema, read_base_file, write_base_file
-from engine.merge import (
+from engine.model.merge import (
     INTERNAL_COLUMNS,
     MergeSpec,
     combine_with_stored,
     delete_mask,
     precombine,
 )
-from engine.schema import (
+from engine.model.schema import (
     COMMIT_SEQNO_COLUMN,
     COMMIT_TIME_COLUMN,
     FILE_NAME_COLUMN,
     RECORD_KEY_COLUMN,
 )
-from engine.storage import Storage
+from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.write.bucketing import Bucket
 from engine.write.markers import create_marker
 
 __all__ = ["TaskInfo", "WriteContext", "write_file_group"]
@@ -55,7 +56,7 @@ class WriteContext:
 
     base_path: str
     instant_time: str
-    operation: str  # upsert | insert | bulk_insert | delete
+    operation: WriteOperation  # upsert | insert | bulk_insert | delete
     arrow_schema: pa.Schema  # base file schema, meta columns first
     avro_schema_with_meta: str
     merge_spec: MergeSpec
@@ -105,7 +106,7 @@ def prepare_incoming(records: pa.Table, ctx: WriteContext) -> tuple[pa.Table, pa
         records = precombine(records, ctx.merge_spec)
     incoming = align_to_schema(records, ctx.arrow_schema, keep=INTERNAL_COLUMNS)
     ordering = ctx.merge_spec.ordering_field
-    if ctx.operation == "delete" and ordering in incoming.column_names:
+    if ctx.operation == WriteOperation.DELETE and ordering in incoming.column_names:
         idx = incoming.schema.get_field_index(str(ordering))
         field = incoming.schema.field(idx)
         incoming = incoming.set_column(idx, field, pa.nulls(incoming.num_rows, field.type))
@@ -130,16 +131,12 @@ def write_file_group(
     incoming, is_delete = prepare_incoming(records, ctx)
 
     if bucket.base_file is not None:
-        rel_old = (
-            f"{bucket.partition_path}/{bucket.base_file}"
-            if bucket.partition_path
-            else bucket.base_file
-        )
+        rel_old = partition_file_path(bucket.partition_path, bucket.base_file)
         stored = align_to_schema(read_base_file(storage, rel_old), ctx.arrow_schema)
     else:
         stored = ctx.arrow_schema.empty_table()
 
-    if ctx.operation in ("insert", "bulk_insert"):
+    if WriteOperation(ctx.operation).is_insert:
         # no index: records are appended; delete records have nothing to remove
         unchanged = stored
         changed = incoming.filter(pc.invert(is_delete))
@@ -154,7 +151,7 @@ def write_file_group(
         )
     changed = changed.drop_columns([c for c in INTERNAL_COLUMNS if c in changed.column_names])
     changed = align_to_schema(changed, ctx.arrow_schema)
-    if ctx.operation == "bulk_insert":
+    if ctx.operation == WriteOperation.BULK_INSERT:
         changed = changed.sort_by(RECORD_KEY_COLUMN)
 
     write_token = make_write_token(bucket.number, task.stage_id, task.task_attempt_id)
@@ -163,7 +160,7 @@ def write_file_group(
     out = pa.concat_tables([unchanged, changed]) if unchanged.num_rows else changed
     out = _with_file_name(out, file_name)
 
-    rel = f"{bucket.partition_path}/{file_name}" if bucket.partition_path else file_name
+    rel = partition_file_path(bucket.partition_path, file_name)
     create_marker(
         storage,
         ctx.instant_time,

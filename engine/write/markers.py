@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from engine.properties import METAFOLDER
-from engine.storage import Storage
+from engine.fs.properties import METAFOLDER
+from engine.fs.storage import Storage
 
 __all__ = ["create_marker", "delete_markers", "list_marked_files", "marker_dir"]
 

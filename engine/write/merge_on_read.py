@@ -31,17 +31,17 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from engine import config
-from engine.bucketing import Bucket, BucketPlan, SmallFile, plan_buckets
-from engine.commit_metadata import HoodieWriteStat
 from engine.config import HoodieConfig
-from engine.filenames import new_file_id
-from engine.fs_view import FileSystemView
-from engine.index import sized_base_file
-from engine.instant import Action
-from engine.storage import Storage
-from engine.timeline import Timeline
+from engine.fs.filenames import new_file_id
+from engine.fs.storage import Storage
+from engine.fs.view import FileSystemView
+from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.timeline.instant import Action
+from engine.timeline.timeline import Timeline
 from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
+from engine.write.bucketing import Bucket, BucketPlan, SizedBaseFile, plan_buckets
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
+from engine.write.index import sized_base_file
 from engine.write.plan import WriteJob
 
 if TYPE_CHECKING:
@@ -61,11 +61,6 @@ __all__ = [
 _RECORD_SIZE_ESTIMATION_THRESHOLD = 1.0
 
 
-def _int_option(cfg: HoodieConfig, option: config.ConfigOption[int], default: int) -> int:
-    value = cfg.get(option)
-    return default if value is None else value
-
-
 @dataclass(frozen=True)
 class TableSlices:
     """The latest file slices of the touched partitions, in the two shapes a write needs.
@@ -75,7 +70,7 @@ class TableSlices:
         slices: (partition, file_id) -> the slice an append would write to.
     """
 
-    base_files: dict[tuple[str, str], SmallFile]
+    base_files: dict[tuple[str, str], SizedBaseFile]
     slices: dict[tuple[str, str], AppendSlice]
 
     def has_logs(self, key: tuple[str, str]) -> bool:
@@ -92,7 +87,7 @@ def latest_table_slices(
         return TableSlices({}, {})
     view = FileSystemView(storage, timeline, partition_paths=partitions)
     groups = {(g.partition_path, g.file_id): g for g in view.file_groups()}
-    base_files: dict[tuple[str, str], SmallFile] = {}
+    base_files: dict[tuple[str, str], SizedBaseFile] = {}
     slices: dict[tuple[str, str], AppendSlice] = {}
     for file_slice in view.latest_file_slices():
         key = (file_slice.partition_path, file_slice.file_id)
@@ -144,9 +139,9 @@ def plan_merge_on_read_buckets(
         The bucket plan, and the file ids whose bucket the merge handle writes (small-file
         candidates of partitions receiving inserts); other existing file groups get appends.
     """
-    candidates: dict[tuple[str, str], SmallFile] = {}
+    candidates: dict[tuple[str, str], SizedBaseFile] = {}
     if pack_small_files and small_file_limit > 0 and candidates_limit > 0:
-        by_partition: dict[str, list[tuple[tuple[str, str], SmallFile]]] = {}
+        by_partition: dict[str, list[tuple[tuple[str, str], SizedBaseFile]]] = {}
         for key, base in table_slices.base_files.items():
             if key[0] in insert_counts and insert_counts[key[0]] > 0:
                 if not table_slices.has_logs(key) and base.size_bytes < small_file_limit:
@@ -205,8 +200,8 @@ class MergeOnReadHandle:
 
 def log_write_config(cfg: HoodieConfig) -> LogWriteConfig:
     return LogWriteConfig(
-        data_block_max_size=_int_option(cfg, config.LOGFILE_DATA_BLOCK_MAX_SIZE, 1),
-        log_file_max_size=_int_option(cfg, config.LOGFILE_MAX_SIZE, 1),
+        data_block_max_size=cfg.get(config.LOGFILE_DATA_BLOCK_MAX_SIZE),
+        log_file_max_size=cfg.get(config.LOGFILE_MAX_SIZE),
     )
 
 
@@ -217,17 +212,17 @@ def write_merge_on_read(job: WriteJob) -> list[HoodieWriteStat]:
     cfg = job.cfg
     table_slices = latest_table_slices(job.storage, job.timeline, job.touched_partitions)
     located = job.locate()
-    small_file_limit = _int_option(cfg, config.PARQUET_SMALL_FILE_LIMIT, 0)
-    estimate = _int_option(cfg, config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE, 1024)
+    small_file_limit = cfg.get(config.PARQUET_SMALL_FILE_LIMIT)
+    estimate = cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE)
     plan, small_file_ids = plan_merge_on_read_buckets(
         update_counts=located.update_counts,
         insert_counts=located.insert_counts,
         table_slices=table_slices,
         avg_record_size=average_record_size(job.timeline, estimate, small_file_limit),
-        max_file_size=_int_option(cfg, config.PARQUET_MAX_FILE_SIZE, 0),
+        max_file_size=cfg.get(config.PARQUET_MAX_FILE_SIZE),
         small_file_limit=small_file_limit,
-        candidates_limit=_int_option(cfg, config.MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT, 0),
-        pack_small_files=job.operation in ("upsert", "insert"),
+        candidates_limit=cfg.get(config.MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT),
+        pack_small_files=job.operation.packs_small_files,
     )
     job.start_inflight(Action.DELTA_COMMIT, plan)
     appends = {

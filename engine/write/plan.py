@@ -14,18 +14,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine import config
-from engine.bucketing import BucketPlan
-from engine.commit_metadata import HoodieCommitMetadata
-from engine.config import HoodieConfig
-from engine.index import PartitionKeyRange
-from engine.instant import Action
+from engine.config import HoodieConfig, WriteOperation
+from engine.fs.properties import write_partition_metadata
+from engine.fs.storage import Storage
 from engine.io.parquet import avro_schema_with_meta, table_arrow_schema
-from engine.merge import MergeSpec
-from engine.properties import write_partition_metadata
-from engine.storage import Storage
-from engine.timeline import Timeline, transition_to_inflight
-from engine.write.commit import OPERATION_TYPES
+from engine.model.merge import MergeSpec
+from engine.timeline.commit_metadata import HoodieCommitMetadata
+from engine.timeline.instant import Action
+from engine.timeline.timeline import Timeline, transition_to_inflight
+from engine.write.bucketing import BucketPlan
+from engine.write.commit import operation_type
 from engine.write.handles import WriteContext
+from engine.write.index import PartitionKeyRange
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -56,7 +56,7 @@ class WriteJob:
     profile: BatchProfile
     cfg: HoodieConfig
     timeline: Timeline
-    operation: str
+    operation: WriteOperation
     instant_time: str
     merge_spec: MergeSpec
     commit_schema: str
@@ -71,9 +71,11 @@ class WriteJob:
 
     def locate(self) -> LocatedRecords:
         """The batch tagged with its file groups (deletes keep only stored keys)."""
-        return self.profile.locate(self.keyed, existing_only=self.operation == "delete")
+        return self.profile.locate(
+            self.keyed, existing_only=self.operation == WriteOperation.DELETE
+        )
 
-    def write_context(self, operation: str | None = None) -> WriteContext:
+    def write_context(self, operation: WriteOperation | None = None) -> WriteContext:
         """The tasks' snapshot; ``operation`` overrides the handles' operation (replace writes
         use the insert path). Inserts combine duplicates only with combine.before.insert."""
         operation = operation or self.operation
@@ -85,13 +87,13 @@ class WriteJob:
             arrow_schema=table_arrow_schema(self.commit_schema),
             avro_schema_with_meta=avro_schema_with_meta(self.commit_schema),
             merge_spec=self.merge_spec,
-            combine=combine_inserts if operation in ("insert", "bulk_insert") else True,
+            combine=combine_inserts if operation.is_insert else True,
             compression=str(self.cfg.get(config.PARQUET_COMPRESSION_CODEC)),
         )
 
     def start_inflight(self, action: Action, plan: BucketPlan) -> None:
         """``<t>.<action>.inflight``, then the partition metafile of every partition written."""
-        metadata = HoodieCommitMetadata(operation_type=OPERATION_TYPES[self.operation])
+        metadata = HoodieCommitMetadata(operation_type=operation_type(self.operation))
         transition_to_inflight(self.storage, self.instant_time, action, metadata.to_json())
         for partition in sorted({b.partition_path for b in plan.buckets.values()}):
             write_partition_metadata(self.storage, partition, self.instant_time)

@@ -30,30 +30,27 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from engine import config
-from engine.bucketing import plan_buckets
-from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
-from engine.config import HoodieConfig
+from engine.config import HoodieConfig, WriteOperation
 from engine.errors import ConfigError
-from engine.filenames import new_file_id
-from engine.fs_view import FileSystemView
-from engine.instant import Action, Instant, new_instant_time
-from engine.storage import Storage
-from engine.timeline import Timeline, create_requested, transition_to_inflight
-from engine.timeline_metadata import REQUESTED_REPLACE_METADATA_SCHEMA, serialize
-from engine.write.commit import OPERATION_TYPES, commit_write
+from engine.fs.filenames import new_file_id
+from engine.fs.storage import Storage
+from engine.fs.view import FileSystemView
+from engine.timeline.avro_metadata import REQUESTED_REPLACE_METADATA_SCHEMA, serialize
+from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.timeline.instant import Action, Instant, new_instant_time
+from engine.timeline.timeline import Timeline, create_requested, transition_to_inflight
+from engine.write.bucketing import plan_buckets
+from engine.write.commit import commit_write, operation_type
 from engine.write.plan import WriteJob, average_record_size
 from engine.write.rollback import rollback_failed_writes
 
 __all__ = [
-    "REPLACE_OPERATIONS",
     "delete_partitions",
     "partitions_to_delete",
     "plan_replaced_file_ids",
     "requested_replace_metadata",
     "write_insert_overwrite",
 ]
-
-REPLACE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table", "delete_partition")
 
 
 def requested_replace_metadata() -> bytes:
@@ -73,7 +70,7 @@ def partitions_to_delete(cfg: HoodieConfig) -> tuple[str, ...]:
     Raises:
         ConfigError: none is named.
     """
-    named = tuple(p.strip("/") for p in (cfg.get(config.PARTITIONS_TO_DELETE) or ()))
+    named = tuple(p.strip("/") for p in cfg.get(config.PARTITIONS_TO_DELETE))
     if not named:
         raise ConfigError(
             f"Operation 'delete_partition' needs {config.PARTITIONS_TO_DELETE.key} "
@@ -85,7 +82,7 @@ def partitions_to_delete(cfg: HoodieConfig) -> tuple[str, ...]:
 def plan_replaced_file_ids(
     storage: Storage,
     timeline: Timeline,
-    operation: str,
+    operation: WriteOperation,
     partitions: Iterable[str],
 ) -> dict[str, list[str]]:
     """``partitionToReplaceFileIds`` of a replace write.
@@ -94,7 +91,7 @@ def plan_replaced_file_ids(
         storage: The table's storage.
         timeline: The timeline the replace completes on (the write's own instant is pending,
             so its new file groups are not in the view).
-        operation: One of :data:`REPLACE_OPERATIONS`.
+        operation: A replace operation (:attr:`WriteOperation.is_replace`).
         partitions: Partitions the write touched (written, or named for deletion).
 
     Returns:
@@ -102,7 +99,7 @@ def plan_replaced_file_ids(
         is a key, with an empty list when it holds no file group.
     """
     touched = set(partitions)
-    if operation == "insert_overwrite_table":
+    if operation == WriteOperation.INSERT_OVERWRITE_TABLE:
         view = FileSystemView(storage, timeline)
         touched |= set(view.partition_paths)
     else:
@@ -126,20 +123,20 @@ def write_insert_overwrite(job: WriteJob) -> list[HoodieWriteStat]:
     from engine.spark import jobs
 
     located = job.locate()  # no index lookup: all inserts
-    estimate: int = job.cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE) or 1024
+    estimate = job.cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE)
     plan = plan_buckets(
         update_counts={},
         insert_counts=located.insert_counts,
         latest_base_files={},
         avg_record_size=average_record_size(job.timeline, estimate),
-        max_file_size=job.cfg.get(config.PARQUET_MAX_FILE_SIZE) or 0,
+        max_file_size=job.cfg.get(config.PARQUET_MAX_FILE_SIZE),
         small_file_limit=0,
         pack_small_files=False,
         new_file_id=new_file_id,
     )
     job.start_inflight(Action.REPLACE_COMMIT, plan)
     # the handles' insert path: new files, no stored rows
-    return jobs.write_buckets(located.tagged, plan, job.write_context("insert"))
+    return jobs.write_buckets(located.tagged, plan, job.write_context(WriteOperation.INSERT))
 
 
 def delete_partitions(
@@ -172,16 +169,20 @@ def delete_partitions(
         storage,
         instant_time,
         Action.REPLACE_COMMIT,
-        HoodieCommitMetadata(operation_type=OPERATION_TYPES["delete_partition"]).to_json(),
+        HoodieCommitMetadata(
+            operation_type=operation_type(WriteOperation.DELETE_PARTITION)
+        ).to_json(),
     )
-    replaced = plan_replaced_file_ids(storage, timeline, "delete_partition", partitions)
+    replaced = plan_replaced_file_ids(
+        storage, timeline, WriteOperation.DELETE_PARTITION, partitions
+    )
     commit_write(
         storage,
         instant_time,
         Action.REPLACE_COMMIT,
         [],
         schema=timeline.latest_schema() or "",
-        operation="delete_partition",
+        operation=WriteOperation.DELETE_PARTITION,
         replaced=replaced,
     )
     return instant_time, rolled_back

@@ -22,7 +22,7 @@ What a write left behind:
 
 A rollback killed midway stays pending; :func:`rollback_failed_writes` finishes it from its plan
 (same rollback instant) before anything else. Plan and metadata are single-record Avro container
-files (:mod:`engine.timeline_metadata`).
+files (:mod:`engine.timeline.avro_metadata`).
 """
 
 from __future__ import annotations
@@ -33,30 +33,31 @@ from dataclasses import dataclass, field
 
 from engine.errors import FileNameError, TimelineError
 from engine.faults import checkpoint
-from engine.filenames import (
+from engine.fs.filenames import (
     UNKNOWN_WRITE_TOKEN,
     format_log_file_name,
     is_base_file,
     parse_base_file_name,
     parse_log_file_name,
+    partition_file_path,
 )
-from engine.fs_view import list_partition_paths
-from engine.instant import COMMIT_ACTIONS, Action, Instant, State, new_instant_time
+from engine.fs.properties import METAFOLDER
+from engine.fs.storage import Storage
+from engine.fs.view import list_partition_paths
 from engine.io.logfile import encode_command_block
-from engine.properties import METAFOLDER
-from engine.storage import Storage
-from engine.timeline import (
+from engine.timeline.avro_metadata import (
+    ROLLBACK_METADATA_SCHEMA,
+    ROLLBACK_PLAN_SCHEMA,
+    deserialize,
+    serialize,
+)
+from engine.timeline.instant import COMMIT_ACTIONS, Action, Instant, State, new_instant_time
+from engine.timeline.timeline import (
     Timeline,
     complete,
     create_requested,
     delete_instant_files,
     transition_to_inflight,
-)
-from engine.timeline_metadata import (
-    ROLLBACK_METADATA_SCHEMA,
-    ROLLBACK_PLAN_SCHEMA,
-    deserialize,
-    serialize,
 )
 from engine.write.markers import delete_markers, list_marked_files
 
@@ -152,10 +153,6 @@ def _partition_of(rel: str) -> str:
     return rel.rpartition("/")[0]
 
 
-def _join(partition_path: str, name: str) -> str:
-    return f"{partition_path}/{name}" if partition_path else name
-
-
 def _relative(storage: Storage, path: str) -> str:
     """A path from a plan (full path or URI) relative to the base path."""
     for prefix in (
@@ -185,7 +182,7 @@ def plan_rollback(storage: Storage, instant: Instant) -> RollbackPlan:
         for entry in entries:
             if not entry.is_dir and is_base_file(entry.name):
                 if parse_base_file_name(entry.name).instant_time == t:
-                    candidates.add(_join(partition, entry.name))
+                    candidates.add(partition_file_path(partition, entry.name))
     deletes: list[str] = []
     slices: dict[tuple[str, str, str], dict[str, int]] = {}
     for rel in sorted(candidates):
@@ -221,7 +218,7 @@ def _append_command_block(
     name = format_log_file_name(
         lr.file_id, lr.base_instant_time, max(versions, default=0) + 1, UNKNOWN_WRITE_TOKEN
     )
-    rel = _join(lr.partition_path, name)
+    rel = partition_file_path(lr.partition_path, name)
     storage.write_bytes(rel, encode_command_block(rollback_time, target))
     return rel
 
@@ -239,7 +236,7 @@ def _has_command_block(storage: Storage, lr: LogRollback, rollback_time: str) ->
             continue
         if log.file_id != lr.file_id or log.base_instant_time != lr.base_instant_time:
             continue
-        rel = _join(lr.partition_path, entry.name)
+        rel = partition_file_path(lr.partition_path, entry.name)
         for block in read_log_blocks(storage.read_bytes(rel)):
             if block.block_type is HoodieLogBlockType.COMMAND_BLOCK and (
                 block.instant_time == rollback_time

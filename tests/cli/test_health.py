@@ -76,9 +76,9 @@ def _copy(path: Path, tmp_path: Path) -> Path:
 def _dead_writer_leaves_inflight_write(path: Path, hours_ago: float) -> str:
     """What a writer killed right after its instant went inflight leaves: requested and
     inflight instant files and a heartbeat naming a process that is gone."""
-    from engine.instant import Action, new_instant_time
-    from engine.storage import Storage
-    from engine.timeline import Timeline, create_requested, transition_to_inflight
+    from engine.timeline.instant import Action, new_instant_time
+    from engine.fs.storage import Storage
+    from engine.timeline.timeline import Timeline, create_requested, transition_to_inflight
 
     storage = Storage(str(path))
     instant_time = new_instant_time(Timeline.load(storage).max_instant_time())
@@ -207,8 +207,8 @@ def test_health_flags_compaction_due_then_pending_compaction_and_compact_clears_
 
 
 def test_metadata_table_lagging_the_data_table_is_an_error(cow_table: Path, tmp_path: Path) -> None:
-    from engine.properties import read_properties, write_properties
-    from engine.storage import Storage
+    from engine.fs.properties import read_properties, write_properties
+    from engine.fs.storage import Storage
 
     path = _copy(cow_table, tmp_path)
     storage = Storage(str(path))

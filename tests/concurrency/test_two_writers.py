@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from engine import write_hudi
-from engine.clean import clean
 from engine.config import parse_options
-from engine.storage import Storage
-from engine.timeline import Timeline
+from engine.fs.storage import Storage
+from engine.services.clean import clean
+from engine.timeline.timeline import Timeline
 from tests.concurrency.writer import SCHEMA, SHARED
 from tests.faults.harness import REPO, Rows, assert_no_orphans, assert_reads
 

@@ -37,8 +37,8 @@ def base_path_of(spark: Any, schema: str, identifier: str) -> str:
 
 def completed_instants(base_path: str) -> list[tuple[str, str]]:
     """(instant_time, action) of the completed instants on the active timeline."""
-    from engine.storage import Storage
-    from engine.timeline import Timeline
+    from engine.fs.storage import Storage
+    from engine.timeline.timeline import Timeline
 
     return [
         (i.instant_time, str(i.action.value)) for i in Timeline.load(Storage(base_path)).completed()

@@ -45,7 +45,7 @@ class TestDbtSharesTheTestSession:
     ) -> None:
         from dbt.tests.util import run_dbt
 
-        from dbt.adapters.hudi.snapshot import get_session
+        from dbt.adapters.hudi.publish import get_session
 
         spark.range(3).createOrReplaceTempView("dbt_hudi_probe")
         run_dbt(["run"])

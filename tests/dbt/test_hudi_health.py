@@ -15,7 +15,8 @@ EVENTS_SQL = """
 {{ config(materialized='hudi_upsert', unique_key='id', partition_by='region',
           precombine_key='updated_at') }}
 select id, region, updated_at, concat('v', cast({{ var('round', 1) }} as string)) as v
-from values (1, 'eu', {{ var('round', 1) }}), (2, 'us', {{ var('round', 1) }}) as t(id, region, updated_at)
+from values (1, 'eu', {{ var('round', 1) }}), (2, 'us', {{ var('round', 1) }})
+  as t(id, region, updated_at)
 """
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dbt.adapters.hudi.options import ModelConfigError, parse_model_config
+from dbt.adapters.hudi.publish import format_base_file_filter
 from dbt.adapters.hudi.schema_change import plan_columns
-from dbt.adapters.hudi.snapshot import format_base_file_filter
 from engine import config as hc
 from engine.errors import SchemaError
 

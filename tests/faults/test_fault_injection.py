@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 
 from engine import write_hudi
-from engine.clean import clean
-from engine.compaction import schedule_compaction
 from engine.config import parse_options
-from engine.storage import Storage
-from engine.timeline import Timeline
+from engine.fs.storage import Storage
+from engine.services.clean import clean
+from engine.services.compaction import schedule_compaction
+from engine.timeline.timeline import Timeline
 from engine.write.rollback import plan_rollback
 from tests.faults.harness import (
     Rows,

@@ -25,9 +25,9 @@ SCHEMA = "id string, dt string, ts long, v string"
 
 def _run_step(step: dict[str, Any], table: str, work: str, state: dict[str, Any]) -> None:
     from engine.config import parse_options
-    from engine.lock import TableLock
-    from engine.storage import Storage
-    from engine.timeline import Timeline
+    from engine.fs.storage import Storage
+    from engine.services.lock import TableLock
+    from engine.timeline.timeline import Timeline
 
     storage = Storage(table)
     cfg = parse_options(step.get("options") or {})
@@ -44,12 +44,12 @@ def _run_step(step: dict[str, Any], table: str, work: str, state: dict[str, Any]
         df = state["spark"].createDataFrame([tuple(r) for r in step["rows"]], SCHEMA)
         write_hudi(df, table, step["options"])
     elif kind == "clean":
-        from engine.clean import clean
+        from engine.services.clean import clean
 
         with TableLock(storage, cfg).hold():
             clean(storage, cfg)
     elif kind == "compact":
-        from engine.compaction import run_operations_locally, run_pending_compactions
+        from engine.services.compaction import run_operations_locally, run_pending_compactions
 
         with TableLock(storage, cfg).hold():
             run_pending_compactions(storage, runner=run_operations_locally)
@@ -59,7 +59,7 @@ def _run_step(step: dict[str, Any], table: str, work: str, state: dict[str, Any]
         with TableLock(storage, cfg).hold():
             rollback_failed_writes(storage, Timeline.load(storage))
     elif kind == "archive":
-        from engine.archival import archive
+        from engine.services.archival import archive
 
         with TableLock(storage, cfg).hold():
             archive(storage, cfg)

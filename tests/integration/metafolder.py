@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine.properties import parse_properties_text
+from engine.fs.properties import parse_properties_text
 
 
 def table_properties(path: Path) -> dict[str, str]:

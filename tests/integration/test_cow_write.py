@@ -10,7 +10,7 @@ import pytest
 
 from engine import write_hudi
 from engine.errors import ConfigError, RecordKeyError
-from engine.properties import table_checksum
+from engine.fs.properties import table_checksum
 from tests.hudi_rs import hudi_rs_rows
 from tests.integration.metafolder import (
     instant_metadata,
@@ -164,7 +164,7 @@ def test_write_hudi_interrupted_write_rolled_back_by_next(spark, tmp_path, monke
 
 
 def test_commit_removes_files_of_failed_task_attempts(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from engine.storage import Storage
+    from engine.fs.storage import Storage
     from engine.write.commit import remove_unreported_files
     from engine.write.markers import create_marker
 
@@ -173,7 +173,7 @@ def test_commit_removes_files_of_failed_task_attempts(spark, tmp_path) -> None: 
     storage.write_bytes("p/f-0_0-1-2_001.parquet", b"y")
     create_marker(storage, "001", "p", "f-0_0-1-1_001.parquet", "CREATE")
     create_marker(storage, "001", "p", "f-0_0-1-2_001.parquet", "CREATE")
-    from engine.commit_metadata import HoodieWriteStat
+    from engine.timeline.commit_metadata import HoodieWriteStat
 
     kept = HoodieWriteStat(file_id="f-0", path="p/f-0_0-1-2_001.parquet", partition_path="p")
     assert remove_unreported_files(storage, "001", [kept]) == ["p/f-0_0-1-1_001.parquet"]
@@ -228,7 +228,7 @@ def test_spark_expression_keys_match_arrow_key_generator(spark, options) -> None
     import datetime as dt
 
     from engine import config
-    from engine.keygen import (
+    from engine.model.keygen import (
         generate_partition_paths,
         generate_record_keys,
         keygen_spec_from_config,

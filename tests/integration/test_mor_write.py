@@ -10,13 +10,13 @@ import pytest
 
 from engine import write_hudi
 from engine.cli import main as cli_main
-from engine.compaction import pending_compactions, schedule_compaction
 from engine.config import parse_options
-from engine.filenames import parse_log_file_name
+from engine.fs.filenames import parse_log_file_name
+from engine.fs.storage import Storage
 from engine.io.logfile import HeaderMetadataType, HoodieLogBlockType, read_log_blocks
-from engine.read_arrow import read_table
-from engine.storage import Storage
-from engine.timeline import Timeline
+from engine.read.arrow import read_table
+from engine.services.compaction import pending_compactions, schedule_compaction
+from engine.timeline.timeline import Timeline
 from tests.integration.metafolder import (
     instant_metadata,
     table_properties,

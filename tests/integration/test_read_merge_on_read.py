@@ -15,20 +15,20 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine import config
-from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
-from engine.fs_view import Visibility
+from engine.fs.properties import write_properties
+from engine.fs.storage import Storage
+from engine.fs.view import Visibility
 from engine.io.delete_block import DeleteRecord
 from engine.io.logfile import (
     encode_avro_data_block,
     encode_command_block,
     encode_delete_block,
 )
-from engine.log_scanner import collect_log_blocks
-from engine.properties import write_properties
-from engine.read_arrow import read_table
-from engine.schema import arrow_to_avro_schema, schema_json
-from engine.storage import Storage
-from engine.timeline import Timeline
+from engine.model.schema import arrow_to_avro_schema, schema_json
+from engine.read.arrow import read_table
+from engine.read.log_scanner import collect_log_blocks
+from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.timeline.timeline import Timeline
 from tests.hudi_rs import hudi_rs_rows
 
 T1, T2, T3, T4, T5, T6 = (f"2024020100000{i}000" for i in range(1, 7))

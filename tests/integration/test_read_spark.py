@@ -14,8 +14,8 @@ import pytest
 
 from engine import config
 from engine.cli import canonical_json_lines
-from engine.read import read_hudi
-from engine.read_arrow import read_table
+from engine.read.arrow import read_table
+from engine.read.plan import read_hudi
 from tests.hudi_rs import hudi_rs_rows
 from tests.interop.test_corpus_read import _golden_cases, _shared, golden_options
 

@@ -18,7 +18,7 @@ import pytest
 
 from engine import config
 from engine.cli import canonical_json_lines
-from engine.read_arrow import read_table
+from engine.read.arrow import read_table
 
 pytestmark = pytest.mark.interop
 

@@ -13,8 +13,8 @@ import pyarrow as pa
 import pytest
 
 from engine import read_hudi, write_hudi
-from engine.properties import parse_properties_text
-from engine.schema import META_COLUMNS
+from engine.fs.properties import parse_properties_text
+from engine.model.schema import META_COLUMNS
 from tests.hudi_rs import hudi_rs_batches, hudi_rs_rows
 from tests.property.oracle import OVERWRITE, Oracle
 

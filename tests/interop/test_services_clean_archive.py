@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from engine.storage import Storage
-from engine.timeline import Timeline
-from engine.timeline_metadata import deserialize
+from engine.fs.storage import Storage
+from engine.timeline.avro_metadata import deserialize
+from engine.timeline.timeline import Timeline
 from tests.interop.services import rows_by_id, run_cli, service_options, spark_rows_by_id, write
 
 pytestmark = [pytest.mark.interop, pytest.mark.spark]

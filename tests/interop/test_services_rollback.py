@@ -19,15 +19,15 @@ from typing import Any
 import pytest
 
 from engine import write_hudi
-from engine.commit_metadata import HoodieWriteStat
 from engine.config import parse_options
 from engine.errors import WriteConflictError
-from engine.filenames import parse_log_file_name
-from engine.instant import Action, Instant, State, new_instant_time
+from engine.fs.filenames import parse_log_file_name
+from engine.fs.storage import Storage
 from engine.io.logfile import HeaderMetadataType, HoodieLogBlockType, read_log_blocks
-from engine.storage import Storage
-from engine.timeline import Timeline, create_requested, transition_to_inflight
-from engine.timeline_metadata import deserialize
+from engine.timeline.avro_metadata import deserialize
+from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.timeline.instant import Action, Instant, State, new_instant_time
+from engine.timeline.timeline import Timeline, create_requested, transition_to_inflight
 from engine.write.conflict import Heartbeat, check_write_conflicts, is_write_alive
 from tests.faults.harness import assert_no_orphans, uncommit
 from tests.interop.services import rows_by_id, run_cli, service_options, spark_rows_by_id, write

@@ -1,7 +1,7 @@
 """A row-at-a-time model of a copy-on-write table, and the sorted form read rows are compared in.
 
-The model is written independently of ``engine.merge`` (plain dicts, one record at a time) from
-the payload rules of the issue: it is what the engine's vectorised merge must agree with.
+The model is written independently of ``engine.model.merge`` (plain dicts, one record at a
+time) from Hudi's payload rules: it is what the engine's vectorised merge must agree with.
 """
 
 from __future__ import annotations

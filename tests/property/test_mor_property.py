@@ -23,9 +23,9 @@ import pytest
 from hypothesis import strategies as st
 
 from engine import config
-from engine.compaction import execute_compaction, schedule_compaction
-from engine.read_arrow import read_table
-from engine.storage import Storage
+from engine.fs.storage import Storage
+from engine.read.arrow import read_table
+from engine.services.compaction import execute_compaction, schedule_compaction
 from tests.hudi_rs import hudi_rs_rows
 from tests.property import runner
 from tests.property.oracle import DEFAULT, OVERWRITE, PAYLOADS, Oracle

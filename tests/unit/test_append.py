@@ -16,10 +16,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from engine.filenames import parse_log_file_name
+from engine.fs.filenames import parse_log_file_name
 from engine.io import avro as avro_codec
 from engine.io.parquet import avro_schema_with_meta, commit_schema_of, table_arrow_schema
-from engine.merge import DELETE_RECORD_COLUMN, MergeSpec
+from engine.model.merge import DELETE_RECORD_COLUMN, MergeSpec
 from engine.write.append import (
     AppendSlice,
     LogWriteConfig,

@@ -9,12 +9,12 @@ import fastavro
 import pytest
 
 from engine import config
-from engine.archival import archive
-from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
-from engine.instant import Action
+from engine.fs.storage import Storage
 from engine.io.logfile import HeaderMetadataType, read_log_blocks
-from engine.storage import Storage
-from engine.timeline import Timeline, complete, create_requested, transition_to_inflight
+from engine.services.archival import archive
+from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.timeline.instant import Action
+from engine.timeline.timeline import Timeline, complete, create_requested, transition_to_inflight
 
 pytestmark = pytest.mark.unit
 

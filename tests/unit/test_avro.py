@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from engine.errors import SchemaError
 from engine.io.avro import encode_datums, encode_length_prefixed
 from engine.io.avro_decode import decode_length_prefixed
-from engine.schema import arrow_to_avro_schema, avro_to_arrow_schema
+from engine.model.schema import arrow_to_avro_schema, avro_to_arrow_schema
 
 UTC = dt.UTC
 

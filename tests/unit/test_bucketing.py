@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from engine.bucketing import BucketPlan, SmallFile, plan_buckets
+from engine.write.bucketing import BucketPlan, SizedBaseFile, plan_buckets
 
 pytestmark = pytest.mark.unit
 
@@ -17,8 +17,8 @@ def new_ids():  # type: ignore[no-untyped-def]
     return lambda: f"new-{next(counter)}-0"
 
 
-def small(file_id: str, size: int) -> SmallFile:
-    return SmallFile(file_id, f"{file_id}_0-0-0_001.parquet", "001", size)
+def small(file_id: str, size: int) -> SizedBaseFile:
+    return SizedBaseFile(file_id, f"{file_id}_0-0-0_001.parquet", "001", size)
 
 
 def plan_for(**changes: Any) -> BucketPlan:

@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 
 from engine import config
-from engine.clean import CleanPlan, clean, plan_clean
-from engine.commit_metadata import HoodieCommitMetadata
-from engine.filenames import format_base_file_name
-from engine.instant import Action
-from engine.properties import write_partition_metadata
-from engine.storage import Storage
-from engine.timeline import Timeline, complete, create_requested, transition_to_inflight
-from engine.timeline_metadata import COMPACTION_PLAN_SCHEMA, deserialize, serialize
+from engine.fs.filenames import format_base_file_name
+from engine.fs.properties import write_partition_metadata
+from engine.fs.storage import Storage
+from engine.services.clean import CleanPlan, clean, plan_clean
+from engine.timeline.avro_metadata import COMPACTION_PLAN_SCHEMA, deserialize, serialize
+from engine.timeline.commit_metadata import HoodieCommitMetadata
+from engine.timeline.instant import Action
+from engine.timeline.timeline import Timeline, complete, create_requested, transition_to_inflight
 
 pytestmark = pytest.mark.unit
 

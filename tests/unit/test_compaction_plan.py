@@ -15,8 +15,14 @@ import pyarrow as pa
 import pytest
 
 from engine import config
-from engine.bucketing import Bucket
-from engine.compaction import (
+from engine.config import parse_options
+from engine.errors import TimelineError
+from engine.fs.properties import write_partition_metadata, write_properties
+from engine.fs.storage import Storage
+from engine.io.parquet import avro_schema_with_meta, commit_schema_of, table_arrow_schema
+from engine.model.merge import MergeSpec
+from engine.read.arrow import read_table
+from engine.services.compaction import (
     HoodieCompactionPlan,
     execute_compaction,
     is_compaction_due,
@@ -26,16 +32,10 @@ from engine.compaction import (
     run_pending_compactions,
     schedule_compaction,
 )
-from engine.config import parse_options
-from engine.errors import TimelineError
-from engine.instant import Action, format_instant_time, new_instant_time
-from engine.io.parquet import avro_schema_with_meta, commit_schema_of, table_arrow_schema
-from engine.merge import MergeSpec
-from engine.properties import write_partition_metadata, write_properties
-from engine.read_arrow import read_table
-from engine.storage import Storage
-from engine.timeline import Timeline, create_requested, transition_to_inflight
+from engine.timeline.instant import Action, format_instant_time, new_instant_time
+from engine.timeline.timeline import Timeline, create_requested, transition_to_inflight
 from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
+from engine.write.bucketing import Bucket
 from engine.write.commit import commit_write
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
 

@@ -7,25 +7,25 @@ import json
 import pytest
 
 from engine import config
-from engine.commit_metadata import HoodieCommitMetadata
 from engine.errors import FileNameError, TimelineError
-from engine.filenames import (
+from engine.fs.filenames import (
     format_log_file_name,
     is_base_file,
     is_log_file,
     parse_base_file_name,
     parse_log_file_name,
 )
-from engine.instant import Action, State, new_instant_time, parse_instant_file_name
-from engine.properties import (
+from engine.fs.properties import (
     parse_properties_text,
     read_properties,
     table_checksum,
     write_partition_metadata,
     write_properties,
 )
-from engine.storage import Storage
-from engine.timeline import Timeline, complete, create_requested, transition_to_inflight
+from engine.fs.storage import Storage
+from engine.timeline.commit_metadata import HoodieCommitMetadata
+from engine.timeline.instant import Action, State, new_instant_time, parse_instant_file_name
+from engine.timeline.timeline import Timeline, complete, create_requested, transition_to_inflight
 
 pytestmark = pytest.mark.unit
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.fs_view import FileSystemView, Visibility, list_partition_paths
-from engine.storage import Storage
-from engine.timeline import Timeline
+from engine.fs.storage import Storage
+from engine.fs.view import FileSystemView, Visibility, list_partition_paths
+from engine.timeline.timeline import Timeline
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,7 @@ import pytest
 
 from engine import config
 from engine.errors import ConfigError, RecordKeyError
-from engine.keygen import (
+from engine.model.keygen import (
     escape_partition_value,
     format_java_date_pattern,
     generate_partition_paths,

@@ -12,8 +12,8 @@ import pytest
 
 from engine import config
 from engine.errors import LockTimeoutError
-from engine.lock import LOCK_FILE, TableLock
-from engine.storage import Storage
+from engine.fs.storage import Storage
+from engine.services.lock import LOCK_FILE, TableLock
 
 pytestmark = pytest.mark.unit
 

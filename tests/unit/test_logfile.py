@@ -34,7 +34,7 @@ from engine.io.logfile import (
     encode_parquet_data_block,
     read_log_blocks,
 )
-from engine.schema import add_meta_fields, arrow_to_avro_schema, avro_to_arrow_schema
+from engine.model.schema import add_meta_fields, arrow_to_avro_schema, avro_to_arrow_schema
 
 MOR_TABLES = [
     "mor_parquet__v6_complexkeygen_hivestyle",
@@ -381,11 +381,11 @@ def _append_deltacommit(
     base: Path, instant_time: str, blocks: list[bytes], n_writes: int, n_deletes: int
 ) -> None:
     """Commit ``blocks`` as a new log file of the san_francisco file group of the 8i1u table."""
-    from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
-    from engine.filenames import format_log_file_name, parse_base_file_name
-    from engine.instant import Action
-    from engine.storage import Storage
-    from engine.timeline import complete, create_requested, transition_to_inflight
+    from engine.fs.filenames import format_log_file_name, parse_base_file_name
+    from engine.fs.storage import Storage
+    from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+    from engine.timeline.instant import Action
+    from engine.timeline.timeline import complete, create_requested, transition_to_inflight
 
     partition = "city=san_francisco"
     (base_file,) = (base / partition).glob("*.parquet")

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import config
-from engine.merge import MergeSpec, combine_with_stored, precombine
+from engine.model.merge import MergeSpec, combine_with_stored, precombine
 from tests.property.oracle import PAYLOADS, Oracle
 
 pytestmark = pytest.mark.unit

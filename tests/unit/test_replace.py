@@ -13,8 +13,8 @@ import pytest
 
 from engine.config import parse_options
 from engine.errors import ConfigError
-from engine.storage import Storage
-from engine.timeline import Timeline
+from engine.fs.storage import Storage
+from engine.timeline.timeline import Timeline
 from engine.write.replace import (
     delete_partitions,
     partitions_to_delete,

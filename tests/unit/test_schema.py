@@ -1,4 +1,4 @@
-"""engine.schema against the schemas Apache Hudi wrote into the corpus (commits, footers)."""
+"""engine.model.schema against the schemas Apache Hudi wrote into the corpus (commits, footers)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine.errors import SchemaError
-from engine.schema import (
+from engine.model.schema import (
     META_COLUMNS,
     add_meta_fields,
     arrow_to_avro_schema,

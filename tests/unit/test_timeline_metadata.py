@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from engine.errors import TimelineError
-from engine.storage import Storage
-from engine.timeline import Timeline
-from engine.timeline_metadata import (
+from engine.fs.storage import Storage
+from engine.timeline.avro_metadata import (
     CLEAN_METADATA_SCHEMA,
     CLEANER_PLAN_SCHEMA,
     COMPACTION_PLAN_SCHEMA,
@@ -17,6 +16,7 @@ from engine.timeline_metadata import (
     deserialize,
     serialize,
 )
+from engine.timeline.timeline import Timeline
 
 pytestmark = pytest.mark.unit
 

@@ -61,7 +61,7 @@ class HudiConnectionManager(SparkConnectionManager):
         if names:
             credentials = self.get_thread_connection().credentials
             if isinstance(credentials, HudiCredentials) and credentials.has_session:
-                from dbt.adapters.hudi.snapshot import ensure_snapshot_views
+                from dbt.adapters.hudi.publish import ensure_snapshot_views
 
                 ensure_snapshot_views(sorted(names), credentials.server_side_parameters)
         return super().add_query(sql, *args, **kwargs)

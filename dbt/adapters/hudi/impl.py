@@ -18,11 +18,12 @@ from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from dbt.adapters.hudi.connections import HudiConnectionManager, HudiCredentials
 from dbt.adapters.hudi.options import HudiModelConfig, parse_model_config
+from dbt.adapters.hudi.publish import PublishedTable, catalog_base_path, get_session, publish
 from dbt.adapters.hudi.relation import HudiRelation
 from dbt.adapters.hudi.schema_change import plan_columns
-from dbt.adapters.hudi.snapshot import PublishedTable, catalog_base_path, get_session, publish
+from engine.config import TableType
 from engine.errors import ConfigError, HudiError, SchemaError
-from engine.schema import META_COLUMNS
+from engine.model.schema import META_COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -110,13 +111,13 @@ class HudiAdapter(SparkAdapter):
         """``relation`` as its latest committed snapshot (a session view for merge-on-read)."""
         if not isinstance(relation, HudiRelation):
             return relation
-        if self._table_type_of(relation) == "MERGE_ON_READ":
+        if self._table_type_of(relation) == TableType.MERGE_ON_READ:
             return relation.snapshot_relation()
         return relation.catalog_relation()
 
     def _table_type_of(self, relation: HudiRelation) -> str | None:
         """Table type recorded on the catalog table (None when it is not a Hudi model's)."""
-        from dbt.adapters.hudi.snapshot import catalog_table_type
+        from dbt.adapters.hudi.publish import catalog_table_type
 
         if not self._credentials.has_session:
             return None
@@ -153,7 +154,7 @@ class HudiAdapter(SparkAdapter):
         untouched; ``full_refresh`` recreates the table and restores the old one if the write
         fails.
         """
-        from engine.storage import Storage
+        from engine.fs.storage import Storage
 
         started = time.monotonic()
         cfg = self._parse(relation, materialization, config)
@@ -241,15 +242,15 @@ class HudiAdapter(SparkAdapter):
         lists the latest base files; a merge-on-read model also gets its snapshot view.
         """
         from engine import config as hc
-        from engine.properties import read_properties
-        from engine.storage import Storage
+        from engine.fs.properties import read_properties
+        from engine.fs.storage import Storage
 
         spark = self._spark()
         path = base_path or catalog_base_path(spark, str(relation.schema), str(relation.identifier))
         if path is None:
             raise DbtRuntimeError(f"{relation} is not a Hudi model's table (no base path recorded)")
         props = read_properties(Storage(path))
-        table_type = props.get(hc.TABLE_TYPE.key, "COPY_ON_WRITE")
+        table_type = hc.TABLE_TYPE.parse(props.get(hc.TABLE_TYPE.key, hc.TABLE_TYPE.default))
         published = self._publish(relation, path, table_type)
         return dict(published.__dict__)
 
@@ -320,16 +321,18 @@ def _config_error(cfg: HudiModelConfig, problems: list[str]) -> ConfigError:
 
 
 def _table_exists(storage: Any) -> bool:
-    from engine.properties import PROPERTIES_FILE
+    from engine.fs.properties import PROPERTIES_FILE
 
     return bool(storage.exists(PROPERTIES_FILE))
 
 
 def _check_table_type(cfg: HudiModelConfig, storage: Any) -> None:
     from engine import config as hc
-    from engine.properties import read_properties
+    from engine.fs.properties import read_properties
 
-    current = read_properties(storage).get(hc.TABLE_TYPE.key, "COPY_ON_WRITE")
+    current = hc.TABLE_TYPE.parse(
+        read_properties(storage).get(hc.TABLE_TYPE.key, hc.TABLE_TYPE.default)
+    )
     if current != cfg.table_type:
         raise CompilationError(
             f"Model '{cfg.model}': the table at {storage.base_path} is {current}, but "

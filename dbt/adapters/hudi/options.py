@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from engine import config as hc
+from engine.config import TableType, WriteOperation
 from engine.errors import ConfigError, HudiError
-from engine.merge import IS_DELETED_COLUMN
+from engine.model.merge import IS_DELETED_COLUMN
 
 Materialization = Literal["hudi_upsert", "hudi_insert_overwrite", "hudi_mor"]
 MATERIALIZATIONS: tuple[str, ...] = ("hudi_upsert", "hudi_insert_overwrite", "hudi_mor")
@@ -83,22 +84,24 @@ class HudiModelConfig:
     hudi_options: Mapping[str, str] = field(default_factory=dict)
 
     @property
-    def table_type(self) -> str:
-        return "MERGE_ON_READ" if self.materialization == "hudi_mor" else "COPY_ON_WRITE"
+    def table_type(self) -> TableType:
+        if self.materialization == "hudi_mor":
+            return TableType.MERGE_ON_READ
+        return TableType.COPY_ON_WRITE
 
     @property
     def payload_class(self) -> str:
         return PAYLOADS[self.payload]
 
-    def operation(self, *, table_exists: bool) -> str:
+    def operation(self, *, table_exists: bool) -> WriteOperation:
         """Hudi's write operation for this run."""
-        if self.materialization == "hudi_insert_overwrite":
-            if not table_exists:
-                return "bulk_insert"
-            if self.overwrite_scope == "table" or not self.partition_fields:
-                return "insert_overwrite_table"
-            return "insert_overwrite"
-        return "upsert" if table_exists else "bulk_insert"
+        if not table_exists:
+            return WriteOperation.BULK_INSERT
+        if self.materialization != "hudi_insert_overwrite":
+            return WriteOperation.UPSERT
+        if self.overwrite_scope == "table" or not self.partition_fields:
+            return WriteOperation.INSERT_OVERWRITE_TABLE
+        return WriteOperation.INSERT_OVERWRITE
 
     def write_options(
         self, *, table_name: str, database: str | None, operation: str

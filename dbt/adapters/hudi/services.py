@@ -17,12 +17,12 @@ from engine.errors import ConfigError
 
 if TYPE_CHECKING:
     from engine.config import HoodieConfig
-    from engine.storage import Storage
+    from engine.fs.storage import Storage
 
 
 def table_config(storage: Storage, options: Mapping[str, Any] | None) -> HoodieConfig:
     """Persisted table properties the engine knows, overridden by ``options``."""
-    from engine.properties import read_properties
+    from engine.fs.properties import read_properties
 
     props = read_properties(storage)
     known = {k: v for k, v in props.items() if hc.lookup(k) is not None}
@@ -35,9 +35,9 @@ def run_clean(base_path: str, options: Mapping[str, Any] | None = None) -> dict[
     Returns:
         ``instant_time`` (None when nothing was due), ``deleted`` file count, ``message``.
     """
-    from engine.clean import clean
-    from engine.lock import TableLock
-    from engine.storage import Storage
+    from engine.fs.storage import Storage
+    from engine.services.clean import clean
+    from engine.services.lock import TableLock
 
     started = time.monotonic()
     storage = Storage(base_path)
@@ -65,15 +65,15 @@ def run_compact(base_path: str, options: Mapping[str, Any] | None = None) -> dic
     Raises:
         ConfigError: the table is copy-on-write.
     """
-    from engine.compaction import run_pending_compactions, schedule_compaction
-    from engine.lock import TableLock
-    from engine.storage import Storage
+    from engine.fs.storage import Storage
+    from engine.services.compaction import run_pending_compactions, schedule_compaction
+    from engine.services.lock import TableLock
 
     started = time.monotonic()
     storage = Storage(base_path)
     cfg = table_config(storage, options)
-    table_type: str | None = cfg.get(hc.TABLE_TYPE)
-    if table_type != "MERGE_ON_READ":
+    table_type = cfg.get(hc.TABLE_TYPE)
+    if table_type != hc.TableType.MERGE_ON_READ:
         raise ConfigError(
             f"Table at {base_path} is {table_type}: only MERGE_ON_READ tables "
             "(hudi_mor models) are compacted"

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 
 from engine import config
 from engine.errors import ConfigError, TableNotFoundError
-from engine.filenames import PARTITION_METAFILE_PREFIX
-from engine.storage import Storage
+from engine.fs.filenames import PARTITION_METAFILE_PREFIX, partition_file_path
+from engine.fs.storage import Storage
 
 METAFOLDER = ".hoodie"
 PROPERTIES_FILE = f"{METAFOLDER}/hoodie.properties"
@@ -111,7 +111,7 @@ def write_properties(storage: Storage, props: Mapping[str, str]) -> None:
 
 def write_partition_metadata(storage: Storage, partition_path: str, instant_time: str) -> bool:
     """Mark ``partition_path`` as a partition (once; Java's ``trySave``). True if written now."""
-    rel = f"{partition_path}/{PARTITION_METAFILE}" if partition_path else PARTITION_METAFILE
+    rel = partition_file_path(partition_path, PARTITION_METAFILE)
     if storage.exists(rel):
         return False
     depth = len(partition_path.split("/")) if partition_path else 0

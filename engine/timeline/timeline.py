@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from engine.commit_metadata import HoodieCommitMetadata
 from engine.errors import TimelineError
-from engine.instant import (
+from engine.fs.properties import METAFOLDER
+from engine.fs.storage import Storage
+from engine.timeline.commit_metadata import HoodieCommitMetadata
+from engine.timeline.instant import (
     COMMIT_ACTIONS,
     Action,
     Instant,
@@ -22,8 +24,6 @@ from engine.instant import (
     instant_file_name,
     parse_instant_file_name,
 )
-from engine.properties import METAFOLDER
-from engine.storage import Storage
 
 
 @dataclass(frozen=True)

@@ -27,16 +27,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from engine.errors import FileNameError
-from engine.filenames import (
+from engine.fs.filenames import (
     PARTITION_METAFILE_PREFIX,
     LogFileName,
     parse_base_file_name,
     parse_log_file_name,
+    partition_file_path,
 )
-from engine.instant import Action
-from engine.properties import METAFOLDER
-from engine.storage import FileEntry, Storage
-from engine.timeline import Timeline
+from engine.fs.properties import METAFOLDER
+from engine.fs.storage import FileEntry, Storage
+from engine.timeline.instant import Action
+from engine.timeline.timeline import Timeline
 
 __all__ = [
     "FileGroup",
@@ -65,12 +66,12 @@ class FileSlice:
     @property
     def base_file_path(self) -> str | None:
         """Path of the base file relative to the table's base path."""
-        return _join(self.partition_path, self.base_file) if self.base_file else None
+        return partition_file_path(self.partition_path, self.base_file) if self.base_file else None
 
     @property
     def log_file_paths(self) -> list[str]:
         """Paths of the log files relative to the base path, in Hudi's log file order."""
-        return [_join(self.partition_path, name) for name in self.log_files]
+        return [partition_file_path(self.partition_path, name) for name in self.log_files]
 
     @property
     def has_logs(self) -> bool:
@@ -158,10 +159,6 @@ class Visibility:
         )
 
 
-def _join(partition_path: str, name: str) -> str:
-    return f"{partition_path}/{name}" if partition_path else name
-
-
 def _is_partition(entries: Iterable[FileEntry]) -> bool:
     return any(not e.is_dir and e.name.startswith(PARTITION_METAFILE_PREFIX) for e in entries)
 
@@ -189,7 +186,7 @@ def list_partition_paths(
             continue
         for entry in entries:
             if entry.is_dir and not entry.name.startswith(".") and entry.name != METAFOLDER:
-                pending.append(_join(rel, entry.name))
+                pending.append(partition_file_path(rel, entry.name))
     return dict(sorted(found.items()))
 
 
@@ -256,7 +253,7 @@ class FileSystemView:
                 self._groups[(partition_path, file_id)] = group
             for entry in entries:
                 if not entry.is_dir:
-                    self._sizes[_join(partition_path, entry.name)] = entry.size
+                    self._sizes[partition_file_path(partition_path, entry.name)] = entry.size
         self._replaced_cache: dict[str | None, frozenset[tuple[str, str]]] = {}
 
     @property

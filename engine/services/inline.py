@@ -16,14 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from engine import config
-from engine.archival import archive
-from engine.clean import CleanResult, clean
-from engine.compaction import compact_inline_if_due
 from engine.config import HoodieConfig
 from engine.errors import ConfigError
-from engine.instant import Instant
-from engine.lock import TableLock
-from engine.storage import Storage
+from engine.fs.storage import Storage
+from engine.services.archival import archive
+from engine.services.clean import CleanResult, clean
+from engine.services.compaction import compact_inline_if_due
+from engine.services.lock import TableLock
+from engine.timeline.instant import Instant
 
 __all__ = ["ServicesResult", "run_table_services", "validate_service_options"]
 
@@ -43,9 +43,9 @@ def validate_service_options(cfg: HoodieConfig) -> None:
     Raises:
         ConfigError: naming both keys and values (before anything is written).
     """
-    min_commits = cfg.get(config.KEEP_MIN_COMMITS) or 0
-    max_commits = cfg.get(config.KEEP_MAX_COMMITS) or 0
-    retained = cfg.get(config.CLEANER_COMMITS_RETAINED) or 0
+    min_commits = cfg.get(config.KEEP_MIN_COMMITS)
+    max_commits = cfg.get(config.KEEP_MAX_COMMITS)
+    retained = cfg.get(config.CLEANER_COMMITS_RETAINED)
     problems = []
     if min_commits < 1:
         problems.append(f"{config.KEEP_MIN_COMMITS.key}={min_commits} must be at least 1")
@@ -61,7 +61,7 @@ def validate_service_options(cfg: HoodieConfig) -> None:
         )
     for option in (config.CLEANER_COMMITS_RETAINED, config.CLEANER_FILEVERSIONS_RETAINED):
         value = cfg.get(option)
-        if value is not None and value < 1:
+        if value < 1:
             problems.append(f"{option.key}={value} must be at least 1")
     if problems:
         raise ConfigError("Invalid table service options: " + "; ".join(problems))

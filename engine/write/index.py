@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.bucketing import SmallFile
-from engine.fs_view import FileSlice, FileSystemView
+from engine.fs.filenames import partition_file_path
+from engine.fs.storage import Storage
+from engine.fs.view import FileSlice, FileSystemView
 from engine.io.parquet import read_base_file, read_record_key_range
-from engine.schema import RECORD_KEY_COLUMN
-from engine.storage import Storage
-from engine.timeline import Timeline
+from engine.model.schema import RECORD_KEY_COLUMN
+from engine.timeline.timeline import Timeline
+from engine.write.bucketing import SizedBaseFile
 
 __all__ = [
     "IndexCandidate",
@@ -71,7 +72,7 @@ def _overlaps(file_range: tuple[str, str] | None, batch: PartitionKeyRange) -> b
 
 def plan_index_lookup(
     storage: Storage,
-    latest: Mapping[tuple[str, str], SmallFile],
+    latest: Mapping[tuple[str, str], SizedBaseFile],
     ranges: Iterable[PartitionKeyRange],
 ) -> list[IndexCandidate]:
     """Base files of the touched partitions whose footer key range meets the batch's.
@@ -87,7 +88,7 @@ def plan_index_lookup(
         batch = by_partition.get(partition)
         if batch is None:
             continue
-        rel = f"{partition}/{base.base_file}" if partition else base.base_file
+        rel = partition_file_path(partition, base.base_file)
         if _overlaps(read_record_key_range(storage, rel), batch):
             out.append(IndexCandidate(partition, file_id, rel))
     return out
@@ -95,7 +96,7 @@ def plan_index_lookup(
 
 def latest_base_files(
     timeline: Timeline, partition_paths: Iterable[str]
-) -> dict[tuple[str, str], SmallFile]:
+) -> dict[tuple[str, str], SizedBaseFile]:
     """Latest committed base file of every live file group in ``partition_paths``.
 
     Returns:
@@ -105,7 +106,7 @@ def latest_base_files(
     if not partitions or timeline.last_completed() is None:
         return {}
     view = FileSystemView(timeline.storage, timeline, partition_paths=partitions)
-    out: dict[tuple[str, str], SmallFile] = {}
+    out: dict[tuple[str, str], SizedBaseFile] = {}
     for file_slice in view.latest_base_files():
         base = sized_base_file(view, file_slice)
         if base is not None:
@@ -113,12 +114,12 @@ def latest_base_files(
     return out
 
 
-def sized_base_file(view: FileSystemView, file_slice: FileSlice) -> SmallFile | None:
+def sized_base_file(view: FileSystemView, file_slice: FileSlice) -> SizedBaseFile | None:
     """The slice's base file with its listed size, ``None`` for a slice without one."""
     rel = file_slice.base_file_path
     if rel is None or file_slice.base_file is None:
         return None
-    return SmallFile(
+    return SizedBaseFile(
         file_id=file_slice.file_id,
         base_file=file_slice.base_file,
         instant_time=file_slice.base_instant_time,

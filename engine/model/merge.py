@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine import config
-from engine.schema import META_COLUMNS, RECORD_KEY_COLUMN
+from engine.model.schema import META_COLUMNS, RECORD_KEY_COLUMN
 
 __all__ = [
     "ARRIVAL_COLUMN",

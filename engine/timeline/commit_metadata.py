@@ -14,7 +14,7 @@ A log append's stat (``HoodieDeltaWriteStat``) adds ``logVersion``, ``logOffset`
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from engine.errors import TimelineError
@@ -123,9 +123,6 @@ class HoodieWriteStat:
             base_file=d.get("baseFile"),
             log_files=tuple(log_files) if log_files is not None else None,
         )
-
-    def with_values(self, **changes: Any) -> HoodieWriteStat:
-        return replace(self, **changes)
 
 
 @dataclass(frozen=True)

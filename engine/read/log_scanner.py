@@ -17,12 +17,13 @@ Records of one key then fold left in arrival order:
     delete after any    the delete, unless its ordering value is not Integer 0, has the same
                         type as the current record's, and is smaller: then the delete is dropped
 
-Keys without delete records go through :func:`engine.merge.precombine`, the one home of payload
-rules; keys with delete records are folded here because a delete is not associative with the
+Keys without delete records go through :func:`engine.model.merge.precombine`, the one home of
+payload rules; keys with delete records are folded here because a delete is not associative with the
 precombine (a record after a delete wins whatever its ordering value).
 
 The result is one row per record key, data rows and delete rows (flag column
-``engine.merge.DELETE_RECORD_COLUMN``), ready for :func:`engine.merge.combine_with_stored`.
+``engine.model.merge.DELETE_RECORD_COLUMN``), ready for
+:func:`engine.model.merge.combine_with_stored`.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import LogFormatError
-from engine.fs_view import Visibility
+from engine.fs.storage import Storage
+from engine.fs.view import Visibility
 from engine.io.delete_block import DeleteRecord
 from engine.io.logfile import (
     HoodieLogBlockType,
@@ -47,9 +49,8 @@ from engine.io.logfile import (
     decode_parquet_data_block,
     read_log_blocks,
 )
-from engine.merge import ARRIVAL_COLUMN, DELETE_RECORD_COLUMN, MergeSpec, precombine
-from engine.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
-from engine.storage import Storage
+from engine.model.merge import ARRIVAL_COLUMN, DELETE_RECORD_COLUMN, MergeSpec, precombine
+from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 
 __all__ = ["LogScanResult", "collect_log_blocks", "combine_log_records", "scan_log_records"]
 

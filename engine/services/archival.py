@@ -22,22 +22,22 @@ from typing import Any
 import fastavro
 
 from engine import config
-from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.config import HoodieConfig
 from engine.faults import checkpoint
-from engine.filenames import UNKNOWN_WRITE_TOKEN
-from engine.fs_view import FileSystemView
-from engine.instant import Action, Instant, State, instant_file_name
+from engine.fs.filenames import UNKNOWN_WRITE_TOKEN
+from engine.fs.properties import METAFOLDER
+from engine.fs.storage import Storage
+from engine.fs.view import FileSystemView
 from engine.io.logfile import HeaderMetadataType, HoodieLogBlockType, encode_block
-from engine.properties import METAFOLDER
-from engine.storage import Storage
-from engine.timeline import Timeline
-from engine.timeline_metadata import (
+from engine.timeline.avro_metadata import (
     CLEAN_METADATA_SCHEMA,
     NAMESPACE,
     ROLLBACK_METADATA_SCHEMA,
     deserialize,
 )
+from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.timeline.instant import Action, Instant, State, instant_file_name
+from engine.timeline.timeline import Timeline
 
 ARCHIVE_FILE_PREFIX = ".commits_.archive"
 _BLOCK_CONTENT_VERSION = 3
@@ -198,7 +198,7 @@ def _encode_entries(entries: Iterable[dict[str, Any]], instant_time: str) -> byt
 
 
 def _archive_folder(cfg: HoodieConfig) -> str:
-    folder: str = cfg.get(config.ARCHIVELOG_FOLDER) or "archived"
+    folder = cfg.get(config.ARCHIVELOG_FOLDER)
     return f"{METAFOLDER}/{folder}"
 
 
@@ -221,8 +221,8 @@ def _replace_still_on_storage(storage: Storage, timeline: Timeline, instant: Ins
 
 def instants_to_archive(storage: Storage, timeline: Timeline, cfg: HoodieConfig) -> list[Instant]:
     """The completed instants archival may remove now, oldest first."""
-    max_commits = cfg.get(config.KEEP_MAX_COMMITS) or 30
-    min_commits = cfg.get(config.KEEP_MIN_COMMITS) or 20
+    max_commits = cfg.get(config.KEEP_MAX_COMMITS)
+    min_commits = cfg.get(config.KEEP_MIN_COMMITS)
     commits = timeline.commits_timeline()
     if len(commits) <= max_commits:
         return []

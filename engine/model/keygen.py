@@ -110,9 +110,8 @@ def keygen_spec_from_config(cfg: HoodieConfig) -> KeyGenSpec:
     record_fields = cfg.get(config.RECORDKEY_FIELD) or cfg.get(config.RECORDKEY_FIELDS)
     if not record_fields:
         raise ConfigError(f"Missing required config {config.RECORDKEY_FIELD.key!r}")
-    write_partitions: tuple[str, ...] = cfg.get(config.PARTITIONPATH_FIELD) or ()
-    table_partitions: tuple[str, ...] = cfg.get(config.PARTITION_FIELDS) or ()
-    partition_fields = write_partitions or table_partitions
+    # the write's partition fields, else the table's persisted ones
+    partition_fields = cfg.get(config.PARTITIONPATH_FIELD) or cfg.get(config.PARTITION_FIELDS)
     class_name = (
         cfg.get(config.WRITE_KEYGENERATOR_CLASS)
         or _class_of_type(cfg.get(config.WRITE_KEYGENERATOR_TYPE))
@@ -152,8 +151,8 @@ def _class_of_type(key_type: str | None) -> str | None:
 
 def _timestamp_spec(cfg: HoodieConfig) -> TimestampSpec:
     ts_type = cfg.get(config.TIMESTAMP_TYPE)
-    delimiter: str = cfg.get(config.TIMESTAMP_INPUT_DATE_FORMAT_LIST_DELIMITER) or ","
-    raw_formats: str = cfg.get(config.TIMESTAMP_INPUT_DATE_FORMAT) or ""
+    delimiter = cfg.get(config.TIMESTAMP_INPUT_DATE_FORMAT_LIST_DELIMITER)
+    raw_formats = cfg.get(config.TIMESTAMP_INPUT_DATE_FORMAT)
     input_formats = tuple(f for f in re.split(delimiter, raw_formats) if f)
     if ts_type is None:
         # tables written by Hudi persist the formats but not the type: a persisted input
@@ -161,17 +160,18 @@ def _timestamp_spec(cfg: HoodieConfig) -> TimestampSpec:
         ts_type = "DATE_STRING" if input_formats else None
     if ts_type is None:
         raise ConfigError(f"Missing required config {config.TIMESTAMP_TYPE.key!r}")
-    output = cfg.get(config.TIMESTAMP_OUTPUT_DATE_FORMAT) or ""
+    output = cfg.get(config.TIMESTAMP_OUTPUT_DATE_FORMAT)
     if not output:
         raise ConfigError(f"Missing required config {config.TIMESTAMP_OUTPUT_DATE_FORMAT.key!r}")
     if ts_type == "DATE_STRING" and not input_formats:
         raise ConfigError(f"Missing required config {config.TIMESTAMP_INPUT_DATE_FORMAT.key!r}")
-    default_tz = cfg.get(config.TIMESTAMP_TIMEZONE) or "UTC"
+    default_tz = cfg.get(config.TIMESTAMP_TIMEZONE)
     spec = TimestampSpec(
         timestamp_type=ts_type,
         output_format=output,
         input_formats=input_formats,
-        scalar_unit=cfg.get(config.TIMESTAMP_SCALAR_TIME_UNIT) or "SECONDS",
+        scalar_unit=cfg.get(config.TIMESTAMP_SCALAR_TIME_UNIT),
+        # an empty input/output time zone means the key generator's default time zone
         input_timezone=cfg.get(config.TIMESTAMP_INPUT_TIMEZONE) or default_tz,
         output_timezone=cfg.get(config.TIMESTAMP_OUTPUT_TIMEZONE) or default_tz,
     )

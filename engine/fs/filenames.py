@@ -135,8 +135,7 @@ def make_write_token(task_partition_id: int, stage_id: int, task_attempt_id: int
     return f"{task_partition_id}-{stage_id}-{task_attempt_id}"
 
 
-def file_id_of(name: str) -> str:
-    """The file group id of a base or log file name."""
-    if name.startswith("."):
-        return parse_log_file_name(name).file_id
-    return parse_base_file_name(name).file_id
+def partition_file_path(partition_path: str, name: str) -> str:
+    """The path of file ``name`` relative to the base path (a non-partitioned table keeps its
+    files at the base path itself)."""
+    return f"{partition_path}/{name}" if partition_path else name

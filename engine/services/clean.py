@@ -23,16 +23,17 @@ from dataclasses import dataclass
 from engine import config
 from engine.config import HoodieConfig
 from engine.faults import checkpoint
-from engine.fs_view import FileGroup, FileSystemView, Visibility
-from engine.instant import Action, Instant, State, new_instant_time
-from engine.storage import Storage
-from engine.timeline import Timeline, complete, create_requested, transition_to_inflight
-from engine.timeline_metadata import (
+from engine.fs.filenames import partition_file_path
+from engine.fs.storage import Storage
+from engine.fs.view import FileGroup, FileSystemView, Visibility
+from engine.timeline.avro_metadata import (
     CLEAN_METADATA_SCHEMA,
     CLEANER_PLAN_SCHEMA,
     deserialize,
     serialize,
 )
+from engine.timeline.instant import Action, Instant, State, new_instant_time
+from engine.timeline.timeline import Timeline, complete, create_requested, transition_to_inflight
 
 CLEANER_PLAN_VERSION = 2
 
@@ -87,7 +88,7 @@ class CleanPlan:
                 rel = (
                     path[len(prefix) :]
                     if path.startswith(prefix)
-                    else (f"{partition}/{name}" if partition else name)
+                    else partition_file_path(partition, name)
                 )
                 files.setdefault(partition, []).append(rel)
         return cls(str(record.get("policy") or ""), earliest.get("timestamp"), files)
@@ -130,18 +131,18 @@ def _replace_instants(timeline: Timeline) -> dict[tuple[str, str], str]:
 
 def plan_clean(storage: Storage, timeline: Timeline, cfg: HoodieConfig) -> CleanPlan:
     """Decide what to delete (pure given the listing; writes nothing)."""
-    policy = cfg.get(config.CLEANER_POLICY) or "KEEP_LATEST_COMMITS"
+    policy = cfg.get(config.CLEANER_POLICY)
     commits = [i.instant_time for i in timeline.commits_timeline()]
     earliest: str | None = None
     if policy == "KEEP_LATEST_COMMITS":
-        retained = max(1, cfg.get(config.CLEANER_COMMITS_RETAINED) or 1)
+        retained = max(1, cfg.get(config.CLEANER_COMMITS_RETAINED))
         if len(commits) <= retained:
             return CleanPlan(policy, None, {})
         earliest = commits[-retained]
         pending = [i.instant_time for i in timeline.pending() if i.action is not Action.CLEAN]
         if pending and pending[0] < earliest:
             earliest = pending[0]
-    keep_versions = max(1, cfg.get(config.CLEANER_FILEVERSIONS_RETAINED) or 1)
+    keep_versions = max(1, cfg.get(config.CLEANER_FILEVERSIONS_RETAINED))
     visibility = Visibility.of(timeline)
     view = FileSystemView(storage, timeline)
     replaced = _replace_instants(timeline)

@@ -24,14 +24,15 @@ from dataclasses import dataclass, field
 __all__ = [
     "Bucket",
     "BucketPlan",
-    "SmallFile",
+    "SizedBaseFile",
     "plan_buckets",
 ]
 
 
 @dataclass(frozen=True, slots=True)
-class SmallFile:
-    """A latest base file that may take more inserts."""
+class SizedBaseFile:
+    """A latest base file and its size: the index scans it, the bucketing fills it with inserts
+    while it is below the small file limit."""
 
     file_id: str
     base_file: str
@@ -90,7 +91,7 @@ def plan_buckets(
     *,
     update_counts: Mapping[tuple[str, str], int],
     insert_counts: Mapping[str, int],
-    latest_base_files: Mapping[tuple[str, str], SmallFile],
+    latest_base_files: Mapping[tuple[str, str], SizedBaseFile],
     avg_record_size: int,
     max_file_size: int,
     small_file_limit: int,

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from engine import config
 from engine.errors import QueryError
-from engine.keygen import DEFAULT_PARTITION_PATH
+from engine.model.keygen import DEFAULT_PARTITION_PATH
 
 if TYPE_CHECKING:
-    from engine.read import TableInfo
+    from engine.read.plan import TableInfo
 
 __all__ = [
     "FILTER_OPS",

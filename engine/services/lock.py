@@ -26,8 +26,8 @@ import pyarrow.fs as pafs
 from engine import config
 from engine.config import HoodieConfig
 from engine.errors import LockTimeoutError
-from engine.properties import METAFOLDER
-from engine.storage import Storage
+from engine.fs.properties import METAFOLDER
+from engine.fs.storage import Storage
 
 LOCK_FILE = f"{METAFOLDER}/lock"
 _POLL_SECONDS = 0.1
@@ -49,8 +49,8 @@ class TableLock:
 
     def __init__(self, storage: Storage, cfg: HoodieConfig) -> None:
         self.storage = storage
-        self.wait_ms = cfg.get(config.LOCK_WAIT_TIME_MS) or 0
-        self.expire_minutes = cfg.get(config.LOCK_FILESYSTEM_EXPIRE) or 0
+        self.wait_ms = cfg.get(config.LOCK_WAIT_TIME_MS)
+        self.expire_minutes = cfg.get(config.LOCK_FILESYSTEM_EXPIRE)
         self.token = uuid.uuid4().hex
         self._held = 0
 

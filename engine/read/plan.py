@@ -8,8 +8,8 @@ Query types and the keys Hudi's Spark datasource reads::
     hoodie.datasource.read.end.instanttime     incremental end, inclusive (default: latest)
 
 Planning is pure (no Spark): the file system view picks the file slices, filters on partition
-columns prune partitions (:mod:`engine.read_filter`), and the resulting :class:`QueryPlan` drives
-both executors, the Arrow reader (``engine.read_arrow``) and the Spark reader
+columns prune partitions (:mod:`engine.read.filter`), and the resulting :class:`QueryPlan` drives
+both executors, the Arrow reader (``engine.read.arrow``) and the Spark reader
 (``engine.spark.reader``).
 
 Incremental queries read the latest slice (as of the end instant) of every file group written by
@@ -22,15 +22,16 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from engine import config
+from engine.config import TableType
 from engine.errors import QueryError, TableNotFoundError
-from engine.fs_view import FileSlice, FileSystemView, Visibility
-from engine.properties import read_properties
-from engine.read_filter import ReadFilter, partition_pruner
-from engine.storage import Storage
-from engine.timeline import Timeline
+from engine.fs.properties import read_properties
+from engine.fs.storage import Storage
+from engine.fs.view import FileSlice, FileSystemView, Visibility
+from engine.read.filter import ReadFilter, partition_pruner
+from engine.timeline.timeline import Timeline
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -46,6 +47,9 @@ __all__ = [
 ]
 
 QueryType = Literal["snapshot", "read_optimized", "incremental"]
+
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,7 @@ class TableInfo:
 
     base_path: str
     table_name: str
-    table_type: str
+    table_type: TableType
     record_key_fields: tuple[str, ...]
     partition_fields: tuple[str, ...]
     ordering_field: str | None
@@ -78,7 +82,7 @@ class TableInfo:
 
     @property
     def is_mor(self) -> bool:
-        return self.table_type == "MERGE_ON_READ"
+        return self.table_type == TableType.MERGE_ON_READ
 
     @property
     def storage(self) -> Storage:
@@ -165,7 +169,7 @@ def parse_read_query(
     raw = dict(options or {})
     as_of = raw.pop(config.AS_OF_INSTANT, None)
     cfg = config.parse_options(raw)
-    query_type = cfg.get(config.QUERY_TYPE) or "snapshot"
+    query_type = cfg.get(config.QUERY_TYPE)
     begin = cfg.get(config.READ_BEGIN_INSTANTTIME)
     end = cfg.get(config.READ_END_INSTANTTIME)
     if query_type == "incremental":
@@ -188,7 +192,7 @@ def parse_read_query(
 # ---- table ------------------------------------------------------------------------------------
 
 
-def _prop(props: Mapping[str, str], option: config.ConfigOption[Any]) -> Any:
+def _prop(props: Mapping[str, str], option: config.ConfigOption[T]) -> T:
     for key in (option.key, *option.aliases):
         if key in props and props[key] != "":
             return option.parse(props[key])
@@ -214,14 +218,16 @@ def load_table_info(storage: Storage) -> TableInfo:
     if not name:
         raise TableNotFoundError(f"{config.TABLE_NAME.key} missing in {storage.base_path}")
     keygen = _prop(props, config.KEYGENERATOR_CLASS)
-    if keygen is None and _prop(props, config.KEYGENERATOR_TYPE_TABLE):
-        keygen = config.KEYGEN_TYPES[_prop(props, config.KEYGENERATOR_TYPE_TABLE)]
+    keygen_type = _prop(props, config.KEYGENERATOR_TYPE_TABLE)
+    if keygen is None and keygen_type:
+        keygen = config.KEYGEN_TYPES[keygen_type]
+    record_key_fields = _prop(props, config.RECORDKEY_FIELDS)
     return TableInfo(
         base_path=storage.base_path,
         table_name=name,
         table_type=_prop(props, config.TABLE_TYPE),
-        record_key_fields=_prop(props, config.RECORDKEY_FIELDS) or (),
-        partition_fields=_prop(props, config.PARTITION_FIELDS) or (),
+        record_key_fields=record_key_fields or (),
+        partition_fields=_prop(props, config.PARTITION_FIELDS),
         ordering_field=_prop(props, config.PRECOMBINE_FIELD),
         payload_class=_prop(props, config.PAYLOAD_CLASS),
         keygen_class=keygen,
@@ -230,9 +236,6 @@ def load_table_info(storage: Storage) -> TableInfo:
         populate_meta_fields=bool(_prop(props, config.POPULATE_META_FIELDS)),
         properties=dict(props),
     )
-
-
-# ---- partition pruning ----------------------------------------------------------------------
 
 
 # ---- planning -----------------------------------------------------------------------------------

@@ -1,11 +1,11 @@
-"""The pure-Arrow reader: executes a :class:`~engine.read.QueryPlan` with pyarrow, no Spark.
+"""The pure-Arrow reader: executes a :class:`~engine.read.plan.QueryPlan` with pyarrow, no Spark.
 
 Used by the CLI, by tools and tests, and, one file slice at a time, inside the Spark tasks of
 merge-on-read queries (:func:`read_file_slice` is picklable-input, pure and deterministic).
 
 Per file slice::
 
-    base file (pyarrow.parquet)  ⊕  log records (engine.log_scanner)  ->  merged rows
+    base file (pyarrow.parquet)  ⊕  log records (engine.read.log_scanner)  ->  merged rows
     merged rows  -> conform to the query schema -> keep (begin, end] commit times (incremental)
 """
 
@@ -19,19 +19,19 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine.errors import QueryError
-from engine.fs_view import FileSlice
-from engine.log_scanner import scan_log_records
-from engine.merge import DELETE_RECORD_COLUMN, MergeSpec, combine_with_stored
-from engine.read import QueryPlan, parse_read_query, plan_query
-from engine.read_filter import ReadFilter
-from engine.schema import (
+from engine.fs.storage import Storage
+from engine.fs.view import FileSlice
+from engine.model.merge import DELETE_RECORD_COLUMN, MergeSpec, combine_with_stored
+from engine.model.schema import (
     COMMIT_TIME_COLUMN,
     META_COLUMNS,
     RECORD_KEY_COLUMN,
     add_meta_fields,
     avro_to_arrow_schema,
 )
-from engine.storage import Storage
+from engine.read.filter import ReadFilter
+from engine.read.log_scanner import scan_log_records
+from engine.read.plan import QueryPlan, parse_read_query, plan_query
 
 __all__ = [
     "apply_filters",
@@ -50,7 +50,7 @@ def read_table(
 
     Args:
         path: the table's base path.
-        options: Hudi read keys, as for :func:`engine.read.read_hudi`.
+        options: Hudi read keys, as for :func:`engine.read.plan.read_hudi`.
         filters: row filters; those on partition columns also prune partitions.
     """
     plan = plan_query(path, parse_read_query(options, filters))
@@ -203,8 +203,8 @@ def merge_file_slice(
 ) -> pa.Table:
     """Base rows ⊕ log records of one slice, as Java 0.14's Spark merge-on-read reader does.
 
-    The log records (one per key, see :mod:`engine.log_scanner`) are combined with the base
-    rows by :func:`engine.merge.combine_with_stored` under the table's payload class. A log
+    The log records (one per key, see :mod:`engine.read.log_scanner`) are combined with the base
+    rows by :func:`engine.model.merge.combine_with_stored` under the table's payload class. A log
     delete removes the base row whatever its ordering value (Java's Spark MOR path; hudi-rs
     0.5.0 with an event-time payload keeps a base row whose ordering value is greater).
 

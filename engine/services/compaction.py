@@ -36,20 +36,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine import config
-from engine.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.config import HoodieConfig
 from engine.errors import HudiError, TimelineError
 from engine.faults import checkpoint
-from engine.filenames import format_base_file_name, make_write_token, parse_base_file_name
-from engine.fs_view import FileSlice, FileSystemView, Visibility, list_partition_paths
-from engine.instant import (
-    Action,
-    Instant,
-    State,
-    instant_file_name,
-    new_instant_time,
-    parse_instant_time,
+from engine.fs.filenames import (
+    format_base_file_name,
+    make_write_token,
+    parse_base_file_name,
+    partition_file_path,
 )
+from engine.fs.properties import METAFOLDER
+from engine.fs.storage import Storage
+from engine.fs.view import FileSlice, FileSystemView, Visibility, list_partition_paths
 from engine.io.logfile import HoodieLogBlockType, read_log_blocks
 from engine.io.parquet import (
     avro_schema_with_meta,
@@ -57,18 +55,25 @@ from engine.io.parquet import (
     table_arrow_schema,
     write_base_file,
 )
-from engine.properties import METAFOLDER
-from engine.read import QueryPlan, ReadQuery, TableInfo, load_table_info
-from engine.schema import COMMIT_SEQNO_COLUMN, FILE_NAME_COLUMN, RECORD_KEY_COLUMN
-from engine.storage import Storage
-from engine.timeline import (
+from engine.model.schema import COMMIT_SEQNO_COLUMN, FILE_NAME_COLUMN, RECORD_KEY_COLUMN
+from engine.read.plan import QueryPlan, ReadQuery, TableInfo, load_table_info
+from engine.timeline.avro_metadata import COMPACTION_PLAN_SCHEMA, deserialize, serialize
+from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.timeline.instant import (
+    Action,
+    Instant,
+    State,
+    instant_file_name,
+    new_instant_time,
+    parse_instant_time,
+)
+from engine.timeline.timeline import (
     Timeline,
     complete,
     create_requested,
     delete_instant_files,
     transition_to_inflight,
 )
-from engine.timeline_metadata import COMPACTION_PLAN_SCHEMA, deserialize, serialize
 from engine.write.commit import build_commit_metadata, remove_unreported_files
 from engine.write.handles import TaskInfo
 from engine.write.markers import create_marker, delete_markers, list_marked_files
@@ -91,11 +96,6 @@ __all__ = [
 PLAN_VERSION = 2  # operation paths are file names
 COMPACT_OPERATION = "COMPACT"
 Order = Literal["FIFO", "LIFO"]
-
-
-def _int_option(cfg: HoodieConfig, option: config.ConfigOption[int], default: int) -> int:
-    value = cfg.get(option)
-    return default if value is None else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,8 +190,8 @@ def is_compaction_due(timeline: Timeline, cfg: HoodieConfig, instant_time: str) 
         since = deltas[0].instant_time
     else:
         return False
-    max_commits = _int_option(cfg, config.INLINE_COMPACT_NUM_DELTA_COMMITS, 0)
-    max_seconds = _int_option(cfg, config.INLINE_COMPACT_TIME_DELTA_SECONDS, 0)
+    max_commits = cfg.get(config.INLINE_COMPACT_NUM_DELTA_COMMITS)
+    max_seconds = cfg.get(config.INLINE_COMPACT_TIME_DELTA_SECONDS)
     enough_commits = len(deltas) >= max_commits
     enough_time = _seconds(instant_time) - _seconds(since) >= max_seconds
     strategy = cfg.get(config.INLINE_COMPACT_TRIGGER_STRATEGY)
@@ -233,7 +233,7 @@ def plan_compaction(storage: Storage, timeline: Timeline) -> HoodieCompactionPla
     sizes: dict[str, int] = {}
     for partition, entries in list_partition_paths(storage).items():
         for entry in entries:
-            sizes[f"{partition}/{entry.name}" if partition else entry.name] = entry.size
+            sizes[partition_file_path(partition, entry.name)] = entry.size
     operations = []
     for file_slice in view.latest_file_slices():
         if not file_slice.has_logs or (file_slice.partition_path, file_slice.file_id) in busy:
@@ -327,10 +327,10 @@ def compact_file_slice(
 ) -> HoodieWriteStat:
     """Merge one file slice into a new base file at the compaction instant (pure, in a task).
 
-    The merge is the snapshot reader's (:func:`engine.read_arrow.merge_file_slice`), so after
+    The merge is the snapshot reader's (:func:`engine.read.arrow.merge_file_slice`), so after
     the compaction the read-optimized view equals the snapshot.
     """
-    from engine.read_arrow import conform, merge_file_slice
+    from engine.read.arrow import conform, merge_file_slice
 
     started = time.monotonic()
     storage = Storage(ctx.base_path)
@@ -358,7 +358,7 @@ def compact_file_slice(
         FILE_NAME_COLUMN,
         pa.array([file_name] * merged.num_rows, pa.string()),
     )
-    rel = f"{op.partition_path}/{file_name}" if op.partition_path else file_name
+    rel = partition_file_path(op.partition_path, file_name)
     create_marker(
         storage, ctx.instant_time, op.partition_path, file_name, "MERGE" if base else "CREATE"
     )
@@ -435,7 +435,7 @@ def _leftovers(storage: Storage, instant_time: str, plan: HoodieCompactionPlan) 
             except HudiError:
                 continue
             if parsed.instant_time == instant_time and parsed.file_id in groups:
-                found.add(f"{partition}/{entry.name}" if partition else entry.name)
+                found.add(partition_file_path(partition, entry.name))
     return sorted(f for f in found if storage.exists(f))
 
 
@@ -502,7 +502,7 @@ def execute_compaction(
     stats = run(plan.operations, ctx) if plan.operations else []
     remove_unreported_files(storage, instant_time, stats)
     metadata = replace(
-        build_commit_metadata(stats, schema=commit_schema, operation="compact"),
+        build_commit_metadata(stats, schema=commit_schema, operation=None),
         compacted=True,
         operation_type=COMPACT_OPERATION,
     )

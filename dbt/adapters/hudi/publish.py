@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.hudi.relation import SNAPSHOT_VIEWS, format_snapshot_view_name
+from engine.config import TableType
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -98,9 +99,9 @@ def format_base_file_filter(base_file_names: Iterable[str]) -> str:
 
 def latest_base_file_names(base_path: str) -> tuple[list[str], str | None]:
     """Names of the latest committed base file of every live file group, and the last instant."""
-    from engine.fs_view import FileSystemView
-    from engine.storage import Storage
-    from engine.timeline import Timeline
+    from engine.fs.storage import Storage
+    from engine.fs.view import FileSystemView
+    from engine.timeline.timeline import Timeline
 
     storage = Storage(base_path)
     timeline = Timeline.load(storage)
@@ -141,7 +142,7 @@ def publish(
         table_type: ``COPY_ON_WRITE`` or ``MERGE_ON_READ``.
         columns: the table's snapshot schema (meta columns included), the catalog's columns.
     """
-    from engine.storage import Storage
+    from engine.fs.storage import Storage
 
     names, instant_time = latest_base_file_names(base_path)
     location = Storage(base_path).uri()
@@ -166,7 +167,7 @@ def publish(
         catalog_name = format_catalog_name(schema, identifier)
         spark.sql(f"ALTER TABLE {catalog_name} SET TBLPROPERTIES ({assignments})")
         view = None
-        if table_type == "MERGE_ON_READ":
+        if table_type == TableType.MERGE_ON_READ:
             view = register_snapshot_view(spark, schema, identifier, base_path)
     return PublishedTable(
         catalog_name=f"{schema}.{identifier}",

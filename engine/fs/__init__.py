@@ -1,0 +1,1 @@
+"""The file system side of a table: storage, file names, properties, the file system view."""

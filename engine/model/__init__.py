@@ -1,0 +1,1 @@
+"""The record model: table schemas, record keys, payload merge semantics."""

@@ -1,0 +1,1 @@
+"""Reads: query planning, the pure-Arrow reader, filters, log scanning."""

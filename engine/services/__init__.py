@@ -1,0 +1,1 @@
+"""Table services: cleaning, compaction, archival, and the table lock they run under."""

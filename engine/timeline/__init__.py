@@ -1,0 +1,1 @@
+"""The timeline: instants, their states and the metadata they carry."""
