@@ -23,19 +23,19 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from engine import config
-from engine.services.archival import instants_to_archive
-from engine.services.clean import plan_clean
-from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
-from engine.services.compaction import HoodieCompactionPlan, pending_compactions
 from engine.config import HoodieConfig
 from engine.errors import HudiError
-from engine.fs.view import FileSlice, FileSystemView
-from engine.timeline.instant import COMMIT_ACTIONS, Action, Instant, State, instant_file_name
 from engine.fs.properties import METAFOLDER
-from engine.read.plan import TableInfo, load_table_info
 from engine.fs.storage import Storage
-from engine.timeline.timeline import Timeline
+from engine.fs.view import FileSlice, FileSystemView
+from engine.read.plan import TableInfo, load_table_info
+from engine.services.archival import instants_to_archive
+from engine.services.clean import plan_clean
+from engine.services.compaction import HoodieCompactionPlan, pending_compactions
 from engine.timeline.avro_metadata import deserialize
+from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.timeline.instant import COMMIT_ACTIONS, Action, Instant, State, instant_file_name
+from engine.timeline.timeline import Timeline
 from engine.write.conflict import is_write_alive
 
 __all__ = [

@@ -76,8 +76,8 @@ def _copy(path: Path, tmp_path: Path) -> Path:
 def _dead_writer_leaves_inflight_write(path: Path, hours_ago: float) -> str:
     """What a writer killed right after its instant went inflight leaves: requested and
     inflight instant files and a heartbeat naming a process that is gone."""
-    from engine.timeline.instant import Action, new_instant_time
     from engine.fs.storage import Storage
+    from engine.timeline.instant import Action, new_instant_time
     from engine.timeline.timeline import Timeline, create_requested, transition_to_inflight
 
     storage = Storage(str(path))
