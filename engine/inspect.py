@@ -409,8 +409,8 @@ def _footer_rows(storage: Storage, rel: str) -> int:
 
 
 def int_setting(table: InspectedTable, option: config.ConfigOption[int]) -> int:
-    value: int | None = table.cfg.get(option)
-    return value or 0
+    value: int = table.cfg.get(option)
+    return value
 
 
 def setting(table: InspectedTable, option: config.ConfigOption[Any]) -> str:

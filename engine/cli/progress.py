@@ -47,12 +47,19 @@ def progress(description: str, total: int | None = None) -> Iterator[Advance]:
 
 
 def quiet_spark() -> None:
-    """Start the process's SparkSession with its console progress bar and INFO logs off."""
-    from engine.spark.session import LOCAL_DEFAULTS, QUIET_LOG4J, get_spark
+    """Start the process's SparkSession with its console progress bar and INFO logs off.
 
+    An embedded session only: a Spark Connect server (``SPARK_REMOTE``) keeps its own settings.
+    """
+    import os
+
+    from engine.spark.session import QUIET_LOG4J, get_spark
+
+    if os.environ.get("SPARK_REMOTE"):
+        get_spark()
+        return
     get_spark(
         {
-            **LOCAL_DEFAULTS,
             "spark.ui.showConsoleProgress": "false",
             "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile={QUIET_LOG4J}",
         }

@@ -19,7 +19,12 @@ from typing import Any
 
 from engine import inspect
 from engine.cli import render
-from engine.cli.tables import add_table_argument, parse_option_args
+from engine.cli.tables import (
+    PARTITION_COLUMNS,
+    TIMELINE_COLUMNS,
+    add_table_argument,
+    parse_option_args,
+)
 
 __all__ = ["CHART_IDS", "add_report_parser", "build_report"]
 
@@ -103,20 +108,17 @@ def _file_sizes_figure(sizes: dict[str, list[int]], limit: int, max_size: int) -
                 pointpos=0,
                 hoverinfo="y+name",
             )
-    for value, label, dash in (
-        (limit, "small file limit", "dash"),
-        (max_size, "max file size", "dot"),
-    ):
+    lines = [(limit, "small-file limit", "dash"), (max_size, "max file size", "dot")]
+    for value, _, dash in lines:
         if value:
-            fig.add_hline(
-                y=value,
-                line_dash=dash,
-                line_color="#b00020",
-                annotation_text=f"{label} {inspect.human_bytes(value)}",
-                annotation_position="bottom left",
-            )
+            fig.add_hline(y=value, line_dash=dash, line_color="#b00020")
     fig.update_layout(
-        title="Latest base file sizes per partition",
+        title="Latest base file sizes per partition"
+        + "".join(
+            f" · {dash}: {label} {inspect.human_bytes(value)}"
+            for value, label, dash in lines
+            if value
+        ),
         yaxis={"title": "bytes", "type": "log"},
         showlegend=False,
         height=420,
@@ -147,18 +149,18 @@ def _log_files_figure(groups: Sequence[inspect.FileGroupRow]) -> Any:
     return fig
 
 
-def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric: set[int]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+def _rows_table(columns: Sequence[render.Column], rows: Iterable[Any]) -> str:
+    """An HTML table of ``rows`` with the columns (and formats) the terminal tables use."""
+    head = "".join(f"<th>{html.escape(c.header)}</th>" for c in columns)
     body = "".join(
         "<tr>"
         + "".join(
-            f'<td class="n">{html.escape(str(v))}</td>'
-            if i in numeric
-            else f"<td>{html.escape(str(v))}</td>"
-            for i, v in enumerate(row)
+            f"<td{' class=n' if c.justify == 'right' else ''}>"
+            f"{html.escape(c.fmt(values.get(c.key)))}</td>"
+            for c in columns
         )
         + "</tr>"
-        for row in rows
+        for values in (render.plain(r) for r in rows)
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -177,7 +179,10 @@ def _health_html(report: inspect.HealthReport) -> str:
             "<table><thead><tr><th>severity</th><th>check</th><th>subject</th><th>finding</th>"
             f"<th>fix</th></tr></thead><tbody>{items}</tbody></table>"
         )
-    facts = _table(("fact", "value"), ((k, render.text(v)) for k, v in report.facts.items()), set())
+    facts = _rows_table(
+        (render.Column("fact", "fact"), render.Column("value", "value", render.text)),
+        ({"fact": k, "value": v} for k, v in report.facts.items()),
+    )
     return f"{findings}<h2>Facts</h2>{facts}"
 
 
@@ -196,16 +201,8 @@ def build_report(table: inspect.InspectedTable) -> str:
         if table.info.is_mor
         else f'<p class="note" id="{CHART_IDS[2]}">copy-on-write table: no log files</p>'
     )
-    partitions = _table(
-        [c.header for c in _PARTITION_HEADERS],
-        ([render.plain(p)[c.key] for c in _PARTITION_HEADERS] for p in inspect.partitions(table)),
-        set(range(1, len(_PARTITION_HEADERS))),
-    )
-    timeline = _table(
-        [c.header for c in _TIMELINE_HEADERS],
-        ([render.text(render.plain(r)[c.key]) for c in _TIMELINE_HEADERS] for r in rows[-200:]),
-        set(range(6, len(_TIMELINE_HEADERS))),
-    )
+    partitions = _rows_table(PARTITION_COLUMNS, inspect.partitions(table))
+    timeline = _rows_table(TIMELINE_COLUMNS, rows[-200:])
     title = f"{table.info.table_name}: Hudi table report"
     generated = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     return f"""<!DOCTYPE html>
@@ -224,32 +221,6 @@ def build_report(table: inspect.InspectedTable) -> str:
 <h2>Timeline</h2>{timeline}
 </body></html>
 """
-
-
-_PARTITION_HEADERS = (
-    render.Column("partition", "partition_path"),
-    render.Column("file groups", "file_groups"),
-    render.Column("base files", "base_files"),
-    render.Column("base bytes", "base_bytes"),
-    render.Column("records", "base_records"),
-    render.Column("log files", "log_files"),
-    render.Column("log bytes", "log_bytes"),
-    render.Column("small files", "small_base_files"),
-)
-_TIMELINE_HEADERS = (
-    render.Column("instant", "instant_time"),
-    render.Column("action", "action"),
-    render.Column("state", "state"),
-    render.Column("requested", "requested_time"),
-    render.Column("completed", "completed_time"),
-    render.Column("operation", "operation"),
-    render.Column("took (s)", "duration_seconds"),
-    render.Column("inserted", "rows_inserted"),
-    render.Column("updated", "rows_updated"),
-    render.Column("deleted", "rows_deleted"),
-    render.Column("files", "files_written"),
-    render.Column("bytes", "bytes_written"),
-)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
