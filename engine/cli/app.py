@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from engine.cli.read import add_read_parser
 from engine.cli.report import add_report_parser
@@ -23,10 +24,17 @@ __all__ = ["build_parser", "main"]
 BROKEN_PIPE_STATUS = 141  # 128 + SIGPIPE, what a shell reports for a killed pipe writer
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line on stderr, exit status 2 (the verbs' subparsers share this)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"ERROR: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print JSON for scripts")
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dbt-hudi", description="Inspect, read and maintain Apache Hudi tables (version 6)."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="VERB")
@@ -46,7 +54,10 @@ def _stdout_gone() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dbt-hudi`` console script."""
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help (0) or a usage error (2), already printed
+        return int(e.code or 0)
     try:
         status = int(args.handler(args))
         sys.stdout.flush()

@@ -297,6 +297,10 @@ def test_bad_arguments_fail_with_one_line(
         (("health", table, "--option", "hoodie.not.a.key=1"), "Unknown config 'hoodie.not.a.key'"),
         (("health", table, "--option", "hoodie.parquet.small.file.limit=big"), "small.file.limit"),
         (("partitions", table, "--option", "novalue"), "--option takes KEY=VALUE"),
+        (("timeline",), "dbt-hudi timeline: the following arguments are required: table"),
+        (("frob", table), "argument VERB: invalid choice: 'frob'"),
+        (("rollback", table), "rollback takes an INSTANT or --failed"),
+        (("read", table, "--incremental", "1", "2", "3"), "--incremental takes START [END]"),
     ]
     for argv, message in cases:
         status, out, err = run_cli(*argv)
