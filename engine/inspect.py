@@ -79,6 +79,7 @@ class InspectedTable:
 
     @property
     def table_version(self) -> int:
+        # Hudi reads a missing hoodie.table.version as version 0 (HoodieTableVersion.ZERO)
         return int(self.info.properties.get(config.TABLE_VERSION.key) or 0)
 
     def commit_metadata(self, instant: Instant) -> HoodieCommitMetadata:

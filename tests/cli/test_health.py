@@ -3,8 +3,8 @@
 * a copy-on-write table with two small base files in one partition (inserts written with
   ``hoodie.parquet.small.file.limit=0``), three slices of one file group and automatic cleaning
   off (a stale clean), and a write whose writer died after its instant went inflight;
-* a merge-on-read table with delta commits piling up, then a compaction scheduled and left
-  pending.
+* the merge-on-read table of tests/cli/conftest.py (three delta commits per file group) judged
+  with a lower compaction trigger, then with a compaction scheduled and left pending.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.cli import oracle
-from tests.cli.conftest import MERGE_ON_READ, cli_json, rows, run_cli
+from tests.cli.conftest import cli_json, rows, run_cli
 from tests.keyed_table import SCHEMA, write_options
 
 pytestmark = pytest.mark.spark
@@ -52,18 +52,6 @@ def troubled_cow(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     for ts in (2, 3):  # two more slices of the first file group
         batch = spark.createDataFrame(rows(5, ts=ts, parts=("a",)), SCHEMA)
         write_hudi(batch, str(path), write_options("cow", NO_CLEAN))
-    return path
-
-
-@pytest.fixture(scope="module")
-def troubled_mor(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from engine import write_hudi
-
-    path = tmp_path_factory.mktemp("health") / "mor"
-    opts = write_options("mor", MERGE_ON_READ, NO_CLEAN)
-    write_hudi(spark.createDataFrame(rows(30), SCHEMA), str(path), opts)
-    for ts in (2, 3):
-        write_hudi(spark.createDataFrame(rows(10, ts=ts), SCHEMA), str(path), opts)
     return path
 
 
@@ -173,9 +161,9 @@ def test_health_flags_archival_lag_and_archive_clears_it(
 
 
 def test_health_flags_compaction_due_then_pending_compaction_and_compact_clears_both(
-    troubled_mor: Path, tmp_path: Path
+    mor_table: Path, tmp_path: Path
 ) -> None:
-    path = _copy(troubled_mor, tmp_path)
+    path = _copy(mor_table, tmp_path)  # three delta commits on every file group
     trigger = ("--option", "hoodie.compact.inline.max.delta.commits=2")
     assert checks(health(path)) == []  # default trigger: 5 delta commits
     report = health(path, *trigger)
