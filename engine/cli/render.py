@@ -106,7 +106,8 @@ def print_rows(
 ) -> None:
     table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
     for c in columns:
-        table.add_column(c.header, justify=c.justify, no_wrap=c.justify == "right")  # type: ignore[arg-type]
+        # fold, never ellipsize: a file id or an instant must stay whole to be copied
+        table.add_column(c.header, justify=c.justify, overflow="fold")  # type: ignore[arg-type]
     for row in rows:
         values = plain(row)
         table.add_row(*(c.fmt(values.get(c.key)) for c in columns))
