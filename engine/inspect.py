@@ -98,12 +98,13 @@ class InspectedTable:
 
     @cached_property
     def instant_file_mtimes(self) -> dict[str, float]:
-        """Modification time (epoch seconds) of every file directly under ``.hoodie``."""
+        """Modification time (epoch seconds, to the millisecond like instant times) of every
+        file directly under ``.hoodie``."""
         selector = pafs.FileSelector(self.storage.full_path(METAFOLDER), allow_not_found=True)
         return {
-            info.base_name: info.mtime.timestamp()
+            info.base_name: info.mtime_ns // 1_000_000 / 1000
             for info in self.storage.fs.get_file_info(selector)
-            if info.type == pafs.FileType.File and info.mtime is not None
+            if info.type == pafs.FileType.File and info.mtime_ns is not None
         }
 
 
@@ -645,7 +646,7 @@ def _small_files(table: InspectedTable) -> list[Finding]:
                 f"{len(small)} base files under {config.PARQUET_SMALL_FILE_LIMIT.key}="
                 f"{limit} ({human_bytes(limit)}): {human_bytes(sum(small))} in all, "
                 f"smallest {human_bytes(small[0])}",
-                "rewrite the partition with hoodie.datasource.write.operation=insert_overwrite "
+                f"rewrite the partition with {config.OPERATION.key}=insert_overwrite "
                 "(materialized='hudi_insert_overwrite'), and keep "
                 f"{config.PARQUET_SMALL_FILE_LIMIT.key} above 0 so inserts fill small files",
             )
@@ -837,9 +838,9 @@ def metadata_table_state(table: InspectedTable) -> tuple[str, Finding | None]:
         "error",
         METADATA_TABLE_FOLDER,
         f"the metadata table lacks commit {last.instant_time}: readers that list files "
-        "through it (hoodie.metadata.enable=true) miss the newest files",
-        "the next dbt-hudi write disables and removes it; until then read with "
-        "hoodie.metadata.enable=false",
+        "through it (Hudi's, with the metadata table on) miss the newest files",
+        "the next dbt-hudi write disables and removes it; until then read with the metadata "
+        "table off",
     )
 
 

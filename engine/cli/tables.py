@@ -105,7 +105,7 @@ def add_table_argument(p: argparse.ArgumentParser, *, options: bool) -> None:
             "--option",
             action="append",
             metavar="KEY=VALUE",
-            help="hoodie.* option the table's writers use (repeatable)",
+            help="a Hudi option the table's writers use, e.g. a retention (repeatable)",
         )
 
 
@@ -223,7 +223,7 @@ def add_inspect_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> Non
         _cmd_file_groups,
     )
     p.add_argument("partition", nargs="?", help="only this partition path")
-    verb("properties", "hoodie.properties", _cmd_properties)
+    verb("properties", "the table properties (.hoodie/hoodie.properties)", _cmd_properties)
     p = verb("schema", "the latest commit schema", _cmd_schema)
     p.add_argument("--history", action="store_true", help="also each commit that changed it")
     verb(

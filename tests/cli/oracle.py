@@ -21,9 +21,15 @@ WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit")
 STATE_ORDER = {"requested": 0, "inflight": 1, "completed": 2}
 
 
+def mtime_ms(path: Path) -> int:
+    """Modification time in whole milliseconds (the precision of instant times)."""
+    return path.stat().st_mtime_ns // 1_000_000
+
+
 def iso_mtime(path: Path) -> str:
-    moment = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    seconds, ms = divmod(mtime_ms(path), 1000)
+    moment = dt.datetime.fromtimestamp(seconds, dt.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms:03d}Z"
 
 
 @dataclass(frozen=True)

@@ -44,8 +44,8 @@ def _expected_instant(path: Path, raw: oracle.RawInstant) -> dict[str, Any]:
         expected["completed_time"] = oracle.iso_mtime(done)
         requested = oracle.requested_file(path, raw)
         if requested is not None:
-            seconds = done.stat().st_mtime - requested.stat().st_mtime
-            expected["duration_seconds"] = round(seconds, 3)
+            millis = oracle.mtime_ms(done) - oracle.mtime_ms(requested)
+            expected["duration_seconds"] = millis / 1000
     else:
         expected["completed_time"] = None
     if raw.state == "completed" and raw.action in oracle.WRITE_ACTIONS:
