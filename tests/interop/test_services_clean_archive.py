@@ -8,6 +8,7 @@ cleaner.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -113,9 +114,9 @@ def test_clean_and_archive_automatic_after_commits(spark, tmp_path) -> None:  # 
     assert rows_by_id(path) == history[-1][1]
     assert rows_by_id(path, commits[-1]) == history[-1][1]
     assert spark_rows_by_id(spark, path) == history[-1][1]
-    code, out, _ = run_cli("timeline", str(path))
+    code, out, _ = run_cli("timeline", str(path), "--json")
     assert code == 0
-    listed = [line.split() for line in out.splitlines()]
+    listed = [(r["instant_time"], r["action"], r["state"]) for r in json.loads(out)]
     assert [t for t, action, _ in listed if action == "commit"] == commits
     assert all(state == "completed" for _, _, state in listed)
 
