@@ -17,7 +17,6 @@ import pyarrow.fs as pafs
 
 from engine import config
 from engine.config import HoodieConfig
-from engine.fs.properties import METAFOLDER
 from engine.fs.storage import Storage
 from engine.fs.view import FileSlice, FileSystemView
 from engine.read.plan import TableInfo, load_table_info
@@ -65,8 +64,9 @@ class InspectedTable:
     @cached_property
     def instant_file_mtimes(self) -> dict[str, float]:
         """Modification time (epoch seconds, to the millisecond like instant times) of every
-        file directly under ``.hoodie``."""
-        selector = pafs.FileSelector(self.storage.full_path(METAFOLDER), allow_not_found=True)
+        file in the active timeline's folder (``.hoodie``, or ``.hoodie/timeline`` in layout 2)."""
+        folder = self.timeline.layout.directory
+        selector = pafs.FileSelector(self.storage.full_path(folder), allow_not_found=True)
         return {
             info.base_name: info.mtime_ns // 1_000_000 / 1000
             for info in self.storage.fs.get_file_info(selector)
@@ -133,9 +133,13 @@ def _pending_actions(action: Action) -> tuple[Action, ...]:
 
 
 def completed_file_mtime(table: InspectedTable, instant: Instant) -> float | None:
+    """When the instant completed: its completion time where the timeline keeps one (layout 2),
+    else its completed file's modification time."""
     if not instant.is_completed:
         return None
-    return table.instant_file_mtimes.get(instant.file_name)
+    if instant.completion_time is not None:
+        return instant_epoch(table, instant.completion_time)
+    return table.instant_file_mtimes.get(table.timeline.layout.file_name(instant))
 
 
 # ---- settings and sizes -------------------------------------------------------------------------

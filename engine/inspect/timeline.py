@@ -53,7 +53,13 @@ def _write_totals(stats: Iterable[HoodieWriteStat]) -> dict[str, int]:
 
 
 def instant_row(table: InspectedTable, instant: Instant) -> InstantRow:
-    requested = requested_file_mtime(table, instant)
+    # layout 2 keeps both times in the instant; layout 1 only the requested time, so both ends
+    # of the duration come from the instant files' modification times there
+    requested = (
+        instant_epoch(table, instant.instant_time)
+        if instant.completion_time is not None
+        else requested_file_mtime(table, instant)
+    )
     completed = completed_file_mtime(table, instant)
     duration = (
         round(completed - requested, 3) if completed is not None and requested is not None else None

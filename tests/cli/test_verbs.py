@@ -6,6 +6,7 @@ Tables: the two the engine writes for these tests (tests/cli/conftest.py) and ev
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -275,15 +276,33 @@ def test_terminal_free_output_is_plain_text(cow_table: Path) -> None:
     assert all(line == line.rstrip() for line in out.splitlines())
 
 
-def test_corpus_tables_of_later_versions_fail_with_one_line(
+def test_corpus_tables_of_later_versions_report_completion_times(
     corpus_table: Callable[[str], Path],
 ) -> None:
+    """Table versions 8 and 9 name each completed instant ``<requested>_<completed>.<action>``
+    under ``.hoodie/timeline``: the timeline verb reports exactly those times."""
     for name in ("cow__v8_simplekeygen_nonhivestyle", "mor_avro__v9_txns_simple_meta"):
-        for verb in ("timeline", "health", "partitions"):
-            status, out, err = run_cli(verb, str(corpus_table(name)))
-            assert status == 2 and out == ""
-            assert err.count("\n") == 1 and err.startswith("ERROR: QueryError: Unsupported table")
-            assert "hoodie.table.version=" in err
+        table = corpus_table(name)
+        completed = {}
+        for entry in (table / ".hoodie" / "timeline").iterdir():
+            stem, _, _action = entry.name.partition(".")
+            if "_" in stem and entry.is_file():
+                requested, _, completion = stem.partition("_")
+                completed[requested] = completion
+        timeline = cli_json("timeline", str(table))
+        assert {r["instant_time"] for r in timeline if r["state"] == "completed"} == set(completed)
+        for row in timeline:
+            if row["state"] != "completed":
+                continue
+            c = completed[row["instant_time"]]
+            assert row["completed_time"] == (
+                f"{c[0:4]}-{c[4:6]}-{c[6:8]}T{c[8:10]}:{c[10:12]}:{c[12:14]}.{c[14:17]}Z"
+            )
+            assert row["duration_seconds"] is not None and row["duration_seconds"] >= 0
+        for verb in ("health", "partitions"):
+            status, out, err = run_cli(verb, str(table), "--json")
+            assert status in (0, 1) and err == "", err
+            assert json.loads(out)
 
 
 def test_bad_arguments_fail_with_one_line(
