@@ -7,7 +7,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: install test test-long demo check bench java clean
+.PHONY: install test test-long demo check bench java clean browser
 
 java:
 	@$(PYTHON) scripts/check_java.py
@@ -21,10 +21,22 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-test: $(STAMP)
+# The report test renders the HTML page in a headless Chromium from the OS packages: install it
+# where apt-get runs as root (CI, the developers' machines); elsewhere that test skips, saying why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "installing chromium (Debian package) for the report test"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
+			>/dev/null) || echo "chromium could not be installed: the report test will skip"; \
+	else \
+		echo "no chromium and no root apt-get: the report test will skip"; \
+	fi
+
+test: $(STAMP) browser
 	$(PY) -m pytest -q
 
-test-long: $(STAMP)
+test-long: $(STAMP) browser
 	HUDI_TEST_LONG=1 $(PY) -m pytest -q
 
 demo: $(STAMP)

@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 __all__ = [
     "IS_DELETED_COLUMN",
     "META_COLUMNS",
+    "QUIET_LOG4J",
     "HudiTable",
     "SchemaChange",
     "SparkRunner",
@@ -26,6 +27,7 @@ __all__ = [
     "__version__",
     "compare_schemas",
     "deduce_writer_schema",
+    "get_spark",
     "parse_filter",
     "read_hudi",
     "read_table",
@@ -48,6 +50,8 @@ _EXPORTS = {
     "read_table": "engine.read.arrow",
     "parse_filter": "engine.read.filter",
     "SparkRunner": "engine.spark.runner",
+    "get_spark": "engine.spark.session",
+    "QUIET_LOG4J": "engine.spark.session",
     "spark_table": "engine.spark.api",
     "write_hudi": "engine.spark.api",
     "read_hudi": "engine.spark.api",
@@ -70,4 +74,5 @@ if TYPE_CHECKING:
     from engine.read.filter import parse_filter
     from engine.spark.api import read_hudi, spark_table, write_hudi
     from engine.spark.runner import SparkRunner
+    from engine.spark.session import QUIET_LOG4J, get_spark
     from engine.table import HudiTable, WriteResult

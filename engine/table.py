@@ -39,7 +39,11 @@ from engine.read.plan import parse_read_query, plan_query
 from engine.runner import Runner
 from engine.services.archival import archive
 from engine.services.clean import CleanResult, clean
-from engine.services.compaction import run_pending_compactions, schedule_compaction
+from engine.services.compaction import (
+    pending_compactions,
+    run_pending_compactions,
+    schedule_compaction,
+)
 from engine.services.heartbeat import is_write_alive
 from engine.services.lock import TableLock
 from engine.timeline.instant import Action, Instant
@@ -159,6 +163,10 @@ class HudiTable:
     def incoming_schema(self, data: Any) -> pa.Schema:
         """The Arrow schema a write of ``data`` (the runner's records) brings to the table."""
         return self._require_runner("Reading a batch's schema").incoming(data).arrow_schema
+
+    def pending_compactions(self) -> list[str]:
+        """Instant times of the compactions scheduled and not completed, oldest first."""
+        return [i.instant_time for i in pending_compactions(self.timeline())]
 
     def table_type(self) -> TableType:
         """The persisted table type.

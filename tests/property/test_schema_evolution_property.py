@@ -150,7 +150,8 @@ def evolved(shape: TableShape, change: str, cols: dict[str, str], y: bool) -> Ta
 
 def value(name: str, kind: str, y: bool, rnd: random.Random, change: str) -> Any:
     if name == "a":
-        return str(rnd.randrange(100)) if kind == "string" else rnd.randrange(100)
+        n = rnd.randrange(100)
+        return {"string": str(n), "double": float(n)}.get(kind, n)
     if name == "b":
         if change == "b_inexact_bigint":
             return 2**53 + 1  # no float or double holds it

@@ -234,6 +234,19 @@ class HudiAdapter(SparkAdapter):
         return result
 
     @available
+    def hudi_health(
+        self, relation: Any, options: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The health view of a Hudi model's table (``dbt run-operation hudi_health``)."""
+        from dbt.adapters.hudi.services import table_health
+
+        target, path = self._resolve_model(relation)
+        try:
+            return table_health(path, options)
+        except HudiError as e:
+            raise DbtRuntimeError(f"Health of {target} failed: {e}") from e
+
+    @available
     def hudi_compact(
         self, relation: Any, options: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:

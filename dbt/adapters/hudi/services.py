@@ -1,4 +1,4 @@
-"""Table services behind ``dbt run-operation hudi_clean`` / ``hudi_compact``.
+"""Table services behind ``dbt run-operation hudi_clean`` / ``hudi_compact`` / ``hudi_health``.
 
 Both go through :class:`engine.HudiTable` as the ``dbt-hudi`` command does: on the driver,
 against a model's base path, under the table lock, with the table's persisted properties merged
@@ -52,4 +52,23 @@ def run_compact(base_path: str, options: Mapping[str, Any] | None = None) -> dic
     return {
         "instant_time": done[-1],
         "message": f"compaction committed {', '.join(done)} in {seconds:.1f}s",
+    }
+
+
+def table_health(base_path: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The health of a table (what ``dbt-hudi health`` shows), judged with ``options``.
+
+    Returns:
+        ``healthy``, ``findings`` (check, severity, subject, message, fix), ``facts`` and
+        ``text``: the view as plain text for the log.
+    """
+    from engine.cli.render import health_text, plain
+    from engine.inspect import health, open_table
+
+    report = health(open_table(base_path, options))
+    return {
+        "healthy": report.healthy,
+        "findings": plain(report.findings),
+        "facts": report.facts,
+        "text": health_text(report),
     }

@@ -1,10 +1,20 @@
 {#- Run-operations on a Hudi model's table; `relation` is 'schema.model' or 'model' (target schema).
       dbt run-operation hudi_compact --args '{relation: analytics.orders_mor}'
       dbt run-operation hudi_clean --args '{relation: orders, options: {hoodie.cleaner.commits.retained: 1}}'
+      dbt run-operation hudi_health --args '{relation: orders}'
 -#}
 {% macro hudi_compact(relation, options={}) %}
   {%- set result = adapter.hudi_compact(relation, options) -%}
   {%- do log('Hudi compaction of ' ~ relation ~ ': ' ~ result['message'], info=True) -%}
+  {{ return(result) }}
+{% endmacro %}
+
+
+{#- The health view of the model's table: findings (each with the command that fixes it) and
+    facts; `options` are the hoodie.* settings the table's writers use (retention, trigger). -#}
+{% macro hudi_health(relation, options={}) %}
+  {%- set result = adapter.hudi_health(relation, options) -%}
+  {%- do log('Hudi health of ' ~ relation ~ ':\n' ~ result['text'], info=True) -%}
   {{ return(result) }}
 {% endmacro %}
 

@@ -1,0 +1,7 @@
+"""``python -m engine.cli``: the ``dbt-hudi`` command."""
+
+import sys
+
+from engine.cli.app import main
+
+sys.exit(main())
