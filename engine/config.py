@@ -361,7 +361,10 @@ BOOTSTRAP_INDEX_ENABLE = _optional(
     "hoodie.bootstrap.index.enable", parse_bool, "Bootstrap index (persisted by Hudi)."
 )
 TABLE_CDC_ENABLED = _option(
-    "hoodie.table.cdc.enabled", parse_bool, False, "CDC logging (not supported)."
+    "hoodie.table.cdc.enabled",
+    parse_bool,
+    False,
+    "CDC logging: not implemented; true (given or persisted) refuses the write.",
 )
 
 # --- table properties of table versions 8 and 9 (Hudi 1.x) ----------------------------------
