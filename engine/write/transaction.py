@@ -198,8 +198,8 @@ class WriteTransaction:
         if self.cfg.get(config.TABLE_CDC_ENABLED):
             # a write without its .cdc log files would leave a CDC reader's change stream short
             raise ConfigError(
-                f"{config.TABLE_CDC_ENABLED.key}=true (set in the options or in the table's "
-                f"hoodie.properties at {self.storage.base_path}): writing CDC log files is not "
+                f"{config.TABLE_CDC_ENABLED.key}=true (set in the options or in the persisted "
+                f"table properties at {self.storage.base_path}): writing CDC log files is not "
                 "implemented, so this write is refused rather than leaving changes unlogged"
             )
         validate_service_options(self.cfg)
