@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 from engine.config import WriteOperation
 from engine.faults import checkpoint
 from engine.fs.filenames import format_base_file_name, make_write_token, partition_file_path
+from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
 from engine.io.parquet import align_to_schema, read_base_file, write_base_file
 from engine.model.merge import (
@@ -64,6 +65,7 @@ class WriteContext:
     compression: str = "gzip"
     # timeline layout 2: a log file is named by the delta commit writing it, never appended to
     logs_named_by_instant: bool = False
+    s3: S3Settings | None = None  # how tasks reach a table on S3
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +130,7 @@ def write_file_group(
         task: Spark task attempt (for the write token).
     """
     started = time.monotonic()
-    storage = Storage(ctx.base_path)
+    storage = Storage(ctx.base_path, ctx.s3)
     if bucket.base_file is not None:
         rel_old = partition_file_path(bucket.partition_path, bucket.base_file)
         stored = align_to_schema(read_base_file(storage, rel_old), ctx.arrow_schema)
