@@ -167,7 +167,10 @@ class HudiAdapter(SparkAdapter):
             relation, cfg.get("location"), cfg.get("location_root"), spark
         )
         problems = [
-            grants_problem(cfg.get("grants"), platform_has_grants=self._platform_has_grants()),
+            grants_problem(
+                cfg.get("grants"),
+                platform_has_grants=not cfg.get("grants") or self._platform_has_grants(),
+            ),
             location_problem(path, _entries(path)),
         ]
         found = [p for p in problems if p]
