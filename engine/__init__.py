@@ -31,6 +31,7 @@ __all__ = [
     "parse_filter",
     "read_hudi",
     "read_table",
+    "spark_reads_natively",
     "spark_table",
     "write_hudi",
 ]
@@ -53,6 +54,7 @@ _EXPORTS = {
     "get_spark": "engine.spark.session",
     "QUIET_LOG4J": "engine.spark.session",
     "spark_table": "engine.spark.api",
+    "spark_reads_natively": "engine.spark.api",
     "write_hudi": "engine.spark.api",
     "read_hudi": "engine.spark.api",
 }
@@ -72,7 +74,7 @@ if TYPE_CHECKING:
     from engine.model.schema_evolution import SchemaChange, compare_schemas, deduce_writer_schema
     from engine.read.arrow import read_table
     from engine.read.filter import parse_filter
-    from engine.spark.api import read_hudi, spark_table, write_hudi
+    from engine.spark.api import read_hudi, spark_reads_natively, spark_table, write_hudi
     from engine.spark.runner import SparkRunner
     from engine.spark.session import QUIET_LOG4J, get_spark
     from engine.table import HudiTable, WriteResult
