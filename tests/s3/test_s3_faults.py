@@ -1,9 +1,9 @@
 """SIGKILL fault injection on S3 tables of the local server: the chains of
 ``tests/faults/test_fault_injection.py`` run on ``s3://`` copies of S3 baselines, judged by
 hudi-rs (through its S3 support) and ``read_hudi`` after every kill, then recovered with no
-orphan left. ``make test`` runs three chains (6 kill points, one writer JVM); ``make test-long``
-two more. A write killed mid-file leaves no object on S3 (an object appears whole on close), so
-its rollback has nothing to delete: the S3 chain rolls back with a kill before completing."""
+orphan left. ``make test`` runs three chains of table services (6 kill points, no writer JVM);
+``make test-long`` adds three chains that kill a Spark writer. A write killed mid-file leaves no
+object on S3 (an object appears whole on close), so its rollback has nothing to delete."""
 
 from __future__ import annotations
 
@@ -26,13 +26,27 @@ pytestmark = [pytest.mark.spark, pytest.mark.interop]
 _SHORT = ("mor-compaction", "cow-failed-write-rollback-then-clean")
 _LONG = ("cow-after-commit", "mor-logs-before-commit")
 S3_CHAINS = [
-    Chain(
-        "s3-cow-killed-mid-file",
+    Chain(  # a failed write's files on S3, its rollback killed mid-delete, then killed again
+        "s3-cow-rollback-mid-delete",
         "cow",
-        "file.mid_write",
-        follow_ups=[("rollback", "rollback.before_complete")],
+        None,
+        prepare="uncommit",
+        follow_ups=[("rollback", "rollback.mid_delete"), ("rollback", "rollback.before_complete")],
     ),
-    *(c for c in FIXED if c.name in _SHORT or (LONG and c.name in _LONG)),
+    *(c for c in FIXED if c.name in _SHORT),
+    *(
+        [
+            Chain(  # the writer JVM killed mid-file: no object appears on S3
+                "s3-cow-killed-mid-file",
+                "cow",
+                "file.mid_write",
+                follow_ups=[("rollback", "rollback.before_complete")],
+            ),
+            *(c for c in FIXED if c.name in _LONG),
+        ]
+        if LONG
+        else []
+    ),
 ]
 MIN_KILLS = 5
 
