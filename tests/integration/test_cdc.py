@@ -278,3 +278,24 @@ def test_clean_and_rollback_remove_cdc_files(spark, tmp_path, monkeypatch) -> No
         file_id, instant = f.name[1:].split(".log.")[0].rsplit("_", 1)
         assert any(n.startswith(file_id) and n.endswith(f"_{instant}.parquet") for n in names)
     assert sorted((r["id"], r["v"]) for r in hudi_rs_rows(str(path))) == [("k1", "a5"), ("k2", "b")]
+
+
+def test_cdc_query_through_the_command(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    path = tmp_path / "t"
+    write_hudi(spark.createDataFrame([("k1", "p", 1, "a")], SCHEMA), str(path), opts())
+    t2 = write_hudi(
+        spark.createDataFrame([("k1", "p", 2, "b")], SCHEMA), str(path), opts()
+    ).instant_time
+    out = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "read", str(path), "--incremental", "000", "--cdc"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r for r in changes(rows) if r[0] == "u"] == [
+        ("u", t2, ("k1", "p", 1, "a"), ("k1", "p", 2, "b"))
+    ]
