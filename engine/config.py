@@ -364,7 +364,25 @@ TABLE_CDC_ENABLED = _option(
     "hoodie.table.cdc.enabled",
     parse_bool,
     False,
-    "CDC logging: not implemented; true (given or persisted) refuses the write.",
+    "CDC logging: writes .cdc log files beside the base files a write rewrites (set when the "
+    "table is created; persisted).",
+)
+CDC_SUPPLEMENTAL_LOGGING_MODE = _option(
+    "hoodie.table.cdc.supplemental.logging.mode",
+    choice(
+        "OP_KEY_ONLY",
+        "DATA_BEFORE",
+        "DATA_BEFORE_AFTER",
+        synonyms={
+            "op_key": "OP_KEY_ONLY",
+            "cdc_op_key": "OP_KEY_ONLY",
+            "cdc_data_before": "DATA_BEFORE",
+            "cdc_data_before_after": "DATA_BEFORE_AFTER",
+        },
+    ),
+    "DATA_BEFORE_AFTER",
+    "What a .cdc record holds besides op: the key only, the before image, or both images "
+    "(0.13's lowercase names accepted; persisted).",
 )
 
 # --- table properties of table versions 8 and 9 (Hudi 1.x) ----------------------------------
@@ -702,6 +720,13 @@ READ_END_INSTANTTIME = _optional(
     "hoodie.datasource.read.end.instanttime",
     parse_str,
     "Incremental query end (inclusive).",
+)
+QUERY_INCREMENTAL_FORMAT = _option(
+    "hoodie.datasource.query.incremental.format",
+    choice("latest_state", "cdc"),
+    "latest_state",
+    "Incremental query output: the latest state of changed records, or the change stream "
+    "(op, ts_ms, before, after) of a CDC table.",
 )
 
 # Non-hoodie read key that Hudi's Spark datasource accepts for time travel.

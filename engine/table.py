@@ -64,6 +64,7 @@ _MUST_MATCH: tuple[tuple[config.ConfigOption[Any], config.ConfigOption[Any]], ..
     (config.TABLE_NAME, config.TABLE_NAME),
     (config.HIVE_STYLE_PARTITIONING, config.HIVE_STYLE_PARTITIONING),
     (config.URL_ENCODE_PARTITIONING, config.URL_ENCODE_PARTITIONING),
+    (config.CDC_SUPPLEMENTAL_LOGGING_MODE, config.CDC_SUPPLEMENTAL_LOGGING_MODE),
 )
 # where --full-refresh keeps the previous table until the new one is committed
 BACKUP_SUFFIX = ".__dbt_hudi_previous"
@@ -215,7 +216,10 @@ class HudiTable:
             QueryError: an unsupported table or malformed query.
         """
         runner = self._require_runner("Reading")
-        return runner.read(plan_query(self.storage, parse_read_query(options)))
+        query = parse_read_query(options)
+        if query.is_cdc:
+            return runner.read_changes(self.storage.base_path, str(query.begin), query.end)
+        return runner.read(plan_query(self.storage, query))
 
     # ---- table services ----------------------------------------------------------------------
 

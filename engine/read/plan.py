@@ -75,6 +75,13 @@ class ReadQuery:
     begin: str | None = None
     end: str | None = None
     filters: tuple[ReadFilter, ...] = ()
+    # incremental: latest_state (the rows as they are) or cdc (the change stream)
+    incremental_format: str = "latest_state"
+
+    @property
+    def is_cdc(self) -> bool:
+        """An incremental query of the change stream (:mod:`engine.read.cdc`)."""
+        return self.query_type == "incremental" and self.incremental_format == "cdc"
 
 
 @dataclass(frozen=True)
@@ -208,6 +215,7 @@ def parse_read_query(
         begin=begin,
         end=end,
         filters=tuple(filters),
+        incremental_format=cfg.get(config.QUERY_INCREMENTAL_FORMAT),
     )
 
 
