@@ -649,6 +649,48 @@ LOCK_FILESYSTEM_EXPIRE = _option(
     0,
     "Minutes after which a file lock counts as abandoned (0: only a dead local holder).",
 )
+SINGLE_WRITER = "SINGLE_WRITER"
+OPTIMISTIC_CONCURRENCY_CONTROL = "OPTIMISTIC_CONCURRENCY_CONTROL"
+WRITE_CONCURRENCY_MODE = _option(
+    "hoodie.write.concurrency.mode",
+    choice(SINGLE_WRITER, OPTIMISTIC_CONCURRENCY_CONTROL),
+    SINGLE_WRITER,
+    "Whether several writers may write the table at once (optimistic concurrency control: "
+    "needs a lock that is safe on the table's storage).",
+)
+FILE_SYSTEM_LOCK_PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
+STORAGE_LOCK_PROVIDER = "org.apache.hudi.client.transaction.lock.StorageBasedLockProvider"
+LOCK_PROVIDERS = (FILE_SYSTEM_LOCK_PROVIDER, STORAGE_LOCK_PROVIDER)
+LOCK_PROVIDER = _optional(
+    "hoodie.write.lock.provider",
+    choice(*LOCK_PROVIDERS, synonyms={c.rsplit(".", 1)[1]: c for c in LOCK_PROVIDERS}),
+    "The table lock: a file created exclusively (local and POSIX file systems), or an object "
+    "written with a conditional put (If-None-Match, safe on S3); unset picks by storage.",
+)
+LOCK_STORAGE_VALIDITY_SECS = _option(
+    "hoodie.write.lock.storage.validity.timeout.secs",
+    parse_int,
+    300,
+    "Seconds a conditional-write lock stays valid unless its holder renews it.",
+)
+LOCK_STORAGE_RENEW_INTERVAL_SECS = _option(
+    "hoodie.write.lock.storage.renew.interval.secs",
+    parse_int,
+    30,
+    "How often the holder of a conditional-write lock renews it.",
+    aliases=("hoodie.write.lock.storage.heartbeat.poll.secs",),
+)
+AWS_ACCESS_KEY = _optional(
+    "hoodie.aws.access.key", parse_str, "AWS access key of a table on S3 (as fs.s3a.access.key)."
+)
+AWS_SECRET_KEY = _optional(
+    "hoodie.aws.secret.key", parse_str, "AWS secret key of a table on S3 (as fs.s3a.secret.key)."
+)
+AWS_SESSION_TOKEN = _optional(
+    "hoodie.aws.session.token",
+    parse_str,
+    "AWS session token of a table on S3 (as fs.s3a.session.token).",
+)
 
 # --- multi-writer: heartbeats of inflight writes, automatic archival ---------------------------
 HEARTBEAT_INTERVAL_MS = _option(
