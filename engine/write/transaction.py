@@ -293,7 +293,15 @@ class WriteTransaction:
                 schema=job.commit_schema,
                 operation=self.operation,
                 replaced=replaced,
+                extra=self.commit_extra_metadata(),
             )
+
+    def commit_extra_metadata(self) -> dict[str, str]:
+        """Write options under ``commitmeta.key.prefix``: kept in the commit's extraMetadata."""
+        prefix = self.cfg.get(config.COMMITMETA_KEY_PREFIX)
+        if not prefix:
+            return {}
+        return {k: v for k, v in self.cfg.extra.items() if k.startswith(prefix)}
 
 
 def _written_since(before: Timeline, after: Timeline, compacted: list[str]) -> bool:
