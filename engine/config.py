@@ -763,6 +763,13 @@ READ_END_INSTANTTIME = _optional(
     parse_str,
     "Incremental query end (inclusive).",
 )
+COMMITMETA_KEY_PREFIX = _option(
+    "hoodie.datasource.write.commitmeta.key.prefix",
+    parse_str,
+    "_",
+    "Write options whose key starts with this prefix are added, key and value as given, to the "
+    "commit's extraMetadata (how a consumer keeps its checkpoint in its own commits).",
+)
 QUERY_INCREMENTAL_FORMAT = _option(
     "hoodie.datasource.query.incremental.format",
     choice("latest_state", "cdc"),
