@@ -573,6 +573,12 @@ KEEP_MIN_COMMITS = _option(
 KEEP_MAX_COMMITS = _option(
     "hoodie.keep.max.commits", parse_int, 30, "Archival starts once this many are active."
 )
+TIMELINE_COMPACTION_BATCH_SIZE = _option(
+    "hoodie.timeline.compaction.batch.size",
+    parse_int,
+    10,
+    "Archived timeline (v8+): this many files of one LSM level are merged into the next level.",
+)
 
 # --- merge-on-read: log files and compaction --------------------------------------------------
 LOGFILE_DATA_BLOCK_MAX_SIZE = _option(
