@@ -392,6 +392,17 @@ RECORD_MERGE_MODE = _optional(
 RECORD_MERGE_STRATEGY_ID = _optional(
     "hoodie.record.merge.strategy.id", parse_str, "Record merger strategy id (v8+)."
 )
+PARTIAL_UPDATE_MODE = _optional(
+    "hoodie.table.partial.update.mode",
+    parse_str,
+    "How a record's missing fields merge (v9): IGNORE_DEFAULTS keeps the stored value of a "
+    "null field (partial-update payloads); NONE replaces the whole record.",
+)
+LEGACY_PAYLOAD_CLASS = _optional(
+    "hoodie.table.legacy.payload.class",
+    parse_str,
+    "The payload class a version-9 table was created with, its merge mode standing in for it.",
+)
 TABLE_FORMAT = _option(
     "hoodie.table.format", parse_str, "native", "Table format plugin; only native is read."
 )
