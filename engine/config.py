@@ -410,6 +410,17 @@ RECORD_MERGE_MODE = _optional(
 RECORD_MERGE_STRATEGY_ID = _optional(
     "hoodie.record.merge.strategy.id", parse_str, "Record merger strategy id (v8+)."
 )
+PARTIAL_UPDATE_MODE = _optional(
+    "hoodie.table.partial.update.mode",
+    parse_str,
+    "How a record's missing fields merge (v9): IGNORE_DEFAULTS keeps the stored value of a "
+    "null field (partial-update payloads); NONE replaces the whole record.",
+)
+LEGACY_PAYLOAD_CLASS = _optional(
+    "hoodie.table.legacy.payload.class",
+    parse_str,
+    "The payload class a version-9 table was created with, its merge mode standing in for it.",
+)
 TABLE_FORMAT = _option(
     "hoodie.table.format", parse_str, "native", "Table format plugin; only native is read."
 )
@@ -590,6 +601,12 @@ KEEP_MIN_COMMITS = _option(
 )
 KEEP_MAX_COMMITS = _option(
     "hoodie.keep.max.commits", parse_int, 30, "Archival starts once this many are active."
+)
+TIMELINE_COMPACTION_BATCH_SIZE = _option(
+    "hoodie.timeline.compaction.batch.size",
+    parse_int,
+    10,
+    "Archived timeline (v8+): this many files of one LSM level are merged into the next level.",
 )
 
 # --- merge-on-read: log files and compaction --------------------------------------------------
