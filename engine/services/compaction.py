@@ -304,7 +304,7 @@ class CompactionContext:
     table: TableInfo
     visibility: Visibility
     commit_schema: str
-    compression: str = "gzip"
+    compression: str = config.PARQUET_COMPRESSION_CODEC.default
 
 
 def _count_log_blocks(storage: Storage, paths: Sequence[str]) -> tuple[int, int, int, int]:
@@ -503,7 +503,9 @@ def execute_compaction(
         commit_schema=commit_schema,
         compression=str(
             config.PARQUET_COMPRESSION_CODEC.parse(
-                table.properties.get(config.PARQUET_COMPRESSION_CODEC.key, "gzip")
+                table.properties.get(
+                    config.PARQUET_COMPRESSION_CODEC.key, config.PARQUET_COMPRESSION_CODEC.default
+                )
             )
         ),
     )
