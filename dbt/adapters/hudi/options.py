@@ -357,6 +357,24 @@ def _index(config: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
     return {"index_type": index_type, "buckets": buckets}
 
 
+def _materialization_configs(
+    config: Mapping[str, Any], materialization: str, problems: list[str]
+) -> tuple[str, int]:
+    """``overwrite_scope`` and ``compaction_delta_commits``, each valid for one materialization."""
+    scope = _choice(
+        config.get("overwrite_scope"), "overwrite_scope", OVERWRITE_SCOPES, "partitions", problems
+    )
+    _only_for(config, "overwrite_scope", "hudi_insert_overwrite", materialization, problems)
+    compaction = _positive_int(
+        config.get("compaction_delta_commits"),
+        "compaction_delta_commits",
+        DEFAULT_COMPACTION_DELTA_COMMITS,
+        problems,
+    )
+    _only_for(config, "compaction_delta_commits", "hudi_mor", materialization, problems)
+    return scope, compaction
+
+
 def parse_model_config(
     model: str, materialization: str, config: Mapping[str, Any]
 ) -> HudiModelConfig:
@@ -380,17 +398,7 @@ def parse_model_config(
     on_schema_change = _choice(
         config.get("on_schema_change"), "on_schema_change", ON_SCHEMA_CHANGE, "ignore", problems
     )
-    scope = _choice(
-        config.get("overwrite_scope"), "overwrite_scope", OVERWRITE_SCOPES, "partitions", problems
-    )
-    _only_for(config, "overwrite_scope", "hudi_insert_overwrite", materialization, problems)
-    compaction = _positive_int(
-        config.get("compaction_delta_commits"),
-        "compaction_delta_commits",
-        DEFAULT_COMPACTION_DELTA_COMMITS,
-        problems,
-    )
-    _only_for(config, "compaction_delta_commits", "hudi_mor", materialization, problems)
+    scope, compaction = _materialization_configs(config, materialization, problems)
     _check_file_format(config, problems)
     problems.extend(spark_config_problems(materialization, config))
     raw = _hudi_options(config.get("hudi_options"), problems)
