@@ -364,7 +364,25 @@ TABLE_CDC_ENABLED = _option(
     "hoodie.table.cdc.enabled",
     parse_bool,
     False,
-    "CDC logging: not implemented; true (given or persisted) refuses the write.",
+    "CDC logging: writes .cdc log files beside the base files a write rewrites (set when the "
+    "table is created; persisted).",
+)
+CDC_SUPPLEMENTAL_LOGGING_MODE = _option(
+    "hoodie.table.cdc.supplemental.logging.mode",
+    choice(
+        "OP_KEY_ONLY",
+        "DATA_BEFORE",
+        "DATA_BEFORE_AFTER",
+        synonyms={
+            "op_key": "OP_KEY_ONLY",
+            "cdc_op_key": "OP_KEY_ONLY",
+            "cdc_data_before": "DATA_BEFORE",
+            "cdc_data_before_after": "DATA_BEFORE_AFTER",
+        },
+    ),
+    "DATA_BEFORE_AFTER",
+    "What a .cdc record holds besides op: the key only, the before image, or both images "
+    "(0.13's lowercase names accepted; persisted).",
 )
 
 # --- table properties of table versions 8 and 9 (Hudi 1.x) ----------------------------------
@@ -391,6 +409,17 @@ RECORD_MERGE_MODE = _optional(
 )
 RECORD_MERGE_STRATEGY_ID = _optional(
     "hoodie.record.merge.strategy.id", parse_str, "Record merger strategy id (v8+)."
+)
+PARTIAL_UPDATE_MODE = _optional(
+    "hoodie.table.partial.update.mode",
+    parse_str,
+    "How a record's missing fields merge (v9): IGNORE_DEFAULTS keeps the stored value of a "
+    "null field (partial-update payloads); NONE replaces the whole record.",
+)
+LEGACY_PAYLOAD_CLASS = _optional(
+    "hoodie.table.legacy.payload.class",
+    parse_str,
+    "The payload class a version-9 table was created with, its merge mode standing in for it.",
 )
 TABLE_FORMAT = _option(
     "hoodie.table.format", parse_str, "native", "Table format plugin; only native is read."
@@ -473,8 +502,11 @@ COPY_ON_WRITE_RECORD_SIZE_ESTIMATE = _option(
 PARQUET_COMPRESSION_CODEC = _option(
     "hoodie.parquet.compression.codec",
     choice("gzip", "snappy", "zstd", "uncompressed"),
-    "gzip",
-    "Base file compression.",
+    "zstd",
+    "Base file compression. Default zstd, not Hudi's gzip: measured on a 100k-row base file "
+    "(bench/codecs.py), zstd writes ~20x faster than gzip into a file of the same size and "
+    "reads ~3x faster; snappy is as fast but 30% larger. Every reader of Hudi tables (Spark, "
+    "Apache Hudi's Java readers, hudi-rs) decodes it.",
 )
 COMBINE_BEFORE_INSERT = _option(
     "hoodie.combine.before.insert",
@@ -573,6 +605,12 @@ KEEP_MIN_COMMITS = _option(
 KEEP_MAX_COMMITS = _option(
     "hoodie.keep.max.commits", parse_int, 30, "Archival starts once this many are active."
 )
+TIMELINE_COMPACTION_BATCH_SIZE = _option(
+    "hoodie.timeline.compaction.batch.size",
+    parse_int,
+    10,
+    "Archived timeline (v8+): this many files of one LSM level are merged into the next level.",
+)
 
 # --- merge-on-read: log files and compaction --------------------------------------------------
 LOGFILE_DATA_BLOCK_MAX_SIZE = _option(
@@ -586,6 +624,33 @@ LOGFILE_MAX_SIZE = _option(
     parse_int,
     1024 * 1024 * 1024,
     "A log file past this size rolls over to the next log version.",
+)
+INDEX_TYPE = _option(
+    "hoodie.index.type",
+    choice("SIMPLE", "GLOBAL_SIMPLE", "BUCKET"),
+    "SIMPLE",
+    "How a write finds the file group of a stored key: SIMPLE joins the batch with the record "
+    "keys of the touched partitions' latest base files; BUCKET hashes the key to one of "
+    "hoodie.bucket.index.num.buckets file groups per partition (no lookup). Persisted in "
+    "hoodie.properties when BUCKET.",
+)
+BUCKET_INDEX_ENGINE = _option(
+    "hoodie.bucket.index.engine",
+    choice("SIMPLE"),
+    "SIMPLE",
+    "Bucket index engine: SIMPLE, a fixed number of buckets per partition "
+    "(CONSISTENT_HASHING is not implemented).",
+)
+BUCKET_INDEX_NUM_BUCKETS = _option(
+    "hoodie.bucket.index.num.buckets",
+    parse_int,
+    4,
+    "Bucket index: file groups (buckets) per partition; fixed for the table's life.",
+)
+BUCKET_INDEX_HASH_FIELD = _optional(
+    "hoodie.bucket.index.hash.field",
+    parse_list,
+    "Bucket index: record key fields hashed to the bucket (default: the record key fields).",
 )
 MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT = _option(
     "hoodie.merge.small.file.group.candidates.limit",
@@ -744,6 +809,20 @@ READ_END_INSTANTTIME = _optional(
     "hoodie.datasource.read.end.instanttime",
     parse_str,
     "Incremental query end (inclusive).",
+)
+COMMITMETA_KEY_PREFIX = _option(
+    "hoodie.datasource.write.commitmeta.key.prefix",
+    parse_str,
+    "_",
+    "Write options whose key starts with this prefix are added, key and value as given, to the "
+    "commit's extraMetadata (how a consumer keeps its checkpoint in its own commits).",
+)
+QUERY_INCREMENTAL_FORMAT = _option(
+    "hoodie.datasource.query.incremental.format",
+    choice("latest_state", "cdc"),
+    "latest_state",
+    "Incremental query output: the latest state of changed records, or the change stream "
+    "(op, ts_ms, before, after) of a CDC table.",
 )
 
 # Non-hoodie read key that Hudi's Spark datasource accepts for time travel.

@@ -8,6 +8,7 @@ that Spark does the work, so the same write and compaction code runs unchanged o
     write       runner.key_records ──► runner.locate (profile + index lookup)
                   ──► runner.check_values (the values a schema change rests on)
                   ──► BatchProfile.locate (records tagged with file groups) ──► runner.write_buckets
+    bucket      runner.key_records ──► runner.write_bucketed (one job: hash, route, write)
     compaction  runner.compact (one task per file slice)
     read        runner.read (a query plan as the runner's data frame)
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from engine.read.plan import QueryPlan
     from engine.services.compaction import CompactionContext, CompactionOperation
     from engine.timeline.commit_metadata import HoodieWriteStat
+    from engine.write.bucket_index import BucketTargets
     from engine.write.bucketing import Bucket, BucketPlan
     from engine.write.handles import TaskInfo, WriteContext
     from engine.write.index import IndexSource, PartitionKeyRange
@@ -115,6 +117,17 @@ class Runner(Protocol):
         """Write every bucket of ``plan`` in its own task; the tasks' write stats."""
         ...
 
+    def write_bucketed(
+        self, keyed: Any, targets: BucketTargets, ctx: WriteContext, spec: KeyGenSpec
+    ) -> list[HoodieWriteStat]:
+        """Bucket-index write: route every record of ``keyed`` to its (partition, bucket) and
+        write each bucket in one job (a null or empty key fails it before a file is written).
+
+        Raises:
+            RecordKeyError: a record key is null or empty (no file has been written).
+        """
+        ...
+
     def release(self, keyed: Any) -> None:
         """Drop what :meth:`key_records` holds."""
         ...
@@ -132,6 +145,10 @@ class Runner(Protocol):
         self, operations: Sequence[CompactionOperation], ctx: CompactionContext
     ) -> list[HoodieWriteStat]:
         """Compact every operation (one task per file slice); the write stats."""
+        ...
+
+    def read_changes(self, base_path: str, begin: str, end: str | None) -> Any:
+        """The CDC query over ``(begin, end]`` (:mod:`engine.read.cdc`) as a data frame."""
         ...
 
     def read(self, plan: QueryPlan) -> Any:

@@ -104,7 +104,11 @@ class CleanResult:
 
 def _slice_files(group: FileGroup, base_instant_time: str) -> list[str]:
     s = group.slice_at(base_instant_time)
-    return ([s.base_file_path] if s.base_file_path else []) + s.log_file_paths
+    cdc = [
+        partition_file_path(group.partition_path, n)
+        for n in group.cdc_files.get(base_instant_time, [])
+    ]
+    return ([s.base_file_path] if s.base_file_path else []) + s.log_file_paths + sorted(cdc)
 
 
 def _compaction_inputs(timeline: Timeline) -> set[tuple[str, str]]:

@@ -31,8 +31,10 @@ from pyspark.sql.types import StructType
 
 from engine.fs.storage import Storage
 from engine.fs.view import FileSlice
+from engine.model.cdc_schema import cdc_query_schema
 from engine.model.schema import COMMIT_TIME_COLUMN
 from engine.read.arrow import plan_schema, read_file_slice
+from engine.read.cdc import changes_table, plan_changes, read_split
 from engine.read.plan import QueryPlan
 
 __all__ = ["escape_glob", "plan_spark_schema", "read_plan"]
@@ -181,3 +183,24 @@ def _merged_frame(
 
     ids = spark.range(0, len(todo), 1, numPartitions=len(todo))
     return ids.mapInArrow(merge_slices, spark_schema)
+
+
+_MAX_CDC_TASKS = 64
+
+
+def read_changes(spark: SparkSession, base_path: str, begin: str, end: str | None) -> DataFrame:
+    """The CDC query (:mod:`engine.read.cdc`): planned on the driver, one split per task."""
+    plan = plan_changes(Storage(base_path), begin, end)
+    schema = from_arrow_schema(cdc_query_schema())
+    splits, mode = plan.splits, plan.mode
+    if not splits:
+        return spark.createDataFrame([], schema)
+
+    def read_splits(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        storage = Storage(base_path)
+        for batch in batches:
+            for index in batch.column(0).to_pylist():
+                yield from changes_table(read_split(storage, splits[index], mode)).to_batches()
+
+    tasks = min(len(splits), _MAX_CDC_TASKS)
+    return spark.range(0, len(splits), 1, tasks).mapInArrow(read_splits, schema)

@@ -168,7 +168,7 @@ def _written_files(storage: Storage, instant: Instant) -> set[str]:
     found = timeline.get(instant.instant_time)
     if found is None or not found.is_completed:
         return set()
-    return {s.path for s in timeline.read_commit_metadata(found).write_stats() if s.path}
+    return {p for s in timeline.read_commit_metadata(found).write_stats() for p in s.written_paths}
 
 
 def plan_rollback(storage: Storage, instant: Instant) -> RollbackPlan:

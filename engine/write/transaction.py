@@ -34,13 +34,20 @@ from engine.faults import checkpoint
 from engine.fs.storage import Storage
 from engine.model.keygen import keygen_spec_from_config
 from engine.model.merge import MergeSpec
-from engine.runner import Runner
+from engine.runner import BatchProfile, Runner
 from engine.services.heartbeat import Heartbeat, is_write_alive
 from engine.services.inline import run_table_services, validate_service_options
 from engine.services.lock import TableLock
 from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.timeline.instant import Action, new_instant_time
 from engine.timeline.timeline import Timeline, create_requested
+from engine.write.bucket_index import (
+    BucketCopyOnWriteWrite,
+    BucketMergeOnReadWrite,
+    BucketProfile,
+    bucket_spec,
+)
+from engine.write.cdc import check_cdc_options
 from engine.write.commit import build_commit_metadata, commit_write
 from engine.write.commit_schema import commit_schema
 from engine.write.conflict import check_write_conflicts, rollback_on_error
@@ -58,7 +65,13 @@ from engine.write.replace import (
 from engine.write.rollback import rollback_failed_writes
 from engine.write.strategy import WriteStrategy
 
-__all__ = ["WriteResult", "WriteTransaction", "strategy_for"]
+__all__ = ["UNSUPPORTED_VALUES", "WriteResult", "WriteTransaction", "strategy_for"]
+
+# values of known keys this engine does not implement: refused rather than ignored
+UNSUPPORTED_VALUES: tuple[tuple[config.ConfigOption[Any], Any, str], ...] = (
+    (config.PARTITION_METAFILE_USE_BASE_FORMAT, True, "partition metafiles are written as text"),
+    (config.COMBINE_BEFORE_UPSERT, False, "upserts always precombine duplicate keys"),
+)
 
 
 @dataclass(frozen=True)
@@ -75,16 +88,19 @@ class WriteResult:
         return build_commit_metadata(self.write_stats, schema="", operation=self.operation)
 
 
-def strategy_for(operation: WriteOperation, table_type: TableType) -> WriteStrategy:
+def strategy_for(
+    operation: WriteOperation, table_type: TableType, *, bucketed: bool = False
+) -> WriteStrategy:
     """The strategy of a write: replace operations complete as replacecommits on either table
-    type; other operations as commits (copy-on-write) or deltacommits (merge-on-read)."""
+    type; other operations as commits (copy-on-write) or deltacommits (merge-on-read), routed by
+    the bucket index when ``bucketed``."""
     if operation == WriteOperation.DELETE_PARTITION:
         return DeletePartitionWrite()
     if operation.is_replace:
         return InsertOverwriteWrite()
     if table_type == TableType.MERGE_ON_READ:
-        return MergeOnReadWrite()
-    return CopyOnWriteWrite()
+        return BucketMergeOnReadWrite() if bucketed else MergeOnReadWrite()
+    return BucketCopyOnWriteWrite() if bucketed else CopyOnWriteWrite()
 
 
 @dataclass
@@ -123,7 +139,8 @@ class WriteTransaction:
         self.table_type = (
             cfg.get(config.TABLE_TYPE) if props is not None else cfg.get(config.WRITE_TABLE_TYPE)
         )
-        self.strategy = strategy_for(self.operation, self.table_type)
+        self.bucketed = cfg.get(config.INDEX_TYPE) == "BUCKET"
+        self.strategy = strategy_for(self.operation, self.table_type, bucketed=self.bucketed)
         self.lock = TableLock(storage, cfg)
         self._is_alive = partial(is_write_alive, storage, cfg=cfg)  # other writers' instants
 
@@ -195,14 +212,19 @@ class WriteTransaction:
             )
         if self.props is None and not self.cfg.get(config.TABLE_NAME):
             raise ConfigError(f"Missing required config {config.TABLE_NAME.key!r}")
-        if self.cfg.get(config.TABLE_CDC_ENABLED):
-            # a write without its .cdc log files would leave a CDC reader's change stream short
-            raise ConfigError(
-                f"{config.TABLE_CDC_ENABLED.key}=true (set in the options or in the persisted "
-                f"table properties at {self.storage.base_path}): writing CDC log files is not "
-                "implemented, so this write is refused rather than leaving changes unlogged"
-            )
+        check_cdc_options(self.cfg, self.props, self.table_type, self.storage.base_path)
+        for option, value, why in UNSUPPORTED_VALUES:
+            if self.cfg.get(option) == value:
+                raise ConfigError(
+                    f"{option.key}={config.format_value(value)} is not supported ({why}); "
+                    f"the write to {self.storage.base_path} is refused"
+                )
         validate_service_options(self.cfg)
+        if self.bucketed and self.operation.is_replace and self.strategy.writes_records:
+            raise ConfigError(
+                f"{config.INDEX_TYPE.key}=BUCKET: {self.operation} is not implemented on the "
+                "bucket index (its new file groups would not be named by bucket)"
+            )
 
     def _prepare_records(self, data: Any) -> tuple[PreparedRecords, str]:
         runner, cfg = self.runner, self.cfg
@@ -227,7 +249,12 @@ class WriteTransaction:
                 if timeline is not None and self.operation.looks_up_keys
                 else None
             )
-            profile = runner.locate(keyed, spec, source)  # raises RecordKeyError before any write
+            if self.bucketed:  # no lookup: the write job checks keys and routes by hash
+                bucket_spec(cfg, spec)
+                profile: BatchProfile = BucketProfile()
+                source = None
+            else:
+                profile = runner.locate(keyed, spec, source)  # RecordKeyError before any write
             records = PreparedRecords(
                 keyed, profile, spec, MergeSpec(str(payload), ordering), source
             )
@@ -288,7 +315,13 @@ class WriteTransaction:
         with self.lock.hold():  # commit: conflict check, then the completed instant
             replaced = self.strategy.replaced(self.storage, job)
             check_write_conflicts(
-                self.storage, job.timeline, job.instant_time, action, stats, replaced
+                self.storage,
+                job.timeline,
+                job.instant_time,
+                action,
+                stats,
+                replaced,
+                bucketed=self.bucketed,
             )
             commit_write(
                 self.storage,
@@ -298,7 +331,15 @@ class WriteTransaction:
                 schema=job.commit_schema,
                 operation=self.operation,
                 replaced=replaced,
+                extra=self.commit_extra_metadata(),
             )
+
+    def commit_extra_metadata(self) -> dict[str, str]:
+        """Write options under ``commitmeta.key.prefix``: kept in the commit's extraMetadata."""
+        prefix = self.cfg.get(config.COMMITMETA_KEY_PREFIX)
+        if not prefix:
+            return {}
+        return {k: v for k, v in self.cfg.extra.items() if k.startswith(prefix)}
 
 
 def _written_since(before: Timeline, after: Timeline, compacted: list[str]) -> bool:
