@@ -188,16 +188,20 @@ def _merged_frame(
 _MAX_CDC_TASKS = 64
 
 
-def read_changes(spark: SparkSession, base_path: str, begin: str, end: str | None) -> DataFrame:
+def read_changes(
+    spark: SparkSession, base_path: str | Storage, begin: str, end: str | None
+) -> DataFrame:
     """The CDC query (:mod:`engine.read.cdc`): planned on the driver, one split per task."""
-    plan = plan_changes(Storage(base_path), begin, end)
+    plan = plan_changes(
+        base_path if isinstance(base_path, Storage) else Storage(base_path), begin, end
+    )
     schema = from_arrow_schema(cdc_query_schema())
     splits, mode = plan.splits, plan.mode
     if not splits:
         return spark.createDataFrame([], schema)
 
     def read_splits(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        storage = Storage(base_path)
+        storage = plan.storage
         for batch in batches:
             for index in batch.column(0).to_pylist():
                 yield from changes_table(read_split(storage, splits[index], mode)).to_batches()
