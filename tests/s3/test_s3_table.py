@@ -165,3 +165,28 @@ def test_mor_log_appends_compaction_and_clean_on_s3(spark, s3: S3Server) -> None
     )
     for stats in meta["partitionToWriteStats"].values():
         assert all("://" not in s["path"] for s in stats)  # write stats stay relative
+
+
+def test_settings_from_options_and_session_conf_without_environment(  # type: ignore[no-untyped-def]
+    spark, s3: S3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No AWS environment at all: the fs.s3a.* write options, then the session's
+    spark.hadoop.fs.s3a.* configuration, reach the driver and every task."""
+    for name in s3.env:
+        if name != "AWS_EC2_METADATA_DISABLED":
+            monkeypatch.delenv(name)
+    path = s3.table_uri("opts")
+    rows = [("k1", "2024-01-01", 1, "a"), ("k2", "2024-01-02", 1, "b")]
+    opts = write_options("t", s3.s3a_options)
+    _write(spark, path, rows, opts)
+    got = {r["id"]: r["v"] for r in read_hudi(spark, path, s3.s3a_options).collect()}
+    assert got == {"k1": "a", "k2": "b"}
+    for key, value in s3.s3a_options.items():
+        spark.conf.set(f"spark.hadoop.{key}", value)
+    try:
+        table = spark_table(path, spark)
+        assert table.exists
+        assert sorted(r["id"] for r in table.read().collect()) == ["k1", "k2"]
+    finally:
+        for key in s3.s3a_options:
+            spark.conf.unset(f"spark.hadoop.{key}")
