@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine.errors import QueryError
+from engine.fs.s3 import is_s3_uri, resolve_s3_settings
 from engine.fs.storage import Storage
 from engine.fs.view import FileSlice
 from engine.model.merge import DELETE_RECORD_COLUMN, MergeSpec, combine_with_stored
@@ -52,13 +53,15 @@ def read_table(
 
     Args:
         path: the table's base path.
-        options: Hudi read keys, as for :func:`engine.read.plan.read_hudi`.
+        options: Hudi read keys, as for :func:`engine.read.plan.read_hudi`; for a table on S3
+            also its ``fs.s3a.*``/``hoodie.aws.*`` settings (:mod:`engine.fs.s3`).
         filters: row filters; those on partition columns also prune partitions.
     """
     query = parse_read_query(options, filters)
+    storage = Storage(path, resolve_s3_settings(options) if is_s3_uri(path) else None)
     if query.is_cdc:
-        return read_changes(path, str(query.begin), query.end)
-    plan = plan_query(path, query)
+        return read_changes(storage, str(query.begin), query.end)
+    plan = plan_query(storage, query)
     return apply_filters(read_plan(plan), plan.query.filters)
 
 
