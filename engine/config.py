@@ -488,6 +488,30 @@ COMBINE_BEFORE_UPSERT = _option(
     True,
     "Precombine duplicate keys within an upsert batch.",
 )
+INSERT_DROP_DUPS = _option(
+    "hoodie.datasource.write.insert.drop.duplicates",
+    parse_bool,
+    False,
+    "Drop incoming records whose key is already stored: not implemented; true is refused.",
+)
+
+# --- index (engine.write.index, engine.write.global_index) -----------------------------------
+INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE")
+INDEX_TYPE = _option(
+    "hoodie.index.type",
+    choice(*INDEX_TYPES),
+    "SIMPLE",
+    "How stored keys are found: SIMPLE in the record's own partition, GLOBAL_SIMPLE in any "
+    "partition (a key is unique in the whole table).",
+)
+SIMPLE_INDEX_UPDATE_PARTITION_PATH = _option(
+    "hoodie.simple.index.update.partition.path",
+    parse_bool,
+    True,
+    "GLOBAL_SIMPLE: a key arriving with a new partition path is deleted from its old partition "
+    "and written to the new one; false updates it in place in its old partition.",
+)
+
 TIMESTAMP_TYPE = _optional(
     "hoodie.keygen.timebased.timestamp.type",
     choice("UNIX_TIMESTAMP", "EPOCHMILLISECONDS", "EPOCHMICROSECONDS", "DATE_STRING", "SCALAR"),

@@ -23,17 +23,17 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from engine.errors import RecordKeyError
+from engine.errors import NullOrderingValueError, RecordKeyError
 from engine.model.keygen import KeyGenSpec, invalid_record_key_message
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
-from engine.spark.jobs import BAD_KEY_COLUMN, FILE_ID_COLUMN, run_job
+from engine.spark.jobs import BAD_KEY_COLUMN, FILE_ID_COLUMN, NULL_ORDERING_COLUMN, run_job
 from engine.spark.schema import spark_struct_of
 from engine.write.index import IndexSource, PartitionKeyRange, lookup_partition
 
 __all__ = ["BatchProfile", "LocatedRecords", "profile_batch"]
 
 _KIND, _PARTITION, _KEY = "__kind", "__p", "__k"
-_PROFILE, _GROUP, _FOUND = "p", "g", "k"
+_PROFILE, _GROUP, _FOUND, _NULL_ORDERING = "p", "g", "k", "o"
 # the job's rows: profile rows fill n .. bad, count rows n, found-key rows the key
 _ARROW_SCHEMA = pa.schema(
     [
@@ -86,11 +86,18 @@ class BatchProfile:
     indexed: bool = False
     _rows: DataFrame | None = None
 
-    def locate(self, keyed: DataFrame, *, existing_only: bool = False) -> LocatedRecords:
+    def locate(
+        self, keyed: DataFrame, *, existing_only: bool = False, key_prefix: str = ""
+    ) -> LocatedRecords:
         """The batch tagged with the file group of each stored key (null for inserts).
 
-        ``existing_only`` (deletes) keeps only the records whose key is stored.
+        ``existing_only`` (deletes) keeps only the records whose key is stored; ``key_prefix``
+        is put in front of every record key (the instant time of auto-generated keys).
         """
+        if key_prefix:
+            keyed = keyed.withColumn(
+                RECORD_KEY_COLUMN, F.concat(F.lit(key_prefix), F.col(RECORD_KEY_COLUMN))
+            )
         if existing_only:
             inserts: dict[str, int] = {}
         elif self.indexed:
@@ -147,9 +154,16 @@ def _lookup_task(
         received = list(batches)
         if not received:
             return
+        table = pa.Table.from_batches(received)
+        if NULL_ORDERING_COLUMN in table.column_names:
+            nulls = table.filter(table[NULL_ORDERING_COLUMN])
+            if nulls.num_rows:  # one sample record is enough to refuse the write
+                sample = nulls.slice(0, 1)
+                partition = sample[PARTITION_PATH_COLUMN][0].as_py()
+                yield _rows(_NULL_ORDERING, partition, 1, **{_KEY: sample[RECORD_KEY_COLUMN][0]})
+                return
         groups = (
-            pa.Table.from_batches(received)
-            .group_by(PARTITION_PATH_COLUMN)
+            table.group_by(PARTITION_PATH_COLUMN)
             .aggregate([(RECORD_KEY_COLUMN, "list"), (BAD_KEY_COLUMN, "any")])
         )
         key_lists = groups.column(f"{RECORD_KEY_COLUMN}_list").combine_chunks()
@@ -189,8 +203,10 @@ def profile_batch(keyed: DataFrame, spec: KeyGenSpec, source: IndexSource | None
 
     Raises:
         RecordKeyError: some record key is null or empty (nothing has been written yet).
+        NullOrderingValueError: a record flagged ``__null_ordering`` (writes that combine).
     """
-    keys = keyed.select(PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN, BAD_KEY_COLUMN)
+    checked = [c for c in (NULL_ORDERING_COLUMN,) if c in keyed.columns]
+    keys = keyed.select(PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN, BAD_KEY_COLUMN, *checked)
     rows = (
         keys.repartition(PARTITION_PATH_COLUMN)
         .mapInArrow(_lookup_task(source), spark_struct_of(_ARROW_SCHEMA))
@@ -205,6 +221,13 @@ def profile_batch(keyed: DataFrame, spec: KeyGenSpec, source: IndexSource | None
     if any(r["bad"] for r in profiles):
         rows.unpersist()
         raise RecordKeyError(invalid_record_key_message(spec))
+    null_ordering = sorted((r[_PARTITION], r[_KEY]) for r in collected if r[_KIND] == _NULL_ORDERING)
+    if null_ordering:
+        rows.unpersist()
+        partition, key = null_ordering[0]
+        raise NullOrderingValueError(
+            f"Ordering value is null for record key {key!r} (partition {partition!r})"
+        )
     ranges = [
         PartitionKeyRange(
             r[_PARTITION], int(r["n"]), r["lo"], r["hi"], distinct_keys=int(r["distinct_keys"])

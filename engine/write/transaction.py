@@ -32,8 +32,10 @@ from engine.config import HoodieConfig, TableType, WriteOperation
 from engine.errors import ConfigError, HudiError, TableNotFoundError
 from engine.faults import checkpoint
 from engine.fs.storage import Storage
+from engine.model.auto_keys import check_auto_keys, write_operation
 from engine.model.keygen import keygen_spec_from_config
 from engine.model.merge import MergeSpec
+from engine.model.ordering import naming_ordering_field, null_ordering_checked
 from engine.runner import Runner
 from engine.services.heartbeat import Heartbeat, is_write_alive
 from engine.services.inline import run_table_services, validate_service_options
@@ -119,7 +121,7 @@ class WriteTransaction:
         self.cfg = cfg
         self.props = props
         self._runner = runner
-        self.operation = cfg.get(config.OPERATION)
+        self.operation = write_operation(cfg)  # keyless writes default to bulk_insert
         self.table_type = (
             cfg.get(config.TABLE_TYPE) if props is not None else cfg.get(config.WRITE_TABLE_TYPE)
         )
@@ -188,6 +190,7 @@ class WriteTransaction:
         return self._prepare_records(data)
 
     def _check_options(self) -> None:
+        check_auto_keys(self.cfg, self.operation, self.props, self.storage.base_path)
         if self.props is not None and self.cfg.get(config.POPULATE_META_FIELDS) is False:
             raise ConfigError(
                 f"Table at {self.storage.base_path} has {config.POPULATE_META_FIELDS.key}=false; "
@@ -219,7 +222,8 @@ class WriteTransaction:
         for name in (*spec.record_key_fields, *spec.partition_fields):
             if name not in incoming.columns:
                 raise ConfigError(f"Key field {name!r} is not a column of the data")
-        keyed = runner.key_records(incoming, spec, delete_records=deleting)
+        checked = null_ordering_checked(cfg, self.operation, ordering)
+        keyed = runner.key_records(incoming, spec, delete_records=deleting, null_ordering=checked)
         try:
             timeline = Timeline.load(self.storage) if self.props is not None else None
             source = (
@@ -227,7 +231,8 @@ class WriteTransaction:
                 if timeline is not None and self.operation.looks_up_keys
                 else None
             )
-            profile = runner.locate(keyed, spec, source)  # raises RecordKeyError before any write
+            with naming_ordering_field(ordering, self.storage.base_path):
+                profile = runner.locate(keyed, spec, source)  # key/ordering errors: no write
             records = PreparedRecords(
                 keyed, profile, spec, MergeSpec(str(payload), ordering), source
             )

@@ -8,7 +8,8 @@ into a dbt compiler error naming the model.
 
 Mapping (Hudi's own keys live in ``engine.config``)::
 
-    unique_key (str | list)       -> record key field(s)
+    unique_key (str | list)       -> record key field(s); none (hudi_insert_overwrite only):
+                                     auto-generated record keys
     partition_by (str | list)     -> partition path field(s)
     precombine_key                -> ordering (precombine) field
     payload                       -> payload class: overwrite_latest | event_time | partial_update
@@ -115,7 +116,8 @@ class HudiModelConfig:
             opts[hc.DATABASE_NAME.key] = database
         opts[hc.OPERATION.key] = operation
         opts[hc.WRITE_TABLE_TYPE.key] = self.table_type
-        opts[hc.RECORDKEY_FIELD.key] = ",".join(self.record_key_fields)
+        if self.record_key_fields:  # else keyless: auto-generated record keys
+            opts[hc.RECORDKEY_FIELD.key] = ",".join(self.record_key_fields)
         if self.partition_fields:
             opts[hc.PARTITIONPATH_FIELD.key] = ",".join(self.partition_fields)
         if self.ordering_field:
@@ -336,7 +338,9 @@ def parse_model_config(
     if materialization not in MATERIALIZATIONS:
         allowed = ", ".join(MATERIALIZATIONS)
         problems.append(f"materialized: {materialization!r} is not one of {allowed}")
-    keys = _names(config.get("unique_key"), "unique_key", problems, required=True)
+    # an insert overwrite needs no key: without one, Hudi generates the record keys
+    keyed = materialization != "hudi_insert_overwrite"
+    keys = _names(config.get("unique_key"), "unique_key", problems, required=keyed)
     parts = _names(config.get("partition_by"), "partition_by", problems, required=False)
     ordering = _text(config.get("precombine_key"), "precombine_key", problems)
     payload = _payload(config, ordering, problems)
