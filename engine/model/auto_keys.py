@@ -81,7 +81,7 @@ def check_auto_keys(
     """
     keyless_table = props is not None and not props.get(config.RECORDKEY_FIELDS.key)
     if keyless_table and cfg.get(config.RECORDKEY_FIELD):
-        fields = ",".join(cfg.get(config.RECORDKEY_FIELD) or ())
+        fields = config.format_value(cfg.get(config.RECORDKEY_FIELD))
         raise ConfigError(
             f"Table at {base_path} has auto-generated record keys (no "
             f"{config.RECORDKEY_FIELDS.key}): config {config.RECORDKEY_FIELD.key}={fields!r} "

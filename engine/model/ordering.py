@@ -19,7 +19,7 @@ from engine import config
 from engine.config import HoodieConfig, WriteOperation
 from engine.errors import NullOrderingValueError
 
-__all__ = ["null_ordering_checked", "naming_ordering_field"]
+__all__ = ["naming_ordering_field", "null_ordering_checked"]
 
 
 def null_ordering_checked(

@@ -48,8 +48,8 @@ from engine.write.handles import TaskInfo, WriteContext, write_file_group
 
 __all__ = [
     "BAD_KEY_COLUMN",
-    "NULL_ORDERING_COLUMN",
     "FILE_ID_COLUMN",
+    "NULL_ORDERING_COLUMN",
     "add_record_keys",
     "run_job",
     "write_buckets",

@@ -162,9 +162,8 @@ def _lookup_task(
                 partition = sample[PARTITION_PATH_COLUMN][0].as_py()
                 yield _rows(_NULL_ORDERING, partition, 1, **{_KEY: sample[RECORD_KEY_COLUMN][0]})
                 return
-        groups = (
-            table.group_by(PARTITION_PATH_COLUMN)
-            .aggregate([(RECORD_KEY_COLUMN, "list"), (BAD_KEY_COLUMN, "any")])
+        groups = table.group_by(PARTITION_PATH_COLUMN).aggregate(
+            [(RECORD_KEY_COLUMN, "list"), (BAD_KEY_COLUMN, "any")]
         )
         key_lists = groups.column(f"{RECORD_KEY_COLUMN}_list").combine_chunks()
         bad_flags = groups.column(f"{BAD_KEY_COLUMN}_any").to_pylist()
@@ -221,7 +220,9 @@ def profile_batch(keyed: DataFrame, spec: KeyGenSpec, source: IndexSource | None
     if any(r["bad"] for r in profiles):
         rows.unpersist()
         raise RecordKeyError(invalid_record_key_message(spec))
-    null_ordering = sorted((r[_PARTITION], r[_KEY]) for r in collected if r[_KIND] == _NULL_ORDERING)
+    null_ordering = sorted(
+        (r[_PARTITION], r[_KEY]) for r in collected if r[_KIND] == _NULL_ORDERING
+    )
     if null_ordering:
         rows.unpersist()
         partition, key = null_ordering[0]

@@ -144,3 +144,15 @@ def test_format_base_file_filter_exact_names_escaped_and_empty() -> None:
     )
     assert format_base_file_filter(["x{1}.parquet"]) == "{x\\{1\\}.parquet}"
     assert format_base_file_filter([]) == "__dbt_hudi_no_base_files__"
+
+
+def test_insert_overwrite_needs_no_unique_key_upsert_and_mor_do() -> None:
+    """Without unique_key an insert overwrite writes auto-generated record keys (no record key
+    option); hudi_upsert and hudi_mor still refuse at compile time."""
+    cfg = parse_model_config("agg", "hudi_insert_overwrite", {"partition_by": "day"})
+    opts = cfg.write_options(table_name="agg", database=None, operation="insert_overwrite")
+    assert "hoodie.datasource.write.recordkey.field" not in opts
+    assert opts["hoodie.datasource.write.partitionpath.field"] == "day"
+    for materialization in ("hudi_upsert", "hudi_mor"):
+        with pytest.raises(ModelConfigError, match="unique_key: required"):
+            parse_model_config("agg", materialization, {"partition_by": "day"})

@@ -42,7 +42,7 @@ def test_upsert_with_null_ordering_value_is_refused_table_untouched(
     assert "nothing was written" in message
     assert _timeline(path) == before
     assert sorted((r["id"], r["ts"]) for r in hudi_rs_rows(path)) == [("a", 1), ("b", None)]
-    with pytest.raises(NullOrderingValueError, match="hoodie.combine.before.insert"):
+    with pytest.raises(NullOrderingValueError, match=r"hoodie\.combine\.before\.insert"):
         write_hudi(
             spark.createDataFrame(batch, SCHEMA),
             str(path),

@@ -326,6 +326,15 @@ def _payload(config: Mapping[str, Any], ordering: str | None, problems: list[str
     return payload
 
 
+def _unique_key(
+    config: Mapping[str, Any], materialization: str, problems: list[str]
+) -> tuple[str, ...]:
+    """The record key fields; an insert overwrite needs none (Hudi then generates the keys),
+    an upsert or merge-on-read model cannot do without."""
+    required = materialization != "hudi_insert_overwrite"
+    return _names(config.get("unique_key"), "unique_key", problems, required=required)
+
+
 def parse_model_config(
     model: str, materialization: str, config: Mapping[str, Any]
 ) -> HudiModelConfig:
@@ -338,9 +347,7 @@ def parse_model_config(
     if materialization not in MATERIALIZATIONS:
         allowed = ", ".join(MATERIALIZATIONS)
         problems.append(f"materialized: {materialization!r} is not one of {allowed}")
-    # an insert overwrite needs no key: without one, Hudi generates the record keys
-    keyed = materialization != "hudi_insert_overwrite"
-    keys = _names(config.get("unique_key"), "unique_key", problems, required=keyed)
+    keys = _unique_key(config, materialization, problems)
     parts = _names(config.get("partition_by"), "partition_by", problems, required=False)
     ordering = _text(config.get("precombine_key"), "precombine_key", problems)
     payload = _payload(config, ordering, problems)
