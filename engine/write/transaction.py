@@ -23,7 +23,7 @@ that differs between copy-on-write, merge-on-read, insert overwrite and delete p
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -48,7 +48,7 @@ from engine.write.commit_schema import commit_schema
 from engine.write.conflict import check_write_conflicts, rollback_on_error
 from engine.write.copy_on_write import CopyOnWriteWrite
 from engine.write.create_table import create_table, new_table_properties, take_over_metadata_table
-from engine.write.index import IndexSource
+from engine.write.global_index import check_index_options, index_source
 from engine.write.merge_on_read import MergeOnReadWrite
 from engine.write.plan import PreparedRecords, WriteJob
 from engine.write.replace import (
@@ -206,6 +206,8 @@ class WriteTransaction:
                 "implemented, so this write is refused rather than leaving changes unlogged"
             )
         validate_service_options(self.cfg)
+        payload = self.cfg.get(config.WRITE_PAYLOAD_CLASS) or self.cfg.get(config.PAYLOAD_CLASS)
+        check_index_options(self.cfg, str(payload))
 
     def _prepare_records(self, data: Any) -> tuple[PreparedRecords, str]:
         runner, cfg = self.runner, self.cfg
@@ -227,7 +229,7 @@ class WriteTransaction:
         try:
             timeline = Timeline.load(self.storage) if self.props is not None else None
             source = (
-                IndexSource(self.storage, timeline)
+                index_source(self.storage, timeline, cfg)
                 if timeline is not None and self.operation.looks_up_keys
                 else None
             )
@@ -283,7 +285,7 @@ class WriteTransaction:
         ):
             return
         records.profile.release()
-        records.source = IndexSource(self.storage, started.timeline)
+        records.source = replace(source, timeline=started.timeline)
         records.profile = self.runner.locate(records.keyed, records.spec, records.source)
 
     # ---- commit: conflict check, completed instant ------------------------------------------

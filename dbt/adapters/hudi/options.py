@@ -18,6 +18,10 @@ Mapping (Hudi's own keys live in ``engine.config``)::
     overwrite_scope               -> partitions | table (hudi_insert_overwrite)
     on_schema_change              -> the schema evolution keys of schema_change.mode_options
     hudi_options (dict)           -> raw hoodie.* keys, parsed by engine.config
+    (default)                     -> partitioned hudi_upsert / hudi_mor models with the default
+                                     payload: hoodie.index.type=GLOBAL_SIMPLE with
+                                     hoodie.simple.index.update.partition.path=true (a unique_key
+                                     is unique in the table); an explicit index type wins
 """
 
 from __future__ import annotations
@@ -125,10 +129,28 @@ class HudiModelConfig:
         opts[hc.WRITE_PAYLOAD_CLASS.key] = self.payload_class
         opts[hc.HIVE_STYLE_PARTITIONING.key] = "true" if self.hive_style_partitioning else "false"
         opts.update(mode_options(self.on_schema_change))
+        opts.update(self.default_index(opts))
         if self.materialization == "hudi_mor":
             opts.setdefault(hc.INLINE_COMPACT.key, "true")
             opts[hc.INLINE_COMPACT_NUM_DELTA_COMMITS.key] = str(self.compaction_delta_commits)
         return opts
+
+    def default_index(self, opts: Mapping[str, str]) -> dict[str, str]:
+        """dbt's default index where ``opts`` name none: GLOBAL_SIMPLE with
+        update.partition.path for partitioned ``hudi_upsert``/``hudi_mor`` models with the
+        default payload, so a ``unique_key`` is unique in the whole table, as dbt means it (a
+        key whose partition value changes moves instead of being duplicated). The engine's own
+        default stays Hudi's SIMPLE; an explicit ``hoodie.index.type`` wins."""
+        if hc.INDEX_TYPE.key in opts or self.materialization == "hudi_insert_overwrite":
+            return {}
+        if not self.partition_fields or self.payload != "overwrite_latest":
+            return {}
+        return {
+            hc.INDEX_TYPE.key: "GLOBAL_SIMPLE",
+            hc.SIMPLE_INDEX_UPDATE_PARTITION_PATH.key: opts.get(
+                hc.SIMPLE_INDEX_UPDATE_PARTITION_PATH.key, "true"
+            ),
+        }
 
     def check_columns(self, columns: Mapping[str, str]) -> list[str]:
         """Problems with the model's SELECT columns (``name -> simple type``)."""
