@@ -124,11 +124,16 @@ class HudiAdapter(SparkAdapter):
         return catalog_table_type(self._spark(), str(relation.schema), str(relation.identifier))
 
     def _base_path(self, relation: Any, cfg: HudiModelConfig, spark: SparkSession) -> str:
+        return self._base_path_of(relation, cfg.location, cfg.location_root, spark)
+
+    def _base_path_of(
+        self, relation: Any, location: str | None, location_root: str | None, spark: SparkSession
+    ) -> str:
         """location > location_root/alias > profile hudi_base_path/schema/alias > warehouse."""
-        if cfg.location:
-            return cfg.location
-        if cfg.location_root:
-            return f"{cfg.location_root.rstrip('/')}/{relation.identifier}"
+        if location:
+            return location
+        if location_root:
+            return f"{location_root.rstrip('/')}/{relation.identifier}"
         root = self._credentials.hudi_base_path
         if not root:
             root = spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse"
@@ -136,6 +141,60 @@ class HudiAdapter(SparkAdapter):
                 root = root[len("file:") :]
                 root = "/" + root.lstrip("/")
         return f"{root.rstrip('/')}/{relation.schema}/{relation.identifier}"
+
+    # ---- guards --------------------------------------------------------------------------------
+
+    @available
+    def hudi_guard(
+        self,
+        relation: Any,
+        materialization: str,
+        config: Mapping[str, Any],
+        base_path: str | None = None,
+    ) -> dict[str, Any]:
+        """Refuse, before anything runs (pre-hooks included), what the run could not finish:
+        grants the platform cannot apply, a location that holds something else than a Hudi
+        table. ``base_path`` is the table's when the caller knows it (else from the config).
+
+        Raises:
+            CompilationError: naming the model and every offending value; nothing is written.
+        """
+        from dbt.adapters.hudi.guards import GuardError, grants_problem, location_problem
+
+        spark = self._spark()
+        cfg = dict(config or {})
+        path = base_path or self._base_path_of(
+            relation, cfg.get("location"), cfg.get("location_root"), spark
+        )
+        problems = [
+            grants_problem(
+                cfg.get("grants"),
+                platform_has_grants=not cfg.get("grants") or self._platform_has_grants(),
+            ),
+            location_problem(path, _entries(path)),
+        ]
+        found = [p for p in problems if p]
+        if found:
+            error = GuardError(_model_name(relation), materialization, found)
+            raise CompilationError(str(error))
+        return {"base_path": path}
+
+    def _platform_has_grants(self) -> bool:
+        """Whether the session's SQL has GRANT: asked once, with the read-only statement dbt
+        would send first (``show grants on``); a parse error means the dialect has none."""
+        known = getattr(self, "_has_grants", None)
+        if known is None:
+            from pyspark.errors import ParseException
+
+            try:
+                self._spark().sql("show grants on dbt_hudi_grants_probe").collect()
+                known = True
+            except ParseException:
+                known = False
+            except Exception:  # parsed, so the dialect has it (the probe table does not exist)
+                known = True
+            self._has_grants = known
+        return bool(known)
 
     # ---- write ---------------------------------------------------------------------------------
 
@@ -261,6 +320,14 @@ class HudiAdapter(SparkAdapter):
         if result.get("instant_time"):
             self.hudi_publish(target, path)
         return result
+
+
+def _entries(path: str) -> list[str] | None:
+    """Names directly under ``path`` (empty when absent, None when it is a file)."""
+    storage = HudiTable(path).storage
+    if storage.is_dir(""):
+        return [entry.name for entry in storage.list_dir()]
+    return None if storage.exists("") else []
 
 
 def _config_error(cfg: HudiModelConfig, problems: list[str]) -> ConfigError:
