@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -293,6 +294,20 @@ def _lookup_task(
     return run
 
 
+def _refuse_bad_records(collected: list[Any], spec: KeyGenSpec) -> None:
+    """A null or empty record key, or a null ordering value where the write checks them."""
+    if any(r["bad"] for r in collected if r[_KIND] == _PROFILE):
+        raise RecordKeyError(invalid_record_key_message(spec))
+    null_ordering = sorted(
+        (r[_PARTITION], r[_KEY]) for r in collected if r[_KIND] == _NULL_ORDERING
+    )
+    if null_ordering:
+        partition, key = null_ordering[0]
+        raise NullOrderingValueError(
+            f"Ordering value is null for record key {key!r} (partition {partition!r})"
+        )
+
+
 def profile_batch(keyed: DataFrame, spec: KeyGenSpec, source: IndexSource | None) -> BatchProfile:
     """Run the first job of a write (see the module docstring).
 
@@ -321,18 +336,11 @@ def profile_batch(keyed: DataFrame, spec: KeyGenSpec, source: IndexSource | None
         rows.unpersist()
         raise
     profiles = [r for r in collected if r[_KIND] == _PROFILE]
-    if any(r["bad"] for r in profiles):
+    try:
+        _refuse_bad_records(collected, spec)
+    except BaseException:
         rows.unpersist()
-        raise RecordKeyError(invalid_record_key_message(spec))
-    null_ordering = sorted(
-        (r[_PARTITION], r[_KEY]) for r in collected if r[_KIND] == _NULL_ORDERING
-    )
-    if null_ordering:
-        rows.unpersist()
-        partition, key = null_ordering[0]
-        raise NullOrderingValueError(
-            f"Ordering value is null for record key {key!r} (partition {partition!r})"
-        )
+        raise
     ranges = [
         PartitionKeyRange(
             r[_PARTITION], int(r["n"]), r["lo"], r["hi"], distinct_keys=int(r["distinct_keys"])

@@ -58,6 +58,14 @@ __all__ = [
 STORED_PARTITION_COLUMN = "__stored_partition"
 FOUND_FILE_ID_COLUMN = "file_id"
 _READ_THREADS = 4
+_FOUND_SCHEMA = pa.schema(
+    [
+        (RECORD_KEY_COLUMN, pa.string()),
+        (PARTITION_PATH_COLUMN, pa.string()),
+        (STORED_PARTITION_COLUMN, pa.string()),
+        (FOUND_FILE_ID_COLUMN, pa.string()),
+    ]
+)
 
 
 def index_source(storage: Storage, timeline: Timeline, cfg: HoodieConfig) -> IndexSource:
@@ -136,16 +144,8 @@ def lookup_global(keys: pa.Table, source: IndexSource) -> pa.Table:
         .aggregate([])
     )
     distinct = pc.unique(incoming[RECORD_KEY_COLUMN].combine_chunks())
-    empty = pa.table(
-        {
-            RECORD_KEY_COLUMN: pa.array([], pa.string()),
-            PARTITION_PATH_COLUMN: pa.array([], pa.string()),
-            STORED_PARTITION_COLUMN: pa.array([], pa.string()),
-            FOUND_FILE_ID_COLUMN: pa.array([], pa.string()),
-        }
-    )
     if not len(distinct):
-        return empty
+        return _FOUND_SCHEMA.empty_table()
     bounds = pc.min_max(distinct)
     everywhere = latest_base_files(source.timeline, source.all_partitions())
     whole_range = [
@@ -153,32 +153,33 @@ def lookup_global(keys: pa.Table, source: IndexSource) -> pa.Table:
         for p in sorted({p for p, _ in everywhere})
     ]
     candidates = plan_index_lookup(source.storage, everywhere, whole_range)
-
-    base_instants = {fid: base.instant_time for (_, fid), base in everywhere.items()}
-
-    def found_in(candidate: IndexCandidate) -> pa.Table:
-        stored = read_base_file(source.storage, candidate.rel_path, [RECORD_KEY_COLUMN])
-        stored_keys = stored.column(RECORD_KEY_COLUMN).combine_chunks()
-        hits = pc.unique(stored_keys.filter(pc.is_in(stored_keys, value_set=distinct)))
-        return pa.table(
-            {
-                RECORD_KEY_COLUMN: hits,
-                STORED_PARTITION_COLUMN: pa.repeat(
-                    pa.scalar(candidate.partition_path, pa.string()), len(hits)
-                ),
-                FOUND_FILE_ID_COLUMN: pa.repeat(
-                    pa.scalar(candidate.file_id, pa.string()), len(hits)
-                ),
-            }
-        )
-
     with ThreadPoolExecutor(max_workers=min(_READ_THREADS, max(1, len(candidates)))) as pool:
-        found = [t for t in pool.map(found_in, candidates) if t.num_rows]
+        found = [
+            t
+            for t in pool.map(lambda c: _keys_found(source, c, distinct), candidates)
+            if t.num_rows
+        ]
     if not found:
-        return empty
-    stored = pa.concat_tables(found)
-    joined = incoming.join(stored, RECORD_KEY_COLUMN, join_type="inner")
-    return _one_location(joined.select(list(empty.column_names)), base_instants)
+        return _FOUND_SCHEMA.empty_table()
+    joined = incoming.join(pa.concat_tables(found), RECORD_KEY_COLUMN, join_type="inner")
+    base_instants = {fid: base.instant_time for (_, fid), base in everywhere.items()}
+    return _one_location(joined.select(_FOUND_SCHEMA.names), base_instants)
+
+
+def _keys_found(source: IndexSource, candidate: IndexCandidate, keys: pa.Array) -> pa.Table:
+    """The ``keys`` stored in one candidate base file, with its partition and file group."""
+    stored = read_base_file(source.storage, candidate.rel_path, [RECORD_KEY_COLUMN])
+    stored_keys = stored.column(RECORD_KEY_COLUMN).combine_chunks()
+    hits = pc.unique(stored_keys.filter(pc.is_in(stored_keys, value_set=keys)))
+    return pa.table(
+        {
+            RECORD_KEY_COLUMN: hits,
+            STORED_PARTITION_COLUMN: pa.repeat(
+                pa.scalar(candidate.partition_path, pa.string()), len(hits)
+            ),
+            FOUND_FILE_ID_COLUMN: pa.repeat(pa.scalar(candidate.file_id, pa.string()), len(hits)),
+        }
+    )
 
 
 def _one_location(found: pa.Table, base_instants: dict[str, str]) -> pa.Table:
@@ -195,7 +196,7 @@ def _one_location(found: pa.Table, base_instants: dict[str, str]) -> pa.Table:
         if slot not in best or rank > _rank(best[slot], base_instants):
             best[slot] = row
     rows = [best[k] for k in sorted(best)]
-    return pa.Table.from_pylist(rows, schema=found.schema) if rows else found.slice(0, 0)
+    return pa.Table.from_pylist(rows, schema=_FOUND_SCHEMA) if rows else found.slice(0, 0)
 
 
 def _rank(row: dict[str, str], base_instants: dict[str, str]) -> tuple[bool, str]:
