@@ -177,19 +177,9 @@ def _global_rows(table: pa.Table, source: IndexSource) -> Iterator[pa.RecordBatc
     groups = table.group_by(PARTITION_PATH_COLUMN).aggregate([(RECORD_KEY_COLUMN, "list")])
     key_lists = groups.column(f"{RECORD_KEY_COLUMN}_list").combine_chunks()
     for i, partition in enumerate(groups.column(PARTITION_PATH_COLUMN).to_pylist()):
-        r = lookup_partition(partition, key_lists[i].values, None).key_range
+        key_range = lookup_partition(partition, key_lists[i].values, None).key_range
         in_partition = pc.equal(matched[PARTITION_PATH_COLUMN], partition)
-        yield _rows(
-            _PROFILE,
-            partition,
-            1,
-            n=r.count,
-            distinct_keys=r.distinct_keys,
-            matched=int(pc.sum(pc.cast(in_partition, pa.int64())).as_py() or 0),
-            lo=r.min_key,
-            hi=r.max_key,
-            bad=False,
-        )
+        yield _profile_row(key_range, int(pc.sum(pc.cast(in_partition, pa.int64())).as_py() or 0))
     # the partitions a moved key is deleted from or updated in are touched too (their file
     # slices are planned like any other): a profile row without incoming records
     incoming = set(groups.column(PARTITION_PATH_COLUMN).to_pylist())
@@ -224,6 +214,21 @@ def _found_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
         for f in _ARROW_SCHEMA
     ]
     return pa.RecordBatch.from_arrays(arrays, schema=_ARROW_SCHEMA)
+
+
+def _profile_row(r: PartitionKeyRange, matched: int) -> pa.RecordBatch:
+    """The profile row of one partition's incoming keys, ``matched`` of them stored."""
+    return _rows(
+        _PROFILE,
+        r.partition_path,
+        1,
+        n=r.count,
+        distinct_keys=r.distinct_keys,
+        matched=matched,
+        lo=r.min_key,
+        hi=r.max_key,
+        bad=False,
+    )
 
 
 def _rows(kind: str, partition: str, count: int, **columns: object) -> pa.RecordBatch:
@@ -275,18 +280,7 @@ def _lookup_task(
                 yield _rows(_PROFILE, partition, 1, bad=True)
                 continue
             lookup = lookup_partition(partition, key_lists[i].values, source)
-            r = lookup.key_range
-            yield _rows(
-                _PROFILE,
-                partition,
-                1,
-                n=r.count,
-                distinct_keys=r.distinct_keys,
-                matched=lookup.matched_keys,
-                lo=r.min_key,
-                hi=r.max_key,
-                bad=False,
-            )
+            yield _profile_row(lookup.key_range, lookup.matched_keys)
             for file_id, found in lookup.matches.items():
                 yield _rows(_GROUP, partition, 1, **{FILE_ID_COLUMN: file_id, "n": len(found)})
                 yield _rows(_FOUND, partition, len(found), **{_KEY: found, FILE_ID_COLUMN: file_id})

@@ -35,12 +35,13 @@ def _write(spark: Any, path: Path, rows: list[tuple[Any, ...]], opts: dict[str, 
     write_hudi(spark.createDataFrame(rows, SCHEMA), str(path), opts)
 
 
-@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_global_index_moves_updates_in_place_and_deletes_anywhere(
-    spark: Any, tmp_path: Path, table_type: str
+    spark: Any, tmp_path: Path
 ) -> None:
+    """Merge-on-read (the property test draws both table types): a move leaves the key in the
+    old base file until compaction, which the lookup must not take for the live copy."""
     path = tmp_path / "t"
-    base = write_options("glob", {"hoodie.datasource.write.table.type": table_type})
+    base = write_options("glob", {"hoodie.datasource.write.table.type": "MERGE_ON_READ"})
     _write(spark, path, [("a", "p1", 1, "a1"), ("b", "p1", 1, "b1"), ("c", "p2", 1, "c1")], base)
     # flag on: a moves to p2 (deleted from p1), b is updated in p1
     _write(spark, path, [("a", "p2", 2, "a2"), ("b", "p1", 2, "b2")], {**base, **GLOBAL})
