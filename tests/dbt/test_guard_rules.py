@@ -71,7 +71,7 @@ def test_parse_model_config_reports_spark_configs_with_the_other_problems() -> N
     text = str(e.value)
     assert "'newest'" in text
     assert "tblproperties: {'a': 'b'} is not applied by hudi_upsert" in text
-    assert "buckets: 2 is not applied by hudi_upsert" in text
+    assert "buckets: only applies with index_type='BUCKET'" in text
 
 
 def test_grants_refused_only_when_the_platform_has_no_grant() -> None:

@@ -70,7 +70,9 @@ SPARK_CONFIGS: Mapping[str, SparkConfigRule] = {
         "refused", "Spark bucketing does not apply: Hudi's index decides the file groups"
     ),
     "buckets": SparkConfigRule(
-        "refused", "Spark bucketing does not apply: Hudi's index decides the file groups"
+        "meaningful",
+        "with index_type='BUCKET', the number of file groups per partition of Hudi's bucket "
+        "index (hoodie.bucket.index.num.buckets); refused without it",
     ),
     "merge_update_columns": SparkConfigRule(
         "refused",
