@@ -4,8 +4,8 @@ Batches carry duplicate keys, out-of-order ordering values, ``_hoodie_is_deleted
 deletes by key, and keys landing in new partitions (null ordering values are refused by upserts,
 tests/integration/test_null_ordering.py). After every commit hudi-rs must read
 exactly the model's rows (data and commit times); after the last one ``read_hudi`` (Spark) must
-agree too. ``make test`` runs 40 sequences in table version 6 and 20 each in versions 8 and 9,
-``make test-long`` ten times as many.
+agree too. ``make test`` runs 40 sequences in each of table versions 6, 8 and 9, ``make
+test-long`` ten times as many.
 """
 
 from __future__ import annotations
