@@ -253,7 +253,13 @@ def test_clean_and_rollback_remove_cdc_files(spark, tmp_path, monkeypatch) -> No
     import engine.write.transaction
 
     path = tmp_path / "t"
-    options = opts(**{"hoodie.cleaner.commits.retained": "1"})
+    options = opts(
+        **{
+            "hoodie.cleaner.commits.retained": "1",
+            "hoodie.keep.min.commits": "2",
+            "hoodie.keep.max.commits": "3",
+        }
+    )
     write_hudi(
         spark.createDataFrame([("k1", "p", 1, "a"), ("k2", "p", 1, "b")], SCHEMA),
         str(path),
@@ -281,6 +287,17 @@ def test_clean_and_rollback_remove_cdc_files(spark, tmp_path, monkeypatch) -> No
         file_id, instant = f.name[1:].split(".log.")[0].rsplit("_", 1)
         assert any(n.startswith(file_id) and n.endswith(f"_{instant}.parquet") for n in names)
     assert sorted((r["id"], r["v"]) for r in hudi_rs_rows(str(path))) == [("k1", "a5"), ("k2", "b")]
+    # archived commits cannot be read back: a range reaching before them fails, naming the start
+    assert any((path / ".hoodie" / "archived").iterdir())
+    with pytest.raises(QueryError, match=r"were archived"):
+        read_table(str(path), {**CDC_QUERY, "hoodie.datasource.read.begin.instanttime": "000"})
+    active = sorted(p.name.split(".")[0] for p in (path / ".hoodie").glob("*.commit"))
+    rows = read_table(
+        str(path), {**CDC_QUERY, "hoodie.datasource.read.begin.instanttime": active[0]}
+    )
+    assert changes(rows.to_pylist()) == [
+        ("u", active[-1], ("k1", "p", 4, "a4"), ("k1", "p", 5, "a5"))
+    ]
 
 
 def test_cdc_query_through_the_command(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
