@@ -4,6 +4,7 @@ that holds no JVM, and two ``dbt build`` runs of the example project, judged by 
 from __future__ import annotations
 
 import csv
+import json
 import subprocess
 import sys
 import time
@@ -54,6 +55,41 @@ def test_connect_merge_on_read_paths(scenario: ScenarioRun) -> None:
 
 def test_connect_killed_write_rolled_back(scenario: ScenarioRun) -> None:
     check_killed_write(scenario)
+
+
+_SETTINGS_CLIENT = """
+import json, sys, warnings
+from engine import get_spark
+asked = {"spark.sql.shuffle.partitions": "3", "spark.sql.warehouse.dir": sys.argv[1],
+         "spark.driver.memory": "1g"}
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for _ in range(3):
+        spark = get_spark(asked, hive=True)
+print(json.dumps({"warnings": [str(w.message) for w in caught],
+                  "shuffle": spark.conf.get("spark.sql.shuffle.partitions")}))
+"""
+
+
+def test_connect_static_settings_named_once(connect_server: str, tmp_path: Path) -> None:
+    """Asked three times for a runtime setting, a static one the server holds with another value
+    and one it holds with the same: the runtime one is applied, one warning names the other."""
+    done = subprocess.run(
+        [sys.executable, "-c", _SETTINGS_CLIENT, str(tmp_path / "elsewhere")],
+        cwd=REPO,
+        env=spark_env(SPARK_REMOTE=connect_server),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["shuffle"] == "3"
+    [warning] = report["warnings"]
+    assert "spark.sql.warehouse.dir" in warning and "elsewhere" in warning, warning
+    assert "spark.driver.memory" not in warning  # the server's value: nothing to say
+    assert "CANNOT_MODIFY" not in done.stderr
 
 
 # ---- dbt -----------------------------------------------------------------------------------------
