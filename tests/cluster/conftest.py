@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.cluster.launch import Cluster, start_cluster, start_connect_server
+from tests.cluster.scenario import ScenarioRun, Target, run_scenario
 
 # make test: one executor of one core; make test-long: two, so tasks of one job run in two JVMs
 EXECUTORS = 2 if os.environ.get("HUDI_TEST_LONG") else 1
@@ -47,3 +48,24 @@ def connect_server(
         yield url
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def standalone_scenario(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+) -> ScenarioRun:
+    """The scenario (:mod:`tests.cluster.scenario`) with its drivers on the cluster."""
+    target = Target(master=cluster.master_url, executors=EXECUTORS)
+    run = run_scenario(tmp_path_factory.mktemp("standalone"), target)
+    say(pytestconfig, f"standalone scenario: two drivers in {run.seconds:.0f}s")
+    return run
+
+
+@pytest.fixture(scope="module")
+def connect_scenario(
+    connect_server: str, tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+) -> ScenarioRun:
+    """The scenario with its drivers as Spark Connect clients of the server."""
+    run = run_scenario(tmp_path_factory.mktemp("connect"), Target(remote=connect_server))
+    say(pytestconfig, f"Spark Connect scenario: two clients in {run.seconds:.0f}s")
+    return run

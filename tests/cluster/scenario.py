@@ -104,29 +104,38 @@ def _read(label: str, table: Path, options: Mapping[str, str] | None = None) -> 
     return {"label": label, "kind": "read", "table": str(table), "options": dict(options or {})}
 
 
+def _history(prefix: str, table: Path, options: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Create, update (and insert), delete: ``<prefix>1`` to ``<prefix>3``."""
+    return [
+        _write(f"{prefix}1", table, FIRST, options, UPSERT),
+        _write(f"{prefix}2", table, UPDATES, options, UPSERT),
+        _write(f"{prefix}3", table, DELETES, options, DELETE),
+    ]
+
+
+def _queries(name: str, prefix: str, table: Path) -> list[dict[str, Any]]:
+    """Every query type, then a copy of the table for hudi-rs (before clean deletes slices)."""
+    copy = table.parent / f"{name}_copy"
+    return [
+        _read(f"{name}_snapshot", table),
+        _read(f"{name}_read_optimized", table, RO),
+        _read(f"{name}_as_of_2", table, {"as.of.instant": f"@{prefix}2"}),
+        _read(f"{name}_incremental", table, _incremental(f"@{prefix}1", f"@{prefix}3")),
+        {"label": f"{name}_copy", "kind": "copy", "table": str(table), "to": str(copy)},
+    ]
+
+
 def core_steps(root: Path) -> list[dict[str, Any]]:
     """Every core path on ``root/cow`` and ``root/mor``; the last step's write is killed."""
     cow, mor = root / "cow", root / "mor"
     steps = [
-        _write("c1", cow, FIRST, COW, UPSERT),
-        _write("c2", cow, UPDATES, COW, UPSERT),
-        _write("c3", cow, DELETES, COW, DELETE),
+        *_history("c", cow, COW),
         _write("c4", cow, OVERWRITES, COW, OVERWRITE),
-        _read("cow_snapshot", cow),
-        _read("cow_read_optimized", cow, RO),
-        _read("cow_as_of_c2", cow, {"as.of.instant": "@c2"}),
-        _read("cow_incremental", cow, _incremental("@c1", "@c3")),
-        {"label": "cow_copy", "kind": "copy", "table": str(cow), "to": str(root / "cow_copy")},
+        *_queries("cow", "c", cow),
         {"label": "cow_clean", "kind": "clean", "table": str(cow), "options": CLEAN},
         _read("cow_after_clean", cow),
-        _write("m1", mor, FIRST, MOR, UPSERT),
-        _write("m2", mor, UPDATES, MOR, UPSERT),
-        _write("m3", mor, DELETES, MOR, DELETE),
-        _read("mor_snapshot", mor),
-        _read("mor_read_optimized", mor, RO),
-        _read("mor_as_of_m2", mor, {"as.of.instant": "@m2"}),
-        _read("mor_incremental", mor, _incremental("@m1", "@m3")),
-        {"label": "mor_copy", "kind": "copy", "table": str(mor), "to": str(root / "mor_copy")},
+        *_history("m", mor, MOR),
+        *_queries("mor", "m", mor),
         {"label": "mor_compact", "kind": "compact", "table": str(mor)},
         _read("mor_compacted", mor),
         _read("mor_compacted_read_optimized", mor, RO),
@@ -270,7 +279,7 @@ def check_copy_on_write(run: ScenarioRun) -> None:
     c1, c2, c3, c4 = (core.by_label[c]["instant_time"] for c in ("c1", "c2", "c3", "c4"))
     assert read_by_driver(core, "cow_snapshot") == S4 == judged(copy)
     assert read_by_driver(core, "cow_read_optimized") == S4 == judged(copy, read_optimized=True)
-    assert read_by_driver(core, "cow_as_of_c2") == S2 == judged(copy, as_of=c2)
+    assert read_by_driver(core, "cow_as_of_2") == S2 == judged(copy, as_of=c2)
     incremental = judged(copy, incremental=(c1, c3))
     assert read_by_driver(core, "cow_incremental") == CHANGED_IN_2_3 == incremental
     assert commit_times(core, "cow_incremental") == {c2}
@@ -287,7 +296,7 @@ def check_merge_on_read(run: ScenarioRun) -> None:
     read_optimized = judged(copy, read_optimized=True)
     assert read_by_driver(core, "mor_read_optimized") == read_optimized
     assert read_optimized != S3, "the updates and deletes went to log blocks"
-    assert read_by_driver(core, "mor_as_of_m2") == S2 == judged(copy, as_of=m2)
+    assert read_by_driver(core, "mor_as_of_2") == S2 == judged(copy, as_of=m2)
     incremental = judged(copy, incremental=(m1, m3))
     assert read_by_driver(core, "mor_incremental") == CHANGED_IN_2_3 == incremental
     assert len(core.by_label["mor_compact"]["compacted"]) == 1, core.by_label["mor_compact"]

@@ -17,11 +17,9 @@ from tests.cluster.conftest import say
 from tests.cluster.launch import REPO, spark_env
 from tests.cluster.scenario import (
     ScenarioRun,
-    Target,
     check_copy_on_write,
     check_killed_write,
     check_merge_on_read,
-    run_scenario,
 )
 from tests.hudi_rs import hudi_rs_rows
 
@@ -30,31 +28,22 @@ pytestmark = [pytest.mark.cluster, pytest.mark.interop]
 DEMO_TIMEOUT = 900
 
 
-@pytest.fixture(scope="module")
-def scenario(
-    connect_server: str, tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
-) -> ScenarioRun:
-    run = run_scenario(tmp_path_factory.mktemp("connect"), Target(remote=connect_server))
-    say(pytestconfig, f"Spark Connect scenario: two clients in {run.seconds:.0f}s")
-    return run
-
-
-def test_connect_clients_are_remote(scenario: ScenarioRun) -> None:
-    for run in (scenario.core, scenario.recovery):
+def test_connect_clients_are_remote(connect_scenario: ScenarioRun) -> None:
+    for run in (connect_scenario.core, connect_scenario.recovery):
         assert run.report["connect"] is True, run.report
         assert "CANNOT_MODIFY" not in run.log, run.log[-3000:]
 
 
-def test_connect_copy_on_write_paths(scenario: ScenarioRun) -> None:
-    check_copy_on_write(scenario)
+def test_connect_copy_on_write_paths(connect_scenario: ScenarioRun) -> None:
+    check_copy_on_write(connect_scenario)
 
 
-def test_connect_merge_on_read_paths(scenario: ScenarioRun) -> None:
-    check_merge_on_read(scenario)
+def test_connect_merge_on_read_paths(connect_scenario: ScenarioRun) -> None:
+    check_merge_on_read(connect_scenario)
 
 
-def test_connect_killed_write_rolled_back(scenario: ScenarioRun) -> None:
-    check_killed_write(scenario)
+def test_connect_killed_write_rolled_back(connect_scenario: ScenarioRun) -> None:
+    check_killed_write(connect_scenario)
 
 
 _SETTINGS_CLIENT = """
