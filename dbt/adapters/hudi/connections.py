@@ -7,6 +7,11 @@ needs the SparkSession to live in the dbt process, which only ``session`` provid
 Before a statement runs, the connection registers the snapshot views of the merge-on-read Hudi
 models the statement names (see ``relation.py``), so SQL rendered in one process and run in a
 fresh one (``dbt run -s downstream_only``) reads the latest committed snapshot.
+
+With ``method: session`` every statement finds its session through the adapter's
+``publish.get_session``, as dbt-spark's cursor does, except that over Spark Connect the
+server's static settings (its catalog, warehouse, memory) are not asked for again on every
+statement: pyspark would warn each time.
 """
 
 from __future__ import annotations
@@ -55,6 +60,17 @@ class HudiConnectionManager(SparkConnectionManager):
     """dbt-spark's connection manager; registers snapshot views a statement needs first."""
 
     TYPE = "hudi"
+
+    @classmethod
+    def open(cls, connection: Connection) -> Connection:
+        opened: Connection = super().open(connection)
+        credentials = opened.credentials
+        if isinstance(credentials, HudiCredentials) and credentials.has_session:
+            from dbt.adapters.hudi.session_cursor import HudiSessionConnection, session_handle
+
+            if not isinstance(getattr(opened.handle, "handle", None), HudiSessionConnection):
+                opened.handle = session_handle(credentials.server_side_parameters)
+        return opened
 
     def add_query(self, sql: str, *args: Any, **kwargs: Any) -> tuple[Connection, Any]:
         names = set(_SNAPSHOT_VIEW_RE.findall(sql)) if SNAPSHOT_VIEW_PREFIX in sql else set()
