@@ -93,3 +93,11 @@
   from {{ staged }} as SRC
   where SRC.dbt_change_type = 'insert'
 {% endmacro %}
+
+
+{#- dbt's get_columns_in_relation() returns columns (name, data_type) on every adapter; dbt-spark's
+    returns the raw rows of DESCRIBE EXTENDED, so dbt's snapshot staging SQL (hard_deletes=
+    'new_record') reads no column names and writes deletion records with null columns. -#}
+{% macro hudi__get_columns_in_relation(relation) -%}
+  {{ return(adapter.get_columns_in_relation(relation)) }}
+{%- endmacro %}
