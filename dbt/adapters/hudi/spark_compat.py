@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dbt.adapters.hudi.guards import spark_config_problems
 from dbt.adapters.hudi.options import PAYLOADS
 from engine.config import TableType, WriteOperation
 
@@ -49,17 +50,6 @@ SQL_TABLE_TYPES: Mapping[str, TableType] = {
 
 # dbt-spark configs this module reads and replaces by the hudi_* configs
 _CONSUMED = ("file_format", "options", "incremental_strategy")
-# dbt-spark configs with no Hudi write behind them: refused, never ignored
-_UNSUPPORTED: Mapping[str, str] = {
-    "merge_update_columns": "Hudi's upsert writes whole rows (MERGE INTO ... UPDATE SET *)",
-    "merge_exclude_columns": "Hudi's upsert writes whole rows (MERGE INTO ... UPDATE SET *)",
-    "incremental_predicates": (
-        "Hudi's MERGE INTO matches on the record key only; filter the model's SELECT instead"
-    ),
-    "predicates": "Hudi's MERGE INTO matches on the record key only; filter the model's SELECT",
-    "clustered_by": "Spark bucketing does not apply to Hudi tables (see hoodie.index.* options)",
-    "buckets": "Spark bucketing does not apply to Hudi tables (see hoodie.index.* options)",
-}
 
 
 class CompatConfigError(ValueError):
@@ -221,12 +211,6 @@ def _strategy(kind: str, config: Mapping[str, Any], problems: list[str]) -> str 
     return strategy
 
 
-def _unsupported(config: Mapping[str, Any], problems: list[str]) -> None:
-    for key, why in _UNSUPPORTED.items():
-        if config.get(key) not in (None, [], {}, ""):
-            problems.append(f"{key}: {config.get(key)!r} is not supported: {why}")
-
-
 def _operation(
     kind: str, strategy: str | None, table_type: TableType, partitioned: bool
 ) -> tuple[str, str | None]:
@@ -267,7 +251,8 @@ def plan_node(
     """
     problems: list[str] = []
     sql, hoodie = _sql_options(config.get("options"), problems)
-    _unsupported(config, problems)
+    # dbt-spark configs no Hudi write reads (merge_update_columns, ...): refused, not ignored
+    problems.extend(spark_config_problems(kind, config, mapped=_CONSUMED))
     strategy = _strategy(kind, config, problems)
     table_type = _table_type(sql, persisted_table_type, problems)
     out = {k: v for k, v in config.items() if k not in _CONSUMED}
