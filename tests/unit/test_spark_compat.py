@@ -100,3 +100,10 @@ def test_plan_node_snapshot_keyed_by_scd_id_copy_on_write_only() -> None:
     assert plan.materialization == "hudi_upsert" and not plan.full_refresh
     with pytest.raises(CompatConfigError, match="copy-on-write"):
         plan_node("s", "snapshot", {"options": {"type": "mor"}})
+
+
+def test_plan_node_without_a_key_writes_through_the_keyless_materialization() -> None:
+    plan = plan_node("seed", "seed", {"file_format": "hudi"})
+    assert (plan.materialization, plan.config["unique_key"]) == ("hudi_insert_overwrite", None)
+    plan = plan_node("m", "incremental", {"file_format": "hudi"})
+    assert (plan.materialization, plan.operation) == ("hudi_insert_overwrite", "insert")

@@ -212,11 +212,16 @@ def _strategy(kind: str, config: Mapping[str, Any], problems: list[str]) -> str 
 
 
 def _operation(
-    kind: str, strategy: str | None, table_type: TableType, partitioned: bool
+    strategy: str | None, table_type: TableType, partitioned: bool, keyed: bool
 ) -> tuple[str, str | None]:
-    """(hudi_* materialization, operation of a continued table) of a run."""
+    """(hudi_* materialization, operation of a continued table) of a run.
+
+    A copy-on-write table without a record key (a table, seed, append or insert_overwrite
+    model with neither unique_key nor primaryKey) is written as hudi_insert_overwrite, the
+    materialization whose writes need no key (Hudi generates one per record).
+    """
     mor = table_type == TableType.MERGE_ON_READ
-    base = "hudi_mor" if mor else "hudi_upsert"
+    base = "hudi_mor" if mor else ("hudi_upsert" if keyed else "hudi_insert_overwrite")
     if strategy == "append":
         return base, WriteOperation.INSERT
     if strategy == "insert_overwrite":
@@ -277,7 +282,8 @@ def plan_node(
                 "Hudi merges by record key"
             )
     partitioned = bool(_key_list(config.get("partition_by")))
-    materialization, operation = _operation(kind, strategy, table_type, partitioned)
+    keyed = kind == "snapshot" or bool(out.get("unique_key"))
+    materialization, operation = _operation(strategy, table_type, partitioned, keyed)
     if problems:
         raise CompatConfigError(node, kind, problems)
     return CompatPlan(
