@@ -32,7 +32,7 @@ def remove_unreported_files(
     storage: Storage, instant_time: str, stats: Iterable[HoodieWriteStat]
 ) -> list[str]:
     """Delete files a failed or duplicate task attempt wrote; returns what was deleted."""
-    reported = {s.path for s in stats}
+    reported = {p for s in stats for p in s.written_paths}
     removed = []
     for rel in list_marked_files(storage, instant_time):
         if rel not in reported and storage.exists(rel):

@@ -41,6 +41,7 @@ from engine.services.lock import TableLock
 from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.timeline.instant import Action, new_instant_time
 from engine.timeline.timeline import Timeline, create_requested
+from engine.write.cdc import check_cdc_options
 from engine.write.commit import build_commit_metadata, commit_write
 from engine.write.commit_schema import commit_schema
 from engine.write.conflict import check_write_conflicts, rollback_on_error
@@ -195,13 +196,7 @@ class WriteTransaction:
             )
         if self.props is None and not self.cfg.get(config.TABLE_NAME):
             raise ConfigError(f"Missing required config {config.TABLE_NAME.key!r}")
-        if self.cfg.get(config.TABLE_CDC_ENABLED):
-            # a write without its .cdc log files would leave a CDC reader's change stream short
-            raise ConfigError(
-                f"{config.TABLE_CDC_ENABLED.key}=true (set in the options or in the persisted "
-                f"table properties at {self.storage.base_path}): writing CDC log files is not "
-                "implemented, so this write is refused rather than leaving changes unlogged"
-            )
+        check_cdc_options(self.cfg, self.props, self.table_type, self.storage.base_path)
         validate_service_options(self.cfg)
 
     def _prepare_records(self, data: Any) -> tuple[PreparedRecords, str]:
