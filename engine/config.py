@@ -410,6 +410,17 @@ RECORD_MERGE_MODE = _optional(
 RECORD_MERGE_STRATEGY_ID = _optional(
     "hoodie.record.merge.strategy.id", parse_str, "Record merger strategy id (v8+)."
 )
+PARTIAL_UPDATE_MODE = _optional(
+    "hoodie.table.partial.update.mode",
+    parse_str,
+    "How a record's missing fields merge (v9): IGNORE_DEFAULTS keeps the stored value of a "
+    "null field (partial-update payloads); NONE replaces the whole record.",
+)
+LEGACY_PAYLOAD_CLASS = _optional(
+    "hoodie.table.legacy.payload.class",
+    parse_str,
+    "The payload class a version-9 table was created with, its merge mode standing in for it.",
+)
 TABLE_FORMAT = _option(
     "hoodie.table.format", parse_str, "native", "Table format plugin; only native is read."
 )
@@ -591,6 +602,12 @@ KEEP_MIN_COMMITS = _option(
 KEEP_MAX_COMMITS = _option(
     "hoodie.keep.max.commits", parse_int, 30, "Archival starts once this many are active."
 )
+TIMELINE_COMPACTION_BATCH_SIZE = _option(
+    "hoodie.timeline.compaction.batch.size",
+    parse_int,
+    10,
+    "Archived timeline (v8+): this many files of one LSM level are merged into the next level.",
+)
 
 # --- merge-on-read: log files and compaction --------------------------------------------------
 LOGFILE_DATA_BLOCK_MAX_SIZE = _option(
@@ -762,6 +779,13 @@ READ_END_INSTANTTIME = _optional(
     "hoodie.datasource.read.end.instanttime",
     parse_str,
     "Incremental query end (inclusive).",
+)
+COMMITMETA_KEY_PREFIX = _option(
+    "hoodie.datasource.write.commitmeta.key.prefix",
+    parse_str,
+    "_",
+    "Write options whose key starts with this prefix are added, key and value as given, to the "
+    "commit's extraMetadata (how a consumer keeps its checkpoint in its own commits).",
 )
 QUERY_INCREMENTAL_FORMAT = _option(
     "hoodie.datasource.query.incremental.format",

@@ -165,6 +165,32 @@ class HudiTable:
         last = timeline.last_completed()
         return names, last.instant_time if last is not None else None
 
+    def latest_instant(self) -> str | None:
+        """The latest completed write instant (commit, deltacommit, replacecommit); ``None``
+        before the first commit or without a table."""
+        if not self.exists:
+            return None
+        commits = self.timeline().commits_timeline()
+        return commits[-1].instant_time if commits else None
+
+    def latest_extra_metadata(self, key: str) -> str | None:
+        """``key`` in the extraMetadata of the latest completed commit that carries it (how a
+        consumer finds its checkpoint, as Hudi's streamer does); ``None`` when none does."""
+        if not self.exists:
+            return None
+        timeline = self.timeline()
+        for instant in reversed(timeline.commits_timeline()):
+            value = timeline.read_commit_metadata(instant).extra_metadata.get(key)
+            if value is not None:
+                return value
+        return None
+
+    @property
+    def cdc_enabled(self) -> bool:
+        """Whether the table keeps a change log (``hoodie.table.cdc.enabled``)."""
+        value = self.properties().get(config.TABLE_CDC_ENABLED.key) if self.exists else None
+        return (value or "false").strip().lower() == "true"
+
     def schema(self) -> pa.Schema | None:
         """The table's latest data schema (no meta columns); ``None`` without data."""
         if not self.exists:

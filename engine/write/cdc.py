@@ -83,6 +83,16 @@ def check_cdc_options(
             "table is created (its change stream cannot start in the middle of its history); "
             "recreate the table (--full-refresh) to enable it"
         )
+    version = (
+        int(props.get(config.TABLE_VERSION.key) or config.TABLE_VERSION.default)
+        if props is not None
+        else cfg.get(config.WRITE_TABLE_VERSION)
+    )
+    if version != config.TABLE_VERSION.default:
+        raise ConfigError(
+            f"{key}=true on a table version {version} table at {base_path}: CDC logging is "
+            f"written for table version {config.TABLE_VERSION.default} only"
+        )
     if table_type == TableType.MERGE_ON_READ:
         raise ConfigError(
             f"{key}=true on a MERGE_ON_READ table at {base_path}: CDC logging is written for "

@@ -244,6 +244,9 @@ def test_cdc_is_refused_where_it_would_be_short_and_query_fails_without_cdc(
     with pytest.raises(ConfigError, match=r"MERGE_ON_READ"):
         write_hudi(df, str(tmp_path / "mor"), mor)
     assert not (tmp_path / "mor").exists()
+    with pytest.raises(ConfigError, match=r"table version 8"):
+        write_hudi(df, str(tmp_path / "v8"), opts(**{"hoodie.write.table.version": "8"}))
+    assert not (tmp_path / "v8").exists()
 
 
 def test_clean_and_rollback_remove_cdc_files(spark, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

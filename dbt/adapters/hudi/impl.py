@@ -227,11 +227,53 @@ class HudiAdapter(SparkAdapter):
         table = spark_table(base_path, spark)
         if table.exists and not full_refresh:
             _check_table_type(cfg, table)
-        result, operation = _write(table, df, cfg, relation, full_refresh=full_refresh)
+        from dbt.adapters.hudi.changes import take_checkpoints
+
+        checkpoints = take_checkpoints((str(relation.schema), str(relation.identifier)))
+        result, operation = _write(
+            table, df, cfg, relation, full_refresh=full_refresh, extra_options=checkpoints
+        )
         published = self._publish(relation, base_path, cfg.table_type)
         summary = _summary(result, operation, published, time.monotonic() - started)
         logger.debug(f"hudi_write {relation}: {summary}")
         return summary
+
+    # ---- consuming an upstream model's changes ------------------------------------------------
+
+    @available
+    def hudi_changes(
+        self,
+        upstream: Any,
+        relation: Any,
+        config: Mapping[str, Any],
+        full_refresh: bool = False,
+    ) -> str:
+        """A temporary view of ``upstream``'s changes since ``relation``'s checkpoint (see
+        ``changes.py``); the new checkpoint is committed with ``relation``'s next write."""
+        from dbt.adapters.hudi.changes import changes_frame, checkpoint_key, remember_checkpoint
+
+        spark = self._spark()
+        schema, name = str(upstream.schema), str(upstream.identifier)
+        upstream_path = catalog_base_path(spark, schema, name)
+        end = HudiTable(upstream_path).latest_instant() if upstream_path else None
+        if upstream_path is None or end is None:
+            raise CompilationError(
+                f"hudi_changes: {schema}.{name} is not a Hudi model with a commit; build it first"
+            )
+        key = checkpoint_key(schema, name)
+        own_path = self._base_path_of(
+            relation, config.get("location"), config.get("location_root"), spark
+        )
+        begin = None if full_refresh else HudiTable(own_path).latest_extra_metadata(key)
+        try:
+            frame = changes_frame(spark, upstream_path, begin, end)
+        except HudiError as e:
+            raise DbtRuntimeError(f"hudi_changes of {schema}.{name} failed: {e}") from e
+        view = f"{relation.identifier}__dbt_hudi_changes_{name}"
+        frame.createOrReplaceTempView(view)
+        remember_checkpoint((str(relation.schema), str(relation.identifier)), key, end)
+        logger.debug(f"hudi_changes {schema}.{name} for {relation}: ({begin}, {end}]")
+        return view
 
     # ---- downstream ref() ----------------------------------------------------------------------
 
@@ -378,16 +420,24 @@ def _check_table_type(cfg: HudiModelConfig, table: HudiTable) -> None:
 
 
 def _write(
-    table: HudiTable, df: DataFrame, cfg: HudiModelConfig, relation: Any, *, full_refresh: bool
+    table: HudiTable,
+    df: DataFrame,
+    cfg: HudiModelConfig,
+    relation: Any,
+    *,
+    full_refresh: bool,
+    extra_options: Mapping[str, str] | None = None,
 ) -> tuple[WriteResult, WriteOperation]:
     """Write the model, its columns reconciled with a continued table's; ``full_refresh``
-    recreates the table (restored if the write fails)."""
+    recreates the table (restored if the write fails). ``extra_options`` (checkpoints of
+    ``hudi_changes``) go to the commit's extraMetadata."""
     with table.recreate() if full_refresh else nullcontext(False) as recreated:
         continued = table.exists and not recreated
         operation = cfg.operation(table_exists=continued)
         options = cfg.write_options(
             table_name=str(relation.identifier), database=relation.schema, operation=operation
         )
+        options = {**options, **(extra_options or {})}
         if continued:
             df = _reconcile_columns(cfg, table, df, options)
         try:
