@@ -502,8 +502,11 @@ COPY_ON_WRITE_RECORD_SIZE_ESTIMATE = _option(
 PARQUET_COMPRESSION_CODEC = _option(
     "hoodie.parquet.compression.codec",
     choice("gzip", "snappy", "zstd", "uncompressed"),
-    "gzip",
-    "Base file compression.",
+    "zstd",
+    "Base file compression. Default zstd, not Hudi's gzip: measured on a 100k-row base file "
+    "(bench/codecs.py), zstd writes ~20x faster than gzip into a file of the same size and "
+    "reads ~3x faster; snappy is as fast but 30% larger. Every reader of Hudi tables (Spark, "
+    "Apache Hudi's Java readers, hudi-rs) decodes it.",
 )
 COMBINE_BEFORE_INSERT = _option(
     "hoodie.combine.before.insert",
@@ -621,6 +624,33 @@ LOGFILE_MAX_SIZE = _option(
     parse_int,
     1024 * 1024 * 1024,
     "A log file past this size rolls over to the next log version.",
+)
+INDEX_TYPE = _option(
+    "hoodie.index.type",
+    choice("SIMPLE", "GLOBAL_SIMPLE", "BUCKET"),
+    "SIMPLE",
+    "How a write finds the file group of a stored key: SIMPLE joins the batch with the record "
+    "keys of the touched partitions' latest base files; BUCKET hashes the key to one of "
+    "hoodie.bucket.index.num.buckets file groups per partition (no lookup). Persisted in "
+    "hoodie.properties when BUCKET.",
+)
+BUCKET_INDEX_ENGINE = _option(
+    "hoodie.bucket.index.engine",
+    choice("SIMPLE"),
+    "SIMPLE",
+    "Bucket index engine: SIMPLE, a fixed number of buckets per partition "
+    "(CONSISTENT_HASHING is not implemented).",
+)
+BUCKET_INDEX_NUM_BUCKETS = _option(
+    "hoodie.bucket.index.num.buckets",
+    parse_int,
+    4,
+    "Bucket index: file groups (buckets) per partition; fixed for the table's life.",
+)
+BUCKET_INDEX_HASH_FIELD = _optional(
+    "hoodie.bucket.index.hash.field",
+    parse_list,
+    "Bucket index: record key fields hashed to the bucket (default: the record key fields).",
 )
 MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT = _option(
     "hoodie.merge.small.file.group.candidates.limit",

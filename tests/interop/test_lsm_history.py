@@ -20,11 +20,17 @@ from tests.interop.test_services_clean_archive import write_rounds
 
 pytestmark = [pytest.mark.interop, pytest.mark.spark]
 
-ARCHIVING = {
-    "hoodie.archive.automatic": "true",
-    "hoodie.keep.min.commits": "2",
-    "hoodie.keep.max.commits": "3",
-}
+
+def archiving(version: str, more: dict[str, str]) -> dict[str, Any]:
+    """Options of a table in ``version`` archived beyond three commits, and ``more``."""
+    return {
+        **service_options("svc"),
+        "hoodie.archive.automatic": "true",
+        "hoodie.keep.min.commits": "2",
+        "hoodie.keep.max.commits": "3",
+        "hoodie.write.table.version": version,
+        **more,
+    }
 
 
 def ours(path: Path, options: dict[str, str] | None = None) -> dict[str, str]:
@@ -44,13 +50,9 @@ def test_version_9_cow_archives_into_history_and_cleaned_instants_are_named(
     spark: Any, tmp_path: Path
 ) -> None:
     path = tmp_path / "t"
-    options = {
-        **service_options("svc"),
-        **ARCHIVING,
-        "hoodie.write.table.version": "9",
-        "hoodie.clean.automatic": "true",
-        "hoodie.cleaner.commits.retained": "1",
-    }
+    options = archiving(
+        "9", {"hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": "1"}
+    )
     history = write_rounds(spark, path, 6, options)
     timeline = Timeline.load(Storage(str(path)))
     active = [i.instant_time for i in timeline.commits_timeline()]
@@ -83,14 +85,14 @@ def test_version_8_mor_archived_instants_read_by_time_travel_and_incremental(
     spark: Any, tmp_path: Path
 ) -> None:
     path = tmp_path / "t"
-    options = {
-        **service_options("svc"),
-        **ARCHIVING,
-        "hoodie.write.table.version": "8",
-        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
-        "hoodie.compact.inline": "true",
-        "hoodie.compact.inline.max.delta.commits": "3",
-    }
+    options = archiving(
+        "8",
+        {
+            "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+            "hoodie.compact.inline": "true",
+            "hoodie.compact.inline.max.delta.commits": "3",
+        },
+    )
     history = write_rounds(spark, path, 6, options)
     timeline = Timeline.load(Storage(str(path)))
     active = {i.instant_time for i in timeline.commits_timeline()}
