@@ -67,10 +67,12 @@ SPARK_CONFIGS: Mapping[str, SparkConfigRule] = {
         "every commit); Hudi's table configs go in hudi_options",
     ),
     "clustered_by": SparkConfigRule(
-        "refused", "Spark bucketing does not apply: Hudi's index decides the file groups"
+        "refused",
+        "Spark bucketing by columns does not apply: Hudi's index decides the file groups "
+        "(index_type='BUCKET' with buckets=N hashes the record key)",
     ),
     "buckets": SparkConfigRule(
-        "refused", "Spark bucketing does not apply: Hudi's index decides the file groups"
+        "mapped", "with index_type='BUCKET': file groups per partition of the bucket index"
     ),
     "merge_update_columns": SparkConfigRule(
         "refused",
