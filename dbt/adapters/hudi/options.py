@@ -32,12 +32,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dbt.adapters.hudi.guards import spark_config_problems
+from dbt.adapters.hudi.guards import ModelProblems, spark_config_problems
 from dbt.adapters.hudi.schema_change import mode_options, option_conflicts
 from engine import IS_DELETED_COLUMN
 from engine import config as hc
 from engine.config import TableType, WriteOperation
-from engine.errors import ConfigError, HudiError
+from engine.errors import HudiError
 
 Materialization = Literal["hudi_upsert", "hudi_insert_overwrite", "hudi_mor"]
 MATERIALIZATIONS: tuple[str, ...] = ("hudi_upsert", "hudi_insert_overwrite", "hudi_mor")
@@ -62,17 +62,12 @@ _RESERVED = {
 }
 
 
-class ModelConfigError(ConfigError):
+class ModelConfigError(ModelProblems):
     """One or more config values of a model are invalid; ``problems`` lists each one."""
 
     def __init__(self, model: str, materialization: str, problems: Sequence[str]) -> None:
-        self.model = model
-        self.problems = list(problems)
-        lines = "\n".join(f"  - {p}" for p in self.problems)
-        super().__init__(
-            f"Invalid config for {materialization} model '{model}' "
-            f"({len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}):\n{lines}"
-        )
+        headline = f"Invalid config for {materialization} model '{model}'"
+        super().__init__(model, headline, problems)
 
 
 @dataclass(frozen=True)
