@@ -410,6 +410,17 @@ RECORD_MERGE_MODE = _optional(
 RECORD_MERGE_STRATEGY_ID = _optional(
     "hoodie.record.merge.strategy.id", parse_str, "Record merger strategy id (v8+)."
 )
+PARTIAL_UPDATE_MODE = _optional(
+    "hoodie.table.partial.update.mode",
+    parse_str,
+    "How a record's missing fields merge (v9): IGNORE_DEFAULTS keeps the stored value of a "
+    "null field (partial-update payloads); NONE replaces the whole record.",
+)
+LEGACY_PAYLOAD_CLASS = _optional(
+    "hoodie.table.legacy.payload.class",
+    parse_str,
+    "The payload class a version-9 table was created with, its merge mode standing in for it.",
+)
 TABLE_FORMAT = _option(
     "hoodie.table.format", parse_str, "native", "Table format plugin; only native is read."
 )
@@ -491,8 +502,11 @@ COPY_ON_WRITE_RECORD_SIZE_ESTIMATE = _option(
 PARQUET_COMPRESSION_CODEC = _option(
     "hoodie.parquet.compression.codec",
     choice("gzip", "snappy", "zstd", "uncompressed"),
-    "gzip",
-    "Base file compression.",
+    "zstd",
+    "Base file compression. Default zstd, not Hudi's gzip: measured on a 100k-row base file "
+    "(bench/codecs.py), zstd writes ~20x faster than gzip into a file of the same size and "
+    "reads ~3x faster; snappy is as fast but 30% larger. Every reader of Hudi tables (Spark, "
+    "Apache Hudi's Java readers, hudi-rs) decodes it.",
 )
 COMBINE_BEFORE_INSERT = _option(
     "hoodie.combine.before.insert",
@@ -591,6 +605,12 @@ KEEP_MIN_COMMITS = _option(
 KEEP_MAX_COMMITS = _option(
     "hoodie.keep.max.commits", parse_int, 30, "Archival starts once this many are active."
 )
+TIMELINE_COMPACTION_BATCH_SIZE = _option(
+    "hoodie.timeline.compaction.batch.size",
+    parse_int,
+    10,
+    "Archived timeline (v8+): this many files of one LSM level are merged into the next level.",
+)
 
 # --- merge-on-read: log files and compaction --------------------------------------------------
 LOGFILE_DATA_BLOCK_MAX_SIZE = _option(
@@ -604,6 +624,33 @@ LOGFILE_MAX_SIZE = _option(
     parse_int,
     1024 * 1024 * 1024,
     "A log file past this size rolls over to the next log version.",
+)
+INDEX_TYPE = _option(
+    "hoodie.index.type",
+    choice("SIMPLE", "GLOBAL_SIMPLE", "BUCKET"),
+    "SIMPLE",
+    "How a write finds the file group of a stored key: SIMPLE joins the batch with the record "
+    "keys of the touched partitions' latest base files; BUCKET hashes the key to one of "
+    "hoodie.bucket.index.num.buckets file groups per partition (no lookup). Persisted in "
+    "hoodie.properties when BUCKET.",
+)
+BUCKET_INDEX_ENGINE = _option(
+    "hoodie.bucket.index.engine",
+    choice("SIMPLE"),
+    "SIMPLE",
+    "Bucket index engine: SIMPLE, a fixed number of buckets per partition "
+    "(CONSISTENT_HASHING is not implemented).",
+)
+BUCKET_INDEX_NUM_BUCKETS = _option(
+    "hoodie.bucket.index.num.buckets",
+    parse_int,
+    4,
+    "Bucket index: file groups (buckets) per partition; fixed for the table's life.",
+)
+BUCKET_INDEX_HASH_FIELD = _optional(
+    "hoodie.bucket.index.hash.field",
+    parse_list,
+    "Bucket index: record key fields hashed to the bucket (default: the record key fields).",
 )
 MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT = _option(
     "hoodie.merge.small.file.group.candidates.limit",
@@ -648,6 +695,48 @@ LOCK_FILESYSTEM_EXPIRE = _option(
     parse_int,
     0,
     "Minutes after which a file lock counts as abandoned (0: only a dead local holder).",
+)
+SINGLE_WRITER = "SINGLE_WRITER"
+OPTIMISTIC_CONCURRENCY_CONTROL = "OPTIMISTIC_CONCURRENCY_CONTROL"
+WRITE_CONCURRENCY_MODE = _option(
+    "hoodie.write.concurrency.mode",
+    choice(SINGLE_WRITER, OPTIMISTIC_CONCURRENCY_CONTROL),
+    SINGLE_WRITER,
+    "Whether several writers may write the table at once (optimistic concurrency control: "
+    "needs a lock that is safe on the table's storage).",
+)
+FILE_SYSTEM_LOCK_PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
+STORAGE_LOCK_PROVIDER = "org.apache.hudi.client.transaction.lock.StorageBasedLockProvider"
+LOCK_PROVIDERS = (FILE_SYSTEM_LOCK_PROVIDER, STORAGE_LOCK_PROVIDER)
+LOCK_PROVIDER = _optional(
+    "hoodie.write.lock.provider",
+    choice(*LOCK_PROVIDERS, synonyms={c.rsplit(".", 1)[1]: c for c in LOCK_PROVIDERS}),
+    "The table lock: a file created exclusively (local and POSIX file systems), or an object "
+    "written with a conditional put (If-None-Match, safe on S3); unset picks by storage.",
+)
+LOCK_STORAGE_VALIDITY_SECS = _option(
+    "hoodie.write.lock.storage.validity.timeout.secs",
+    parse_int,
+    300,
+    "Seconds a conditional-write lock stays valid unless its holder renews it.",
+)
+LOCK_STORAGE_RENEW_INTERVAL_SECS = _option(
+    "hoodie.write.lock.storage.renew.interval.secs",
+    parse_int,
+    30,
+    "How often the holder of a conditional-write lock renews it.",
+    aliases=("hoodie.write.lock.storage.heartbeat.poll.secs",),
+)
+AWS_ACCESS_KEY = _optional(
+    "hoodie.aws.access.key", parse_str, "AWS access key of a table on S3 (as fs.s3a.access.key)."
+)
+AWS_SECRET_KEY = _optional(
+    "hoodie.aws.secret.key", parse_str, "AWS secret key of a table on S3 (as fs.s3a.secret.key)."
+)
+AWS_SESSION_TOKEN = _optional(
+    "hoodie.aws.session.token",
+    parse_str,
+    "AWS session token of a table on S3 (as fs.s3a.session.token).",
 )
 
 # --- multi-writer: heartbeats of inflight writes, automatic archival ---------------------------

@@ -8,6 +8,7 @@ that Spark does the work, so the same write and compaction code runs unchanged o
     write       runner.key_records ──► runner.locate (profile + index lookup)
                   ──► runner.check_values (the values a schema change rests on)
                   ──► BatchProfile.locate (records tagged with file groups) ──► runner.write_buckets
+    bucket      runner.key_records ──► runner.write_bucketed (one job: hash, route, write)
     compaction  runner.compact (one task per file slice)
     read        runner.read (a query plan as the runner's data frame)
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from engine.read.plan import QueryPlan
     from engine.services.compaction import CompactionContext, CompactionOperation
     from engine.timeline.commit_metadata import HoodieWriteStat
+    from engine.write.bucket_index import BucketTargets
     from engine.write.bucketing import Bucket, BucketPlan
     from engine.write.handles import TaskInfo, WriteContext
     from engine.write.index import IndexSource, PartitionKeyRange
@@ -113,6 +115,17 @@ class Runner(Protocol):
         write_group: GroupWriter | None = None,
     ) -> list[HoodieWriteStat]:
         """Write every bucket of ``plan`` in its own task; the tasks' write stats."""
+        ...
+
+    def write_bucketed(
+        self, keyed: Any, targets: BucketTargets, ctx: WriteContext, spec: KeyGenSpec
+    ) -> list[HoodieWriteStat]:
+        """Bucket-index write: route every record of ``keyed`` to its (partition, bucket) and
+        write each bucket in one job (a null or empty key fails it before a file is written).
+
+        Raises:
+            RecordKeyError: a record key is null or empty (no file has been written).
+        """
         ...
 
     def release(self, keyed: Any) -> None:

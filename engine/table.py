@@ -31,6 +31,7 @@ from engine import config
 from engine.config import HoodieConfig, TableType, parse_options
 from engine.errors import ConfigError, HudiError, TableNotFoundError
 from engine.fs.properties import PROPERTIES_FILE, read_properties
+from engine.fs.s3 import is_s3_uri, resolve_s3_settings
 from engine.fs.storage import Storage
 from engine.fs.table_version import write_view_of_properties
 from engine.fs.view import FileSystemView
@@ -65,6 +66,9 @@ _MUST_MATCH: tuple[tuple[config.ConfigOption[Any], config.ConfigOption[Any]], ..
     (config.HIVE_STYLE_PARTITIONING, config.HIVE_STYLE_PARTITIONING),
     (config.URL_ENCODE_PARTITIONING, config.URL_ENCODE_PARTITIONING),
     (config.CDC_SUPPLEMENTAL_LOGGING_MODE, config.CDC_SUPPLEMENTAL_LOGGING_MODE),
+    (config.INDEX_TYPE, config.INDEX_TYPE),
+    (config.BUCKET_INDEX_NUM_BUCKETS, config.BUCKET_INDEX_NUM_BUCKETS),
+    (config.BUCKET_INDEX_HASH_FIELD, config.BUCKET_INDEX_HASH_FIELD),
 )
 # where --full-refresh keeps the previous table until the new one is committed
 BACKUP_SUFFIX = ".__dbt_hudi_previous"
@@ -123,10 +127,20 @@ class HudiTable:
         base_path: Table base path (local path or URI reachable from every runner task).
         runner: Runs the data work of writes, compactions and reads
             (:class:`engine.spark.SparkRunner`); timeline-only services need none.
+        storage_options: Where an ``s3://``/``s3a://`` table's endpoint, region and
+            credentials come from before the environment and the AWS profile: ``fs.s3a.*`` (or
+            ``spark.hadoop.fs.s3a.*``) and ``hoodie.aws.*`` keys (:mod:`engine.fs.s3`).
     """
 
-    def __init__(self, base_path: str, *, runner: Runner | None = None) -> None:
-        self.storage = Storage(base_path)
+    def __init__(
+        self,
+        base_path: str,
+        *,
+        runner: Runner | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        s3 = resolve_s3_settings(storage_options) if is_s3_uri(base_path) else None
+        self.storage = Storage(base_path, s3)
         self.base_path = self.storage.base_path
         self.runner = runner
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from engine import config
+from engine.config import TableType
 from engine.errors import ConfigError, QueryError
 
 __all__ = [
@@ -40,6 +41,12 @@ METAFOLDER = ".hoodie"
 # table version -> timeline layout version it is written with
 _LAYOUTS = {5: 1, 6: 1, 8: 2, 9: 2}
 _READABLE_BASE_FORMATS = ("PARQUET",)
+_IGNORE_DEFAULTS = "IGNORE_DEFAULTS"
+# merge mode + partial update mode IGNORE_DEFAULTS -> the payload whose semantics they spell
+_PARTIAL_PAYLOADS = {
+    "EVENT_TIME_ORDERING": config.PARTIAL_UPDATE_PAYLOAD,
+    "COMMIT_TIME_ORDERING": config.OVERWRITE_NON_DEFAULTS_PAYLOAD,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,15 +130,26 @@ def effective_payload_class(props: Mapping[str, str]) -> str:
 
     ``hoodie.record.merge.mode`` decides when present (it is authoritative in table version 9
     and consistent with the payload class in 8): commit-time ordering is
-    OverwriteWithLatestAvroPayload, event-time ordering DefaultHoodieRecordPayload. Without it
-    (version 6) the persisted payload class decides.
+    OverwriteWithLatestAvroPayload, event-time ordering DefaultHoodieRecordPayload; with
+    ``hoodie.table.partial.update.mode=IGNORE_DEFAULTS`` (how Hudi 1.1 writes the partial-update
+    payloads) they are OverwriteNonDefaultsWithLatestAvroPayload and PartialUpdateAvroPayload.
+    Without a merge mode (version 6) the persisted payload class decides.
 
     Raises:
-        QueryError: merge mode CUSTOM (a user's merger class, which cannot run here).
+        QueryError: merge mode CUSTOM (a user's merger class, which cannot run here), or a
+            partial update mode other than NONE and IGNORE_DEFAULTS.
     """
     mode = _prop(props, config.RECORD_MERGE_MODE)
     if mode is None:
         return _prop(props, config.PAYLOAD_CLASS)
+    partial = (_prop(props, config.PARTIAL_UPDATE_MODE) or "NONE").strip().upper()
+    if partial not in ("NONE", _IGNORE_DEFAULTS):
+        raise QueryError(
+            f"{config.PARTIAL_UPDATE_MODE.key}={partial} is not supported "
+            f"(NONE and {_IGNORE_DEFAULTS} are)"
+        )
+    if partial == _IGNORE_DEFAULTS and mode in _PARTIAL_PAYLOADS:
+        return _PARTIAL_PAYLOADS[mode]
     if mode == "CUSTOM":
         raise QueryError(
             f"{config.RECORD_MERGE_MODE.key}=CUSTOM is not supported: the table merges records "
@@ -167,6 +185,12 @@ def require_readable_base_format(props: Mapping[str, str], *, where: str = "the 
 # ---- writing -----------------------------------------------------------------------------------
 
 WRITABLE_VERSIONS = (6, 8, 9)
+# Hudi 1.1 (table version 9) writes the partial-update payloads as a merge mode plus
+# hoodie.table.partial.update.mode=IGNORE_DEFAULTS, the class kept as the legacy payload class
+_PARTIAL_MODES = {
+    config.PARTIAL_UPDATE_PAYLOAD: "EVENT_TIME_ORDERING",
+    config.OVERWRITE_NON_DEFAULTS_PAYLOAD: "COMMIT_TIME_ORDERING",
+}
 _MERGE_MODES = {
     config.OVERWRITE_WITH_LATEST_PAYLOAD: "COMMIT_TIME_ORDERING",
     config.DEFAULT_PAYLOAD: "EVENT_TIME_ORDERING",
@@ -177,6 +201,8 @@ _MERGE_STRATEGY_IDS = {
     "COMMIT_TIME_ORDERING": "ce9acb64-bde0-424c-9b91-f6ebba25356d",
     "EVENT_TIME_ORDERING": "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
 }
+# HoodieRecordMerger.PAYLOAD_BASED_MERGE_STRATEGY_UUID: the payload class merges
+_PAYLOAD_BASED_STRATEGY_ID = "00000000-0000-0000-0000-000000000000"
 _KEYGEN_TYPE_OF_CLASS = {cls: kind for kind, cls in config.KEYGEN_TYPES.items()}
 
 
@@ -201,6 +227,18 @@ def versioned_properties(props: Mapping[str, str], version: int) -> dict[str, st
     if version == 6:
         return out
     payload = out.get(config.PAYLOAD_CLASS.key, config.OVERWRITE_WITH_LATEST_PAYLOAD)
+    if payload in _PARTIAL_MODES:
+        if version == 9:
+            return _partial_update_properties(out, payload)
+        if _prop(out, config.TABLE_TYPE) is not TableType.COPY_ON_WRITE:
+            raise ConfigError(
+                f"Payload class {payload!r} cannot be written in a merge-on-read table of "
+                f"version 8: Hudi 1.0 records it as {config.RECORD_MERGE_MODE.key}=CUSTOM with "
+                "the payload class as the merger, and hudi-rs refuses to merge log records of "
+                "a CUSTOM merge mode. Use table version 9, where Hudi 1.1 records it as a merge "
+                f"mode with {config.PARTIAL_UPDATE_MODE.key}={_IGNORE_DEFAULTS}, or version 6"
+            )
+        return _custom_payload_properties(out, payload)
     mode = _MERGE_MODES.get(payload)
     if mode is None:
         raise ConfigError(
@@ -228,6 +266,45 @@ def versioned_properties(props: Mapping[str, str], version: int) -> dict[str, st
     return out
 
 
+def _custom_payload_properties(props: dict[str, str], payload: str) -> dict[str, str]:
+    """Version-8 copy-on-write properties of a partial-update payload, as Hudi 1.0 creates them
+    (``inferMergingConfigsForPreV9Table``): merge mode CUSTOM, the payload class, and the
+    payload-based merge strategy id. Readers only merge records of log files, which
+    copy-on-write has none of: base files hold the merged rows."""
+    out = versioned_properties({**props, config.PAYLOAD_CLASS.key: config.EVENT_TIME_PAYLOAD}, 8)
+    out[config.PAYLOAD_CLASS.key] = payload
+    out[config.RECORD_MERGE_MODE.key] = "CUSTOM"
+    out[config.RECORD_MERGE_STRATEGY_ID.key] = _PAYLOAD_BASED_STRATEGY_ID
+    return out
+
+
+def _partial_update_properties(props: dict[str, str], payload: str) -> dict[str, str]:
+    """Version-9 properties of a partial-update payload, as Hudi 1.1 creates them
+    (``HoodieTableConfig.inferMergingConfigsForV9TableCreation``): the merge mode and its
+    strategy id, ``IGNORE_DEFAULTS``, and the class as the legacy payload class only."""
+    out = versioned_properties({**props, config.PAYLOAD_CLASS.key: config.EVENT_TIME_PAYLOAD}, 9)
+    mode = _PARTIAL_MODES[payload]
+    out.pop(config.PAYLOAD_CLASS.key, None)
+    out[config.RECORD_MERGE_MODE.key] = mode
+    out[config.RECORD_MERGE_STRATEGY_ID.key] = _MERGE_STRATEGY_IDS[mode]
+    out[config.LEGACY_PAYLOAD_CLASS.key] = payload
+    out[config.PARTIAL_UPDATE_MODE.key] = _IGNORE_DEFAULTS
+    return out
+
+
+def _copy_on_write_custom_payload(props: Mapping[str, str]) -> str | None:
+    """The partial-update payload of a version-8 copy-on-write table Hudi 1.0 (or this engine)
+    created with merge mode CUSTOM, else ``None`` (other CUSTOM tables stay refused)."""
+    payload = props.get(config.PAYLOAD_CLASS.key, "")
+    if (
+        _prop(props, config.RECORD_MERGE_MODE) == "CUSTOM"
+        and _prop(props, config.TABLE_TYPE) is TableType.COPY_ON_WRITE
+        and payload in _PARTIAL_MODES
+    ):
+        return payload
+    return None
+
+
 def write_view_of_properties(props: Mapping[str, str]) -> dict[str, str]:
     """Properties of any readable version in the version-6 spelling the writer works with:
     ordering field, payload class from the merge mode, partition fields without types.
@@ -238,7 +315,7 @@ def write_view_of_properties(props: Mapping[str, str]) -> dict[str, str]:
     out = dict(props)
     if _prop(props, config.TABLE_VERSION) < 8:
         return out
-    derived = effective_payload_class(props)  # raises for CUSTOM
+    derived = _copy_on_write_custom_payload(props) or effective_payload_class(props)
     # a persisted payload class (version 8, and tables this engine wrote) is the exact one
     out.setdefault(config.PAYLOAD_CLASS.key, derived)
     ordering = ordering_field(props)

@@ -25,9 +25,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.config import WriteOperation
+from engine.config import PARQUET_COMPRESSION_CODEC, WriteOperation
 from engine.faults import checkpoint
 from engine.fs.filenames import format_base_file_name, make_write_token, partition_file_path
+from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
 from engine.io.parquet import align_to_schema, read_base_file, write_base_file
 from engine.model.cdc_schema import SupplementalLoggingMode
@@ -63,11 +64,12 @@ class WriteContext:
     avro_schema_with_meta: str
     merge_spec: MergeSpec
     combine: bool
-    compression: str = "gzip"
+    compression: str = PARQUET_COMPRESSION_CODEC.default
     # timeline layout 2: a log file is named by the delta commit writing it, never appended to
     logs_named_by_instant: bool = False
     # CDC tables: the supplemental logging mode of the .cdc files merges write (None: no CDC)
     cdc_mode: SupplementalLoggingMode | None = None
+    s3: S3Settings | None = None  # how tasks reach a table on S3
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +134,7 @@ def write_file_group(
         task: Spark task attempt (for the write token).
     """
     started = time.monotonic()
-    storage = Storage(ctx.base_path)
+    storage = Storage(ctx.base_path, ctx.s3)
     if bucket.base_file is not None:
         rel_old = partition_file_path(bucket.partition_path, bucket.base_file)
         stored = align_to_schema(read_base_file(storage, rel_old), ctx.arrow_schema)

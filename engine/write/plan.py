@@ -111,6 +111,7 @@ class WriteJob:
         combine_inserts = self.cfg.get(config.COMBINE_BEFORE_INSERT) is True
         return WriteContext(
             base_path=self.storage.base_path,
+            s3=self.storage.s3,
             instant_time=self.instant_time,
             operation=operation,
             arrow_schema=table_arrow_schema(self.commit_schema),

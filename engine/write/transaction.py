@@ -34,13 +34,19 @@ from engine.faults import checkpoint
 from engine.fs.storage import Storage
 from engine.model.keygen import keygen_spec_from_config
 from engine.model.merge import MergeSpec
-from engine.runner import Runner
+from engine.runner import BatchProfile, Runner
 from engine.services.heartbeat import Heartbeat, is_write_alive
 from engine.services.inline import run_table_services, validate_service_options
 from engine.services.lock import TableLock
 from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.timeline.instant import Action, new_instant_time
 from engine.timeline.timeline import Timeline, create_requested
+from engine.write.bucket_index import (
+    BucketCopyOnWriteWrite,
+    BucketMergeOnReadWrite,
+    BucketProfile,
+    bucket_spec,
+)
 from engine.write.cdc import check_cdc_options
 from engine.write.commit import build_commit_metadata, commit_write
 from engine.write.commit_schema import commit_schema
@@ -82,16 +88,19 @@ class WriteResult:
         return build_commit_metadata(self.write_stats, schema="", operation=self.operation)
 
 
-def strategy_for(operation: WriteOperation, table_type: TableType) -> WriteStrategy:
+def strategy_for(
+    operation: WriteOperation, table_type: TableType, *, bucketed: bool = False
+) -> WriteStrategy:
     """The strategy of a write: replace operations complete as replacecommits on either table
-    type; other operations as commits (copy-on-write) or deltacommits (merge-on-read)."""
+    type; other operations as commits (copy-on-write) or deltacommits (merge-on-read), routed by
+    the bucket index when ``bucketed``."""
     if operation == WriteOperation.DELETE_PARTITION:
         return DeletePartitionWrite()
     if operation.is_replace:
         return InsertOverwriteWrite()
     if table_type == TableType.MERGE_ON_READ:
-        return MergeOnReadWrite()
-    return CopyOnWriteWrite()
+        return BucketMergeOnReadWrite() if bucketed else MergeOnReadWrite()
+    return BucketCopyOnWriteWrite() if bucketed else CopyOnWriteWrite()
 
 
 @dataclass
@@ -130,7 +139,8 @@ class WriteTransaction:
         self.table_type = (
             cfg.get(config.TABLE_TYPE) if props is not None else cfg.get(config.WRITE_TABLE_TYPE)
         )
-        self.strategy = strategy_for(self.operation, self.table_type)
+        self.bucketed = cfg.get(config.INDEX_TYPE) == "BUCKET"
+        self.strategy = strategy_for(self.operation, self.table_type, bucketed=self.bucketed)
         self.lock = TableLock(storage, cfg)
         self._is_alive = partial(is_write_alive, storage, cfg=cfg)  # other writers' instants
 
@@ -210,6 +220,11 @@ class WriteTransaction:
                     f"the write to {self.storage.base_path} is refused"
                 )
         validate_service_options(self.cfg)
+        if self.bucketed and self.operation.is_replace and self.strategy.writes_records:
+            raise ConfigError(
+                f"{config.INDEX_TYPE.key}=BUCKET: {self.operation} is not implemented on the "
+                "bucket index (its new file groups would not be named by bucket)"
+            )
 
     def _prepare_records(self, data: Any) -> tuple[PreparedRecords, str]:
         runner, cfg = self.runner, self.cfg
@@ -234,7 +249,12 @@ class WriteTransaction:
                 if timeline is not None and self.operation.looks_up_keys
                 else None
             )
-            profile = runner.locate(keyed, spec, source)  # raises RecordKeyError before any write
+            if self.bucketed:  # no lookup: the write job checks keys and routes by hash
+                bucket_spec(cfg, spec)
+                profile: BatchProfile = BucketProfile()
+                source = None
+            else:
+                profile = runner.locate(keyed, spec, source)  # RecordKeyError before any write
             records = PreparedRecords(
                 keyed, profile, spec, MergeSpec(str(payload), ordering), source
             )
@@ -295,7 +315,13 @@ class WriteTransaction:
         with self.lock.hold():  # commit: conflict check, then the completed instant
             replaced = self.strategy.replaced(self.storage, job)
             check_write_conflicts(
-                self.storage, job.timeline, job.instant_time, action, stats, replaced
+                self.storage,
+                job.timeline,
+                job.instant_time,
+                action,
+                stats,
+                replaced,
+                bucketed=self.bucketed,
             )
             commit_write(
                 self.storage,

@@ -50,6 +50,7 @@ models:
     columns:
       - name: id
         data_type: bigint
+        constraints: [{{type: not_null}}]
       - name: name
         data_type: string
       - name: amount
@@ -206,8 +207,12 @@ class TestGuards:
             "contract.yml": CONTRACT_YML.format(amount_type="double"),
         }
         with self._configured(project, changes):
-            results = run_dbt(["run", "-s", "orders", "by_region"])
+            results, log = run_dbt_and_capture(["run", "-s", "orders", "by_region"])
         assert len(results) == 2
+        assert (
+            "Model 'orders': constraints are not enforced on Hudi tables, the data is not "
+            "checked against them: not_null on id"
+        ) in log
         assert hudi_rs_rows(built["orders"], COLUMNS["orders"]) == [
             (1, "alice", 10.5, "eu"),
             (2, "bob", 20.0, "us"),

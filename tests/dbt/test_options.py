@@ -144,3 +144,29 @@ def test_format_base_file_filter_exact_names_escaped_and_empty() -> None:
     )
     assert format_base_file_filter(["x{1}.parquet"]) == "{x\\{1\\}.parquet}"
     assert format_base_file_filter([]) == "__dbt_hudi_no_base_files__"
+
+
+def test_index_type_and_buckets_become_the_bucket_index_options() -> None:
+    cfg = parse_model_config(
+        "m", "hudi_mor", {"unique_key": "id", "index_type": "bucket", "buckets": 8}
+    )
+    opts = cfg.write_options(table_name="m", database=None, operation="upsert")
+    assert opts["hoodie.index.type"] == "BUCKET"
+    assert opts["hoodie.bucket.index.num.buckets"] == "8"
+
+
+def test_index_config_problems_are_reported() -> None:
+    with pytest.raises(ModelConfigError) as err:
+        parse_model_config(
+            "m",
+            "hudi_upsert",
+            {
+                "unique_key": "id",
+                "index_type": "HASH",
+                "buckets": 0,
+                "hudi_options": {"hoodie.bucket.index.num.buckets": 4},
+            },
+        )
+    text = str(err.value)
+    assert "index_type: 'HASH' is not one of SIMPLE, GLOBAL_SIMPLE, BUCKET" in text
+    assert "buckets: expected a positive integer, got 0" in text

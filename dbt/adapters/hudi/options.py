@@ -16,6 +16,8 @@ Mapping (Hudi's own keys live in ``engine.config``)::
     compaction_delta_commits      -> inline compaction every N deltacommits (hudi_mor, default 5)
     overwrite_scope               -> partitions | table (hudi_insert_overwrite)
     on_schema_change              -> the schema evolution keys of schema_change.mode_options
+    index_type                    -> hoodie.index.type: SIMPLE | GLOBAL_SIMPLE | BUCKET
+    buckets                       -> hoodie.bucket.index.num.buckets (index_type='BUCKET')
     hudi_options (dict)           -> raw hoodie.* keys, parsed by engine.config
 """
 
@@ -85,6 +87,8 @@ class HudiModelConfig:
     overwrite_scope: str
     compaction_delta_commits: int
     hudi_options: Mapping[str, str] = field(default_factory=dict)
+    index_type: str | None = None
+    buckets: int | None = None
 
     @property
     def table_type(self) -> TableType:
@@ -124,6 +128,10 @@ class HudiModelConfig:
         opts[hc.WRITE_PAYLOAD_CLASS.key] = self.payload_class
         opts[hc.HIVE_STYLE_PARTITIONING.key] = "true" if self.hive_style_partitioning else "false"
         opts.update(mode_options(self.on_schema_change))
+        if self.index_type:
+            opts[hc.INDEX_TYPE.key] = self.index_type
+        if self.buckets is not None:
+            opts[hc.BUCKET_INDEX_NUM_BUCKETS.key] = str(self.buckets)
         if self.materialization == "hudi_mor":
             opts.setdefault(hc.INLINE_COMPACT.key, "true")
             opts[hc.INLINE_COMPACT_NUM_DELTA_COMMITS.key] = str(self.compaction_delta_commits)
@@ -272,6 +280,10 @@ def _conflicts(cfg: HudiModelConfig, problems: list[str]) -> None:
             str(cfg.compaction_delta_commits),
         ),
     }
+    if cfg.index_type:
+        given[hc.INDEX_TYPE.key] = ("index_type", cfg.index_type)
+    if cfg.buckets is not None:
+        given[hc.BUCKET_INDEX_NUM_BUCKETS.key] = ("buckets", str(cfg.buckets))
     for key, raw in cfg.hudi_options.items():
         if key in given:
             config_key, value = given[key]
@@ -325,6 +337,44 @@ def _payload(config: Mapping[str, Any], ordering: str | None, problems: list[str
     return payload
 
 
+INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BUCKET")
+
+
+def _index(config: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
+    """``index_type`` (upper-cased) and ``buckets`` (only with ``index_type='BUCKET'``)."""
+    raw = config.get("index_type")
+    index_type = None
+    if raw is not None:
+        if isinstance(raw, str) and raw.strip().upper() in INDEX_TYPES:
+            index_type = raw.strip().upper()
+        else:
+            problems.append(f"index_type: {raw!r} is not one of {', '.join(INDEX_TYPES)}")
+    buckets = None
+    if config.get("buckets") is not None:
+        buckets = _positive_int(config.get("buckets"), "buckets", 1, problems)
+        if index_type != "BUCKET":
+            problems.append(f"buckets: only applies with index_type='BUCKET', not {index_type!r}")
+    return {"index_type": index_type, "buckets": buckets}
+
+
+def _materialization_configs(
+    config: Mapping[str, Any], materialization: str, problems: list[str]
+) -> tuple[str, int]:
+    """``overwrite_scope`` and ``compaction_delta_commits``, each valid for one materialization."""
+    scope = _choice(
+        config.get("overwrite_scope"), "overwrite_scope", OVERWRITE_SCOPES, "partitions", problems
+    )
+    _only_for(config, "overwrite_scope", "hudi_insert_overwrite", materialization, problems)
+    compaction = _positive_int(
+        config.get("compaction_delta_commits"),
+        "compaction_delta_commits",
+        DEFAULT_COMPACTION_DELTA_COMMITS,
+        problems,
+    )
+    _only_for(config, "compaction_delta_commits", "hudi_mor", materialization, problems)
+    return scope, compaction
+
+
 def parse_model_config(
     model: str, materialization: str, config: Mapping[str, Any]
 ) -> HudiModelConfig:
@@ -348,17 +398,7 @@ def parse_model_config(
     on_schema_change = _choice(
         config.get("on_schema_change"), "on_schema_change", ON_SCHEMA_CHANGE, "ignore", problems
     )
-    scope = _choice(
-        config.get("overwrite_scope"), "overwrite_scope", OVERWRITE_SCOPES, "partitions", problems
-    )
-    _only_for(config, "overwrite_scope", "hudi_insert_overwrite", materialization, problems)
-    compaction = _positive_int(
-        config.get("compaction_delta_commits"),
-        "compaction_delta_commits",
-        DEFAULT_COMPACTION_DELTA_COMMITS,
-        problems,
-    )
-    _only_for(config, "compaction_delta_commits", "hudi_mor", materialization, problems)
+    scope, compaction = _materialization_configs(config, materialization, problems)
     _check_file_format(config, problems)
     problems.extend(spark_config_problems(materialization, config))
     raw = _hudi_options(config.get("hudi_options"), problems)
@@ -379,6 +419,7 @@ def parse_model_config(
         overwrite_scope=scope,
         compaction_delta_commits=compaction,
         hudi_options=raw,
+        **_index(config, problems),
     )
     _conflicts(cfg, problems)
     problems.extend(option_conflicts(on_schema_change, raw))

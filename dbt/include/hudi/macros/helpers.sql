@@ -49,6 +49,26 @@
   {%- do adapter.hudi_guard(this, materialization, model.config, base_path) -%}
   {%- if config.get('contract').enforced -%}
     {%- do get_assert_columns_equivalent(compiled_code) -%}
+    {%- do dbt_hudi_warn_constraints() -%}
+  {%- endif -%}
+{% endmacro %}
+
+
+{#- A Hudi table keeps no constraints (as on dbt-spark, where they are not enforced either): say
+    so for each one the contract declares, rather than accept it silently. -#}
+{% macro dbt_hudi_warn_constraints() %}
+  {%- set declared = [] -%}
+  {%- for name, column in model['columns'].items() -%}
+    {%- for constraint in column.get('constraints', []) -%}
+      {%- do declared.append(constraint['type'] ~ ' on ' ~ name) -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {%- for constraint in model.get('constraints', []) -%}
+    {%- do declared.append(constraint['type'] ~ ' (' ~ (constraint.get('columns') or []) | join(', ') ~ ')') -%}
+  {%- endfor -%}
+  {%- if declared -%}
+    {%- do exceptions.warn("Model '" ~ model['name'] ~ "': constraints are not enforced on Hudi tables, "
+        ~ "the data is not checked against them: " ~ declared | join('; ')) -%}
   {%- endif -%}
 {% endmacro %}
 
