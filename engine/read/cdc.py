@@ -38,6 +38,7 @@ from engine.fs.filenames import (
     partition_file_path,
 )
 from engine.fs.properties import METAFOLDER, read_properties
+from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
 from engine.io.logfile import HoodieLogBlockType, decode_cdc_data_block, read_log_blocks
 from engine.io.parquet import read_base_file
@@ -103,6 +104,11 @@ class CdcPlan:
     base_path: str
     mode: SupplementalLoggingMode
     splits: tuple[CdcSplit, ...] = field(default_factory=tuple)
+    s3: S3Settings | None = None  # how tasks reach a table on S3
+
+    @property
+    def storage(self) -> Storage:
+        return Storage(self.base_path, self.s3)
 
 
 def _require_cdc(storage: Storage) -> SupplementalLoggingMode:
@@ -187,7 +193,7 @@ def plan_changes(storage: Storage, begin: str, end: str | None) -> CdcPlan:
         if metadata.operation_type not in _DATA_CHANGE_OPERATIONS:
             continue
         splits.extend(_instant_splits(instant, metadata, mode, files))
-    return CdcPlan(storage.base_path, mode, tuple(splits))
+    return CdcPlan(storage.base_path, mode, tuple(splits), storage.s3)
 
 
 def _instant_splits(
