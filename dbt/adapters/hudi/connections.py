@@ -13,6 +13,11 @@ models the statement names (see ``relation.py``), so SQL rendered in one process
 fresh one (``dbt run -s downstream_only``) reads the latest committed snapshot; and it
 re-registers the views of the Hudi sources it names (``sources.py``), so each statement reads
 the snapshot committed when it starts.
+
+With ``method: session`` every statement finds its session through the adapter's
+``publish.get_session``, as dbt-spark's cursor does, except that over Spark Connect the
+server's static settings (its catalog, warehouse, memory) are not asked for again on every
+statement: pyspark would warn each time.
 """
 
 from __future__ import annotations
@@ -83,11 +88,15 @@ class HudiConnectionManager(SparkConnectionManager):
 
     @classmethod
     def open(cls, connection: Connection) -> Connection:
-        connection = super().open(connection)
-        credentials = connection.credentials
+        opened: Connection = super().open(connection)
+        credentials = opened.credentials
         if isinstance(credentials, HudiCredentials) and credentials.has_session:
+            from dbt.adapters.hudi.session_cursor import HudiSessionConnection, session_handle
+
+            if not isinstance(getattr(opened.handle, "handle", None), HudiSessionConnection):
+                opened.handle = session_handle(credentials.server_side_parameters)
             register_data_source(credentials.server_side_parameters)
-        return connection
+        return opened
 
     def add_query(self, sql: str, *args: Any, **kwargs: Any) -> tuple[Connection, Any]:
         names = set(_SNAPSHOT_VIEW_RE.findall(sql)) if SNAPSHOT_VIEW_PREFIX in sql else set()
