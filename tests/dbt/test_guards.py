@@ -196,6 +196,25 @@ class TestGuards:
         assert f"location: {landing} is a non-empty directory" in log
         assert sorted(p.name for p in landing.iterdir()) == ["export.csv"]
 
+    def test_null_ordering_value_refused_by_the_write_table_untouched(
+        self, project: Any, built: dict[str, str]
+    ) -> None:
+        # Hudi cannot order the versions of a record whose ordering value is null: an upsert
+        # (copy-on-write and merge-on-read) refuses the batch before anything is written
+        null_ts = "case when id = 2 then cast(null as bigint) else updated_at end as updated_at"
+        changes = {
+            n: _model(n).replace("updated_at from", f"{null_ts} from")
+            for n in ("orders", "orders_mor")
+        }
+        log = self._refused(
+            project, built, {f"{n}.sql": t for n, t in changes.items()}, list(changes)
+        )
+        for name in changes:
+            assert f"model '{name}' failed" in log, name
+        assert log.count("Ordering field 'updated_at'") == 2
+        assert log.count("Ordering value is null for record key '2'") == 2
+        assert "refuses null ordering values" in log
+
     def test_what_the_guards_accept_runs(
         self, project: Any, spark: Any, built: dict[str, str]
     ) -> None:
