@@ -54,10 +54,10 @@ check: $(STAMP)
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit/test_architecture.py
 
+# BENCH_ROWS=200000 BENCH_REPS=2 make bench: a quick run (bench/run.py says what it measures)
 bench: $(STAMP)
+	$(PY) -m pip install -q -e ".[dev,bench]"
 	$(PY) bench/run.py
-	$(PY) bench/read_bench.py
-	$(PY) bench/mor_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

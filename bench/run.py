@@ -1,21 +1,41 @@
 #!/usr/bin/env python3
-"""Copy-on-write upsert benchmark: dbt-hudi's engine next to Spark's insert-overwrite.
+"""``make bench``: what a dbt user gets from the engine's defaults, next to what they would run
+instead, measured in one JVM.
 
-For each batch shape (``uniform``: 100k rows over all 10 partitions; ``hot2``: the same volume in
-the last 2 partitions) on a 1M-row table made by the shared ``gen_data.py``:
+Data: the shared ``gen_data.py`` (string key ``id``, ordering ``ts``, 10 ``dt`` partitions, 8
+payload columns; batches of 80% updates, 20% new keys). ``BENCH_ROWS`` (default 1,000,000) sets
+the table size ``R``; shapes::
 
-* untimed: bulk_insert the base rows into a Hudi table, and write the Spark parquet table the
-  anchor starts from (``anchors.py``'s prepared base);
-* one untimed warm-up round of both, then timed, A B A B in one JVM, ``--reps`` times: a COW
-  upsert of the batch into a fresh copy of the Hudi table, then dbt-spark's incremental
-  ``insert_overwrite`` of the touched partitions on a fresh copy of the parquet table
-  (``anchors.py``'s ``spark-insert-overwrite-partitions``);
-* both results are verified (row count, distinct keys, rows carrying the new ordering value).
+    uniform   R rows, R/10-row batch over all 10 partitions
+    hot2      R rows, R/10-row batch in the last 2 partitions
+    small     R rows, 2,000-row batch in the last partition (a dbt incremental run)
+    large     5R rows, R/2-row batch over all partitions (cost must follow the batch)
 
-Prints one JSON line per timed run and a summary table: median seconds and the ratio
-``hudi / spark`` per batch shape (targets: <= 1.0 uniform, <= 0.5 hot).
+Contenders per shape, each run on a fresh copy of its prepared table (untimed), one warm-up
+round, then ``BENCH_REPS`` (default 3) rounds A B C ... A B C, medians:
 
-    python bench/run.py [--rows 1000000] [--updates 100000] [--reps 3] [--work DIR]
+    cow / mor                 write_hudi upsert with the engine's defaults, options as the
+                              dbt materializations pass them (hudi_upsert / hudi_mor)
+    cow-bucket / mor-bucket   the same with hoodie.index.type=BUCKET (uniform, hot2)
+    cow-gzip                  the same with Hudi's own default codec (uniform, hot2)
+    spark-io                  dbt-spark's incremental insert_overwrite of the touched partitions
+                              of a plain Parquet table (the shared anchors.py, same session)
+    delta-merge               delta-rs MERGE of the same batch (anchors.py, own process: its
+                              peak RSS is its own)
+
+plus ``bulk_insert`` (engine defaults) against Spark's plain partitioned Parquet write, and
+snapshot scans (every column into Spark's ``noop`` sink) of the uniform shape's results: the COW
+table against Spark scanning the Parquet table, the MOR table against the COW table.
+
+The codec section writes and reads one partition's base file with each codec
+(``bench/codecs.py``). Every timed run is verified (row count, distinct keys, rows carrying the
+batch's ordering values; Hudi tables through hudi-rs) and carries its peak RSS (this process and
+its children: the JVM and Python workers) and the 1-minute load average.
+``BENCH_ONLY=codec,upsert,bulk,scan``, ``BENCH_SHAPES=uniform,small`` and
+``BENCH_VARIANTS=cow-gzip`` select parts; ``BENCH_WORK`` sets
+the work directory.
+
+    BENCH_ROWS=200000 BENCH_REPS=2 python bench/run.py      # a quick run
 """
 
 from __future__ import annotations
@@ -30,15 +50,42 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
 
-SHAPES = {"uniform": 0, "hot2": 2}
-TARGETS = {"uniform": 1.0, "hot2": 0.5}
+from engine import config as hc  # noqa: E402
+
+ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
+REPS = int(os.environ.get("BENCH_REPS", "3"))
+ONLY = set(os.environ.get("BENCH_ONLY", "codec,upsert,bulk,scan").split(","))
+SHAPES_WANTED = os.environ.get("BENCH_SHAPES", "uniform,hot2,small,large").split(",")
+WORK = Path(os.environ.get("BENCH_WORK", str(Path(tempfile.gettempdir()) / "dbt-hudi-bench")))
+
+# name -> (table rows, batch rows, hot partitions)
+SHAPES: dict[str, tuple[int, int, int]] = {
+    "uniform": (ROWS, ROWS // 10, 0),
+    "hot2": (ROWS, ROWS // 10, 2),
+    "small": (ROWS, 2_000, 1),
+    "large": (5 * ROWS, ROWS // 2, 0),
+}
+VARIANT_SHAPES = ("uniform", "hot2")
+VARIANTS = [
+    v for v in os.environ.get("BENCH_VARIANTS", "cow-bucket,mor-bucket,cow-gzip").split(",") if v
+]
+# the issue's targets: (numerator, denominator) -> ratio bound, per shape
+TARGETS: dict[str, dict[tuple[str, str], float]] = {
+    "uniform": {("cow", "spark-io"): 0.6, ("mor", "spark-io"): 0.33, ("mor", "delta-merge"): 1.0},
+    "hot2": {("cow", "spark-io"): 0.5, ("mor", "spark-io"): 0.33, ("mor", "delta-merge"): 1.0},
+    "small": {("cow", "spark-io"): 0.5, ("mor", "spark-io"): 0.5},
+    "large": {("cow", "spark-io"): 0.5, ("mor", "spark-io"): 0.25},
+}
 
 
 def shared_bench_dir() -> Path:
@@ -61,220 +108,410 @@ def generate(bench_dir: Path, out: Path, rows: int, updates: int, hot: int) -> d
     meta_file = out / "meta.json"
     if meta_file.exists():
         meta = json.loads(meta_file.read_text())
-        if meta["rows"] == rows and meta["updates"] == updates and meta["hot_partitions"] == hot:
+        if (meta["rows"], meta["updates"], meta["hot_partitions"]) == (rows, updates, hot):
             return dict(meta)
-    cmd = [
-        sys.executable,
-        str(bench_dir / "gen_data.py"),
-        str(out),
-        "--rows",
-        str(rows),
-        "--updates",
-        str(updates),
-        "--hot-partitions",
-        str(hot),
-    ]
+    cmd = [sys.executable, str(bench_dir / "gen_data.py"), str(out), "--rows", str(rows)]
+    cmd += ["--updates", str(updates), "--hot-partitions", str(hot)]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return dict(json.loads(meta_file.read_text()))
 
 
-HUDI_OPTIONS = {
-    "hoodie.table.name": "bench",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "dt",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.datasource.write.hive_style_partitioning": "true",
-    # the anchor writes snappy Parquet; compare like with like
-    "hoodie.parquet.compression.codec": "snappy",
-}
+# ---- options as the dbt materializations pass them ------------------------------------------
 
 
-def hudi_base(spark: Any, data: Path, work: Path) -> Path:
-    """The base rows bulk-inserted once per data set (untimed)."""
-    from engine import write_hudi
+def model_options(kind: str, operation: str) -> dict[str, str]:
+    """The options ``hudi_upsert`` (``cow*``) or ``hudi_mor`` (``mor*``) passes for a model
+    with ``unique_key='id'``, ``partition_by='dt'``, ``precombine_key='ts'``, plus the
+    variant's ``hudi_options``."""
+    table_type = (
+        hc.TableType.MERGE_ON_READ if kind.startswith("mor") else hc.TableType.COPY_ON_WRITE
+    )
+    opts = {
+        hc.TABLE_NAME.key: "bench",
+        hc.OPERATION.key: operation,
+        hc.WRITE_TABLE_TYPE.key: str(table_type),
+        hc.RECORDKEY_FIELD.key: "id",
+        hc.PARTITIONPATH_FIELD.key: "dt",
+        hc.WRITE_PRECOMBINE_FIELD.key: "ts",
+        hc.WRITE_PAYLOAD_CLASS.key: hc.OVERWRITE_WITH_LATEST_PAYLOAD,
+        hc.HIVE_STYLE_PARTITIONING.key: "true",
+    }
+    if table_type == hc.TableType.MERGE_ON_READ:
+        opts[hc.INLINE_COMPACT.key] = "true"
+        opts[hc.INLINE_COMPACT_NUM_DELTA_COMMITS.key] = "5"
+    if kind.endswith("-bucket"):
+        opts[hc.INDEX_TYPE.key] = "BUCKET"
+    if kind.endswith("-gzip"):
+        opts[hc.PARQUET_COMPRESSION_CODEC.key] = "gzip"
+    return opts
 
-    path = work / "prepared" / "hudi_base"
-    if not (path / ".hoodie" / "hoodie.properties").exists():
-        shutil.rmtree(path, ignore_errors=True)
-        df = spark.read.parquet(str(data / "base.parquet"))
-        write_hudi(
-            df, str(path), {**HUDI_OPTIONS, "hoodie.datasource.write.operation": "bulk_insert"}
+
+# ---- runs -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Contender:
+    """One way of doing a shape's work: prepare (untimed), run (timed), verify (untimed)."""
+
+    name: str
+    run: Callable[[int], dict[str, Any]]  # rep -> the timed record, verified
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def median(self, key: str = "seconds") -> float:
+        return statistics.median(r[key] for r in self.records)
+
+    @property
+    def verified(self) -> bool:
+        return bool(self.records) and all(r.get("verified") for r in self.records)
+
+
+def loadavg() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+class Bench:
+    """The session, the anchors and the prepared tables of one run."""
+
+    def __init__(self, spark: Any, anchors: ModuleType, bench_dir: Path) -> None:
+        self.spark = spark
+        self.anchors = anchors
+        self.bench_dir = bench_dir
+        self.keep: dict[str, Path] = {}  # results kept for the scans
+
+    def timed(
+        self, name: str, op: Callable[[], Any], rep: int, meta: dict[str, Any]
+    ) -> dict[str, Any]:
+        load = loadavg()
+        rec = self.anchors.timed(
+            name, meta["expected_rows_after_upsert"], op, rep=rep, update_rows=meta["updates"]
         )
-    return path
+        return {**rec, "load": load}
+
+    # ---- hudi -------------------------------------------------------------------------------
+
+    def hudi_base(self, data: Path, kind: str, shape_dir: Path) -> Path:
+        """The base rows bulk-inserted once (untimed) with the contender's options."""
+        from engine import write_hudi
+
+        table_kind = kind.replace("-gzip", "")  # the codec variant upserts the default base
+        path = shape_dir / "prepared" / f"hudi-{table_kind}"
+        if not (path / ".hoodie" / "hoodie.properties").exists():
+            shutil.rmtree(path, ignore_errors=True)
+            df = self.spark.read.parquet(str(data / "base.parquet"))
+            write_hudi(df, str(path), model_options(table_kind, "bulk_insert"))
+        return path
+
+    def hudi_upsert(self, kind: str, shape: str, data: Path, meta: dict[str, Any]) -> Contender:
+        from engine import write_hudi
+
+        shape_dir = WORK / shape
+        base = self.hudi_base(data, kind, shape_dir)
+
+        def run(rep: int) -> dict[str, Any]:
+            table = WORK / "out" / f"{shape}-{kind}-{rep}"
+            self.anchors.copytree(str(base), str(table))
+
+            def op() -> dict[str, Any]:
+                df = self.spark.read.parquet(str(data / "updates.parquet"))
+                result = write_hudi(df, str(table), model_options(kind, "upsert"))
+                logs = sum(1 for s in result.write_stats if s.is_delta)
+                return {"files_written": len(result.write_stats), "log_files": logs}
+
+            rec = self.timed(f"hudi-{kind}-upsert-{shape}", op, rep, meta)
+            rec.update(verify_hudi(table, meta))
+            self.retire(f"{shape}-{kind}", table)
+            return rec
+
+        return Contender(kind, run)
+
+    def retire(self, key: str, table: Path) -> None:
+        """Keep the latest result of a contender (the scans read them); drop the one before."""
+        previous = self.keep.get(key)
+        if previous is not None and previous != table:
+            shutil.rmtree(previous, ignore_errors=True)
+        self.keep[key] = table
+
+    # ---- anchors ----------------------------------------------------------------------------
+
+    def spark_io(self, shape: str, data: Path, meta: dict[str, Any]) -> Contender:
+        """anchors.py's spark-insert-overwrite-partitions, one repetition at a time."""
+        from pyspark.sql import functions as F
+
+        spark, anchors = self.spark, self.anchors
+        anchor_args = argparse.Namespace(work=str(WORK / shape), data=str(data))
+        base = anchors.spark_prepared_base(spark, anchor_args)
+        spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+
+        def run(rep: int) -> dict[str, Any]:
+            tbl = str(WORK / "out" / f"{shape}-spark-{rep}")
+            anchors.copytree(base, tbl)
+            name = f"bench_{shape}_{rep}".replace("-", "m")
+            spark.sql(f"DROP TABLE IF EXISTS {name}")
+            spark.sql(f"CREATE TABLE {name} USING parquet LOCATION '{tbl}'")
+            spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
+
+            def op() -> dict[str, Any]:
+                u = spark.read.parquet(str(data / "updates.parquet"))
+                touched = [row["dt"] for row in u.select("dt").distinct().collect()]
+                old = spark.table(name).where(F.col("dt").isin(touched))
+                new_rows = anchors.dedupe_latest(old.unionByName(u))
+                cols = spark.table(name).columns
+                new_rows.select(*cols).write.insertInto(name, overwrite=True)
+                return {"touched_partitions": len(touched)}
+
+            rec = self.timed(f"spark-io-{shape}", op, rep, meta)
+            spark.catalog.refreshTable(name)
+            rec.update(anchors.spark_verify(spark, tbl, meta))
+            spark.sql(f"DROP TABLE IF EXISTS {name}")
+            self.retire(f"{shape}-spark-io", Path(tbl))
+            return rec
+
+        return Contender("spark-io", run)
+
+    def delta_merge(self, shape: str, data: Path, meta: dict[str, Any]) -> Contender:
+        """anchors.py deltalake-merge, one repetition per call, in its own process."""
+
+        def run(rep: int) -> dict[str, Any]:
+            cmd = [sys.executable, str(self.bench_dir / "anchors.py"), "deltalake-merge"]
+            cmd += ["--data", str(data), "--work", str(WORK / shape), "--reps", "1"]
+            load = loadavg()
+            out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+            lines = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+            timed = next(x for x in lines if x["name"] == "deltalake-merge")
+            check = next(x for x in lines if x["name"] == "deltalake-merge-check")
+            rec = {**timed, "name": f"delta-merge-{shape}", "rep": rep, "load": load}
+            rec["verified"] = bool(check["verified"])
+            print(json.dumps(rec), flush=True)
+            return rec
+
+        return Contender("delta-merge", run)
 
 
 def verify_hudi(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """Row count, distinct keys and the batch's rows, read back through hudi-rs."""
     import pyarrow as pa
     import pyarrow.compute as pc
     from hudi import HudiReadOptions, HudiTableBuilder
 
     table = HudiTableBuilder.from_base_uri(str(path)).build()
-    batches = table.read(HudiReadOptions().with_projection(["id", "ts"]))
-    t = pa.Table.from_batches(batches)
+    t = pa.Table.from_batches(table.read(HudiReadOptions().with_projection(["id", "ts"])))
     n = t.num_rows
     fresh = pc.sum(pc.greater_equal(t["ts"], meta["min_update_ts"]).cast("int64")).as_py()
     distinct = pc.count_distinct(t["id"]).as_py()
     ok = n == meta["expected_rows_after_upsert"] and fresh == meta["expected_rows_with_new_ts"]
-    return {"verified": bool(ok and distinct == n), "out_rows": n}
+    result = {"verified": bool(ok and distinct == n), "out_rows": n}
+    print(json.dumps({"check": str(path.name), **result}), flush=True)
+    return result
 
 
-def timed_upsert(
-    anchors: ModuleType, name: str, op: Any, rep: int, meta: dict[str, Any]
-) -> dict[str, Any]:
-    """One timed repetition of an upsert of the batch, as anchors.py records its runs."""
-    rec = anchors.timed(
-        name, meta["expected_rows_after_upsert"], op, rep=rep, update_rows=meta["updates"]
-    )
-    return dict(rec)
+def rounds(contenders: list[Contender]) -> None:
+    """One warm-up round, then REPS rounds A B C ... (records kept for the timed rounds)."""
+    for c in contenders:
+        c.run(-1)
+    for rep in range(REPS):
+        for c in contenders:
+            c.records.append(c.run(rep))
 
 
-def copy_table(anchors: ModuleType, src: Path, dst: Path) -> None:
-    anchors.copytree(str(src), str(dst))
+# ---- sections -------------------------------------------------------------------------------
 
 
-def time_hudi(
-    anchors: ModuleType,
-    spark: Any,
-    data: Path,
-    base: Path,
-    work: Path,
-    rep: int,
-    meta: dict[str, Any],
-    shape: str,
-) -> dict[str, Any]:
+def upsert_section(bench: Bench, datasets: dict[str, tuple[Path, dict[str, Any]]]) -> list[str]:
+    lines = [
+        "## Upserts (median seconds, peak RSS MB, load average at the run's start)",
+        "",
+        "| shape | contender | s | peak RSS MB | load | / spark-io | / delta-merge |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    targets: list[str] = []
+    for shape, (data, meta) in datasets.items():
+        kinds = ["cow", "mor"]
+        if shape in VARIANT_SHAPES:
+            kinds += VARIANTS
+        contenders = [bench.hudi_upsert(k, shape, data, meta) for k in kinds]
+        contenders += [bench.spark_io(shape, data, meta), bench.delta_merge(shape, data, meta)]
+        rounds(contenders)
+        by_name = {c.name: c for c in contenders}
+        spark_s = by_name["spark-io"].median()
+        delta_s = by_name["delta-merge"].median()
+        for c in contenders:
+            s = c.median()
+            lines.append(
+                f"| {shape} | {c.name}{'' if c.verified else ' (NOT VERIFIED)'} | {s:.2f} | "
+                f"{c.median('peak_rss_mb'):.0f} | {c.median('load'):.1f} | "
+                f"{s / spark_s:.2f}x | {s / delta_s:.2f}x |"
+            )
+        for (num, den), bound in TARGETS[shape].items():
+            ratio = by_name[num].median() / by_name[den].median()
+            state = "met" if ratio <= bound else "NOT met"
+            targets.append(f"| {shape} | {num} / {den} | {ratio:.2f}x | <= {bound}x | {state} |")
+        if shape == "large":
+            hudi_rss = max(
+                by_name["cow"].median("peak_rss_mb"), by_name["mor"].median("peak_rss_mb")
+            )
+            spark_rss = by_name["spark-io"].median("peak_rss_mb")
+            state = "met" if hudi_rss <= spark_rss else "NOT met"
+            targets.append(
+                f"| large | peak RSS hudi / spark-io | {hudi_rss:.0f} / {spark_rss:.0f} MB | "
+                f"<= 1.0x | {state} |"
+            )
+    return [*lines, "", *TARGET_HEADER, *targets]
+
+
+TARGET_HEADER = ["| shape | ratio | measured | target | |", "|---|---|---|---|---|"]
+
+
+def bulk_section(bench: Bench, data: Path, meta: dict[str, Any]) -> list[str]:
+    """bulk_insert with the engine's defaults against Spark's plain partitioned Parquet write."""
     from engine import write_hudi
 
-    table = work / "out" / f"hudi-{shape}-rep{rep}"
-    copy_table(anchors, base, table)
+    spark = bench.spark
+    rows_meta = {**meta, "expected_rows_after_upsert": meta["rows"], "updates": 0}
+    rows_meta["min_update_ts"], rows_meta["expected_rows_with_new_ts"] = 0, meta["rows"]
 
-    def op() -> dict[str, Any]:
-        df = spark.read.parquet(str(data / "updates.parquet"))
-        result = write_hudi(
-            df, str(table), {**HUDI_OPTIONS, "hoodie.datasource.write.operation": "upsert"}
-        )
-        return {"files_written": len(result.write_stats)}
+    def hudi(rep: int) -> dict[str, Any]:
+        table = WORK / "out" / f"bulk-hudi-{rep}"
+        shutil.rmtree(table, ignore_errors=True)
 
-    rec = timed_upsert(anchors, f"hudi-cow-upsert-{shape}", op, rep, meta)
-    rec.update(verify_hudi(table, meta))
-    shutil.rmtree(table, ignore_errors=True)
-    return dict(rec)
+        def op() -> None:
+            df = spark.read.parquet(str(data / "base.parquet"))
+            write_hudi(df, str(table), model_options("cow", "bulk_insert"))
+
+        rec = bench.timed("hudi-bulk-insert", op, rep, rows_meta)
+        rec.update(verify_hudi(table, rows_meta))
+        shutil.rmtree(table, ignore_errors=True)
+        return rec
+
+    def plain(rep: int) -> dict[str, Any]:
+        out = WORK / "out" / f"bulk-spark-{rep}"
+        shutil.rmtree(out, ignore_errors=True)
+
+        def op() -> None:
+            df = spark.read.parquet(str(data / "base.parquet"))
+            df.write.mode("overwrite").partitionBy("dt").parquet(str(out))
+
+        rec = bench.timed("spark-parquet-write", op, rep, rows_meta)
+        rec.update(bench.anchors.spark_verify(spark, str(out), rows_meta))
+        shutil.rmtree(out, ignore_errors=True)
+        return rec
+
+    contenders = [Contender("hudi-bulk-insert", hudi), Contender("spark-parquet-write", plain)]
+    rounds(contenders)
+    h, s = contenders[0], contenders[1]
+    ratio = h.median() / s.median()
+    return [
+        "## bulk_insert (median seconds)",
+        "",
+        "| contender | s | peak RSS MB | load |",
+        "|---|---|---|---|",
+        *(
+            f"| {c.name}{'' if c.verified else ' (NOT VERIFIED)'} | {c.median():.2f} | "
+            f"{c.median('peak_rss_mb'):.0f} | {c.median('load'):.1f} |"
+            for c in contenders
+        ),
+        "",
+        *TARGET_HEADER,
+        f"| uniform | bulk_insert / spark parquet write | {ratio:.2f}x | <= 1.0x | "
+        f"{'met' if ratio <= 1.0 else 'NOT met'} |",
+    ]
 
 
-def time_spark(
-    anchors: ModuleType,
-    spark: Any,
-    data: Path,
-    args: argparse.Namespace,
-    rep: int,
-    meta: dict[str, Any],
-    shape: str,
-) -> dict[str, Any]:
-    """anchors.py's spark-insert-overwrite-partitions, one repetition, in this session."""
-    from pyspark.sql import functions as F
+def scan_section(bench: Bench, meta: dict[str, Any]) -> list[str]:
+    """Snapshot scans of the uniform shape's results, every column into the noop sink."""
+    from engine import read_hudi
 
-    anchor_args = argparse.Namespace(work=str(args.work / shape), data=str(data))
-    base = anchors.spark_prepared_base(spark, anchor_args)
-    tbl = str(args.work / "out" / f"spark-{shape}-rep{rep}")
-    anchors.copytree(base, tbl)
-    name = f"target_{shape}_rep{rep}".replace("-", "m")
-    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
-    spark.sql(f"DROP TABLE IF EXISTS {name}")
-    spark.sql(f"CREATE TABLE {name} USING parquet LOCATION '{tbl}'")
-    spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
-    upd_src = str(data / "updates.parquet")
+    spark = bench.spark
+    scan_meta = {**meta}
 
-    def op() -> dict[str, Any]:
-        u = spark.read.parquet(upd_src)
-        touched = [row["dt"] for row in u.select("dt").distinct().collect()]
-        old = spark.table(name).where(F.col("dt").isin(touched))
-        new_rows = anchors.dedupe_latest(old.unionByName(u))
-        cols = spark.table(name).columns
-        new_rows.select(*cols).write.insertInto(name, overwrite=True)
-        return {"touched_partitions": len(touched)}
+    def scan(name: str, frame: Callable[[], Any]) -> Contender:
+        def run(rep: int) -> dict[str, Any]:
+            def op() -> None:
+                frame().write.format("noop").mode("overwrite").save()
 
-    rec = timed_upsert(anchors, f"spark-insert-overwrite-{shape}", op, rep, meta)
-    spark.catalog.refreshTable(name)
-    rec.update(anchors.spark_verify(spark, tbl, meta))
-    spark.sql(f"DROP TABLE IF EXISTS {name}")
-    shutil.rmtree(tbl, ignore_errors=True)
-    return dict(rec)
+            rec = bench.timed(name, op, rep, scan_meta)
+            rec["verified"] = frame().count() == meta["expected_rows_after_upsert"]
+            return rec
+
+        return Contender(name, run)
+
+    cow, mor = bench.keep["uniform-cow"], bench.keep["uniform-mor"]
+    parquet = bench.keep["uniform-spark-io"]
+    contenders = [
+        scan("spark-parquet-scan", lambda: spark.read.parquet(str(parquet))),
+        scan("cow-snapshot", lambda: read_hudi(spark, str(cow))),
+        scan("mor-snapshot", lambda: read_hudi(spark, str(mor))),
+    ]
+    rounds(contenders)
+    sp, c, m = (x.median() for x in contenders)
+    return [
+        "## Snapshot scans of the uniform results (median seconds)",
+        "",
+        "| contender | s | peak RSS MB | load |",
+        "|---|---|---|---|",
+        *(
+            f"| {x.name}{'' if x.verified else ' (NOT VERIFIED)'} | {x.median():.2f} | "
+            f"{x.median('peak_rss_mb'):.0f} | {x.median('load'):.1f} |"
+            for x in contenders
+        ),
+        "",
+        *TARGET_HEADER,
+        f"| uniform | cow snapshot / spark parquet scan | {c / sp:.2f}x | <= 1.2x | "
+        f"{'met' if c / sp <= 1.2 else 'NOT met'} |",
+        f"| uniform | mor snapshot / cow snapshot | {m / c:.2f}x | <= 3.0x | "
+        f"{'met' if m / c <= 3.0 else 'NOT met'} |",
+    ]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--updates", type=int, default=100_000)
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--shapes", default="uniform,hot2")
-    ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "dbt-hudi-bench")
-    ap.add_argument("--driver-memory", default="4g")
-    args = ap.parse_args()
-    args.work = args.work.resolve()
     bench_dir = shared_bench_dir()
     anchors = load_anchors(bench_dir)
-    shapes = [s for s in args.shapes.split(",") if s]
-
+    WORK.mkdir(parents=True, exist_ok=True)
+    wanted = [s for s in SHAPES_WANTED if s in SHAPES]
+    if "scan" in ONLY and "uniform" not in wanted:
+        wanted.insert(0, "uniform")
     datasets = {}
-    for shape in shapes:
-        out = args.work / "data" / f"{shape}-{args.rows}-{args.updates}"
-        datasets[shape] = (out, generate(bench_dir, out, args.rows, args.updates, SHAPES[shape]))
+    for shape in wanted:
+        rows, updates, hot = SHAPES[shape]
+        out = WORK / "data" / f"{rows}-{updates}-hot{hot}"
+        datasets[shape] = (out, generate(bench_dir, out, rows, updates, hot))
 
     from engine.spark.session import local_session
 
     t0 = time.perf_counter()
     spark = local_session(
-        str(args.work / "spark"),
+        str(WORK / "spark"),
         extra_conf={
             "spark.sql.shuffle.partitions": "4",
-            "spark.driver.memory": args.driver_memory,
+            "spark.driver.memory": os.environ.get("BENCH_DRIVER_MEMORY", "4g"),
             "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
-            "spark.local.dir": str(args.work / "spark-local"),
+            "spark.local.dir": str(WORK / "spark-local"),
         },
     )
     spark.range(1).collect()
-    print(
-        json.dumps({"name": "spark-session-start", "seconds": round(time.perf_counter() - t0, 3)}),
-        flush=True,
-    )
-
-    results: dict[str, dict[str, list[float]]] = {}
-    checks: list[bool] = []
-    for shape in shapes:
-        data, meta = datasets[shape]
-        base = hudi_base(spark, data, args.work / shape)
-        anchors.spark_prepared_base(
-            spark, argparse.Namespace(work=str(args.work / shape), data=str(data))
-        )
-        times: dict[str, list[float]] = {"hudi": [], "spark": []}
-        # one untimed round first (rep -1): both paths compared warm, as users run them
-        time_hudi(anchors, spark, data, base, args.work, -1, meta, shape)
-        time_spark(anchors, spark, data, args, -1, meta, shape)
-        for rep in range(args.reps):
-            for kind in ("hudi", "spark"):
-                if kind == "hudi":
-                    rec = time_hudi(anchors, spark, data, base, args.work, rep, meta, shape)
-                else:
-                    rec = time_spark(anchors, spark, data, args, rep, meta, shape)
-                times[kind].append(rec["seconds"])
-                checks.append(bool(rec.get("verified")))
-        results[shape] = times
-
-    print()
-    print(
-        f"COW upsert vs Spark insert-overwrite of touched partitions "
-        f"({args.rows:,} rows, {args.updates:,}-row batch, median of {args.reps}, same JVM)"
-    )
-    print("| batch | hudi COW upsert s | spark insert-overwrite s | ratio | target |")
-    print("|---|---|---|---|---|")
-    for shape, times in results.items():
-        h, s = statistics.median(times["hudi"]), statistics.median(times["spark"])
-        print(f"| {shape} | {h:.2f} | {s:.2f} | {h / s:.2f}x | <= {TARGETS[shape]}x |")
-    print(f"\nchecks: {len(checks)} run, {checks.count(False)} failed")
+    start = {"name": "spark-session-start", "seconds": round(time.perf_counter() - t0, 3)}
+    print(json.dumps({**start, "load": loadavg()}), flush=True)
+    bench = Bench(spark, anchors, bench_dir)
+    report = [f"# make bench: {ROWS:,}-row table, median of {REPS}, one JVM, A B A B", ""]
+    if "codec" in ONLY:
+        data = (datasets.get("uniform") or next(iter(datasets.values())))[0]
+        codecs = [sys.executable, str(REPO / "bench" / "codecs.py"), str(data)]
+        out = subprocess.run(codecs, check=True, capture_output=True, text=True).stdout
+        report += ["## Parquet codecs (one partition's base file, engine writer)", ""]
+        report += [line for line in out.splitlines() if not line.startswith("{")] + [""]
+    if "upsert" in ONLY or "scan" in ONLY:
+        upserts = datasets if "upsert" in ONLY else {"uniform": datasets["uniform"]}
+        report += [*upsert_section(bench, upserts), ""]
+    if "bulk" in ONLY:
+        data, meta = datasets.get("uniform") or next(iter(datasets.values()))
+        report += [*bulk_section(bench, data, meta), ""]
+    if "scan" in ONLY:
+        report += [*scan_section(bench, datasets["uniform"][1]), ""]
     spark.stop()
-    if not all(checks):
-        raise SystemExit(1)
+    text = "\n".join(report)
+    print("\n" + text)
+    (WORK / "report.md").write_text(text + "\n")
+    if "NOT VERIFIED" in text:
+        raise SystemExit("some results were not verified (see NOT VERIFIED above)")
 
 
 if __name__ == "__main__":

@@ -502,8 +502,11 @@ COPY_ON_WRITE_RECORD_SIZE_ESTIMATE = _option(
 PARQUET_COMPRESSION_CODEC = _option(
     "hoodie.parquet.compression.codec",
     choice("gzip", "snappy", "zstd", "uncompressed"),
-    "gzip",
-    "Base file compression.",
+    "zstd",
+    "Base file compression. Default zstd, not Hudi's gzip: measured on a 100k-row base file "
+    "(bench/codecs.py), zstd writes ~20x faster than gzip into a file of the same size and "
+    "reads ~3x faster; snappy is as fast but 30% larger. Every reader of Hudi tables (Spark, "
+    "Apache Hudi's Java readers, hudi-rs) decodes it.",
 )
 COMBINE_BEFORE_INSERT = _option(
     "hoodie.combine.before.insert",
@@ -517,6 +520,22 @@ COMBINE_BEFORE_UPSERT = _option(
     True,
     "Precombine duplicate keys within an upsert batch.",
 )
+INSERT_DROP_DUPS = _option(
+    "hoodie.datasource.write.insert.drop.duplicates",
+    parse_bool,
+    False,
+    "Drop incoming records whose key is already stored: not implemented; true is refused.",
+)
+
+# --- index (engine.write.index, engine.write.global_index) -----------------------------------
+SIMPLE_INDEX_UPDATE_PARTITION_PATH = _option(
+    "hoodie.simple.index.update.partition.path",
+    parse_bool,
+    True,
+    "GLOBAL_SIMPLE: a key arriving with a new partition path is deleted from its old partition "
+    "and written to the new one; false updates it in place in its old partition.",
+)
+
 TIMESTAMP_TYPE = _optional(
     "hoodie.keygen.timebased.timestamp.type",
     choice("UNIX_TIMESTAMP", "EPOCHMILLISECONDS", "EPOCHMICROSECONDS", "DATE_STRING", "SCALAR"),
@@ -621,6 +640,34 @@ LOGFILE_MAX_SIZE = _option(
     parse_int,
     1024 * 1024 * 1024,
     "A log file past this size rolls over to the next log version.",
+)
+INDEX_TYPE = _option(
+    "hoodie.index.type",
+    choice("SIMPLE", "GLOBAL_SIMPLE", "BUCKET"),
+    "SIMPLE",
+    "How a write finds the file group of a stored key: SIMPLE joins the batch with the record "
+    "keys of the touched partitions' latest base files; GLOBAL_SIMPLE with those of every "
+    "partition (a key is unique in the whole table); BUCKET hashes the key to one of "
+    "hoodie.bucket.index.num.buckets file groups per partition (no lookup). Persisted in "
+    "hoodie.properties when BUCKET.",
+)
+BUCKET_INDEX_ENGINE = _option(
+    "hoodie.bucket.index.engine",
+    choice("SIMPLE"),
+    "SIMPLE",
+    "Bucket index engine: SIMPLE, a fixed number of buckets per partition "
+    "(CONSISTENT_HASHING is not implemented).",
+)
+BUCKET_INDEX_NUM_BUCKETS = _option(
+    "hoodie.bucket.index.num.buckets",
+    parse_int,
+    4,
+    "Bucket index: file groups (buckets) per partition; fixed for the table's life.",
+)
+BUCKET_INDEX_HASH_FIELD = _optional(
+    "hoodie.bucket.index.hash.field",
+    parse_list,
+    "Bucket index: record key fields hashed to the bucket (default: the record key fields).",
 )
 MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT = _option(
     "hoodie.merge.small.file.group.candidates.limit",

@@ -8,6 +8,7 @@ that Spark does the work, so the same write and compaction code runs unchanged o
     write       runner.key_records ──► runner.locate (profile + index lookup)
                   ──► runner.check_values (the values a schema change rests on)
                   ──► BatchProfile.locate (records tagged with file groups) ──► runner.write_buckets
+    bucket      runner.key_records ──► runner.write_bucketed (one job: hash, route, write)
     compaction  runner.compact (one task per file slice)
     read        runner.read (a query plan as the runner's data frame)
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from engine.read.plan import QueryPlan
     from engine.services.compaction import CompactionContext, CompactionOperation
     from engine.timeline.commit_metadata import HoodieWriteStat
+    from engine.write.bucket_index import BucketTargets
     from engine.write.bucketing import Bucket, BucketPlan
     from engine.write.handles import TaskInfo, WriteContext
     from engine.write.index import IndexSource, PartitionKeyRange
@@ -76,8 +78,11 @@ class BatchProfile(Protocol):
         """Records, distinct keys and key range per touched partition."""
         ...
 
-    def locate(self, keyed: Any, *, existing_only: bool = False) -> LocatedRecords:
-        """``keyed`` tagged with the file group of each stored key (deletes: stored keys only)."""
+    def locate(
+        self, keyed: Any, *, existing_only: bool = False, key_prefix: str = ""
+    ) -> LocatedRecords:
+        """``keyed`` tagged with the file group of each stored key (deletes: stored keys only);
+        ``key_prefix`` goes in front of every record key (auto-generated keys)."""
         ...
 
     def release(self) -> None:
@@ -92,8 +97,17 @@ class Runner(Protocol):
         """Wrap the records given to a write (no job runs)."""
         ...
 
-    def key_records(self, batch: IncomingBatch, spec: KeyGenSpec, *, delete_records: bool) -> Any:
-        """The batch with record key and partition path; release with :meth:`release`."""
+    def key_records(
+        self,
+        batch: IncomingBatch,
+        spec: KeyGenSpec,
+        *,
+        delete_records: bool,
+        null_ordering: str | None = None,
+    ) -> Any:
+        """The batch with record key and partition path; release with :meth:`release`.
+        With ``null_ordering``, :meth:`locate` refuses a record whose value of that field is
+        null."""
         ...
 
     def locate(self, keyed: Any, spec: KeyGenSpec, source: IndexSource | None) -> BatchProfile:
@@ -101,6 +115,7 @@ class Runner(Protocol):
 
         Raises:
             RecordKeyError: a record key is null or empty (nothing has been written).
+            NullOrderingValueError: an ordering value :meth:`key_records` checks is null.
         """
         ...
 
@@ -113,6 +128,17 @@ class Runner(Protocol):
         write_group: GroupWriter | None = None,
     ) -> list[HoodieWriteStat]:
         """Write every bucket of ``plan`` in its own task; the tasks' write stats."""
+        ...
+
+    def write_bucketed(
+        self, keyed: Any, targets: BucketTargets, ctx: WriteContext, spec: KeyGenSpec
+    ) -> list[HoodieWriteStat]:
+        """Bucket-index write: route every record of ``keyed`` to its (partition, bucket) and
+        write each bucket in one job (a null or empty key fails it before a file is written).
+
+        Raises:
+            RecordKeyError: a record key is null or empty (no file has been written).
+        """
         ...
 
     def release(self, keyed: Any) -> None:

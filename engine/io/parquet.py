@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from engine.config import PARQUET_COMPRESSION_CODEC
 from engine.faults import checkpoint
 from engine.fs.storage import Storage
 from engine.model.promote import promote_array
@@ -106,7 +107,7 @@ def write_base_file(
     table: pa.Table,
     *,
     avro_schema_with_meta: str,
-    compression: str = "gzip",
+    compression: str = PARQUET_COMPRESSION_CODEC.default,
 ) -> int:
     """Write a new base file (never overwriting) and return its size in bytes.
 

@@ -305,7 +305,7 @@ class CompactionContext:
     table: TableInfo
     visibility: Visibility
     commit_schema: str
-    compression: str = "gzip"
+    compression: str = config.PARQUET_COMPRESSION_CODEC.default
     s3: S3Settings | None = None  # how tasks reach a table on S3
 
 
@@ -506,7 +506,9 @@ def execute_compaction(
         commit_schema=commit_schema,
         compression=str(
             config.PARQUET_COMPRESSION_CODEC.parse(
-                table.properties.get(config.PARQUET_COMPRESSION_CODEC.key, "gzip")
+                table.properties.get(
+                    config.PARQUET_COMPRESSION_CODEC.key, config.PARQUET_COMPRESSION_CODEC.default
+                )
             )
         ),
     )

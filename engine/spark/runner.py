@@ -19,10 +19,11 @@ from engine.model.keygen import KeyGenSpec
 from engine.read.plan import QueryPlan
 from engine.runner import GroupWriter, IncomingBatch, LocatedRecords
 from engine.services.compaction import CompactionContext, CompactionOperation
-from engine.spark import compaction, evolution, jobs, profile, reader
+from engine.spark import bucket_write, compaction, evolution, jobs, profile, reader
 from engine.spark.schema import data_arrow_schema
 from engine.spark.session import get_spark
 from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.write.bucket_index import BucketTargets
 from engine.write.bucketing import BucketPlan
 from engine.write.handles import WriteContext, write_file_group
 from engine.write.index import IndexSource
@@ -59,9 +60,17 @@ class SparkRunner:
         return SparkBatch(data)
 
     def key_records(
-        self, batch: IncomingBatch, spec: KeyGenSpec, *, delete_records: bool
+        self,
+        batch: IncomingBatch,
+        spec: KeyGenSpec,
+        *,
+        delete_records: bool,
+        null_ordering: str | None = None,
     ) -> DataFrame:
-        return jobs.add_record_keys(cast(SparkBatch, batch).df, spec, delete_records=delete_records)
+        df = cast(SparkBatch, batch).df
+        return jobs.add_record_keys(
+            df, spec, delete_records=delete_records, null_ordering=null_ordering
+        )
 
     def locate(
         self, keyed: DataFrame, spec: KeyGenSpec, source: IndexSource | None
@@ -78,6 +87,11 @@ class SparkRunner:
     ) -> list[HoodieWriteStat]:
         tagged = cast(profile.LocatedRecords, located).tagged
         return jobs.write_buckets(tagged, plan, ctx, write_group=write_group or write_file_group)
+
+    def write_bucketed(
+        self, keyed: DataFrame, targets: BucketTargets, ctx: WriteContext, spec: KeyGenSpec
+    ) -> list[HoodieWriteStat]:
+        return bucket_write.write_bucketed(keyed, targets, ctx, spec)
 
     def release(self, keyed: DataFrame) -> None:
         keyed.unpersist()

@@ -41,6 +41,8 @@ def check_write_conflicts(
     action: Action,
     stats: Iterable[HoodieWriteStat],
     replaced: dict[str, list[str]] | None = None,
+    *,
+    bucketed: bool = False,
 ) -> None:
     """Fail a write whose file groups another writer changed since it started.
 
@@ -53,6 +55,8 @@ def check_write_conflicts(
         action: Its action (commit, deltacommit, replacecommit).
         stats: Its write stats.
         replaced: Its ``partitionToReplaceFileIds`` (replacecommits).
+        bucketed: Bucket-index table: two writers creating the same bucket of a partition (two
+            new file groups with one bucket number) conflict too.
 
     Raises:
         WriteConflictError: naming both instants and the shared file groups; the write's
@@ -65,7 +69,10 @@ def check_write_conflicts(
         if other.instant_time in before or other.instant_time == instant_time:
             continue
         metadata = current.read_commit_metadata(other)
-        clash = ours & (metadata.file_ids_written() | metadata.replaced_file_ids())
+        theirs = metadata.file_ids_written() | metadata.replaced_file_ids()
+        clash = ours & theirs
+        if bucketed:
+            clash |= {g for g in ours if _bucket_of(g) in {_bucket_of(t) for t in theirs}}
         if not clash:
             continue
         rollback_instant(
@@ -77,6 +84,11 @@ def check_write_conflicts(
             f"{other.action.value} {other.instant_time}, completed meanwhile, on file group(s) "
             f"{shown}; the write was rolled back, retry it"
         )
+
+
+def _bucket_of(group: tuple[str, str]) -> tuple[str, str]:
+    """(partition, bucket number prefix) of a bucket-index file group."""
+    return group[0], group[1][:8]
 
 
 def _rollback_own(storage: Storage, lock: TableLock, instant_time: str) -> None:

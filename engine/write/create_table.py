@@ -26,6 +26,24 @@ __all__ = ["create_table", "new_table_properties", "take_over_metadata_table"]
 _log = logging.getLogger(__name__)
 
 
+_BUCKET_INDEX_OPTIONS: tuple[config.ConfigOption[Any], ...] = (
+    config.INDEX_TYPE,
+    config.BUCKET_INDEX_ENGINE,
+    config.BUCKET_INDEX_NUM_BUCKETS,
+    config.BUCKET_INDEX_HASH_FIELD,
+)
+
+
+def bucket_index_properties(cfg: HoodieConfig) -> dict[str, str]:
+    """The bucket index settings a bucket-index table persists: later writes (ours, and Apache
+    Hudi's Spark SQL writes, which merge the table's properties into their write config) keep
+    the bucket layout; none for another index."""
+    if cfg.get(config.INDEX_TYPE) != "BUCKET":
+        return {}
+    values = {option.key: cfg.get(option) for option in _BUCKET_INDEX_OPTIONS}
+    return {key: config.format_value(v) for key, v in values.items() if v}
+
+
 def new_table_properties(cfg: HoodieConfig, keygen_class: str, schema: str) -> dict[str, str]:
     """``hoodie.properties`` of a table the first write creates (table version 6)."""
     name = cfg.require(config.TABLE_NAME)
@@ -35,8 +53,9 @@ def new_table_properties(cfg: HoodieConfig, keygen_class: str, schema: str) -> d
         config.TABLE_VERSION.key: "6",
         config.TIMELINE_LAYOUT_VERSION.key: "1",
     }
-    record_fields: tuple[str, ...] = cfg.require(config.RECORDKEY_FIELD)
-    props[config.RECORDKEY_FIELDS.key] = ",".join(record_fields)
+    record_fields = cfg.get(config.RECORDKEY_FIELD)
+    if record_fields:  # auto-generated keys persist no record key fields
+        props[config.RECORDKEY_FIELDS.key] = ",".join(record_fields)
     database = cfg.get(config.DATABASE_NAME)
     if database:
         props[config.DATABASE_NAME.key] = database
@@ -75,6 +94,7 @@ def new_table_properties(cfg: HoodieConfig, keygen_class: str, schema: str) -> d
         props[config.CDC_SUPPLEMENTAL_LOGGING_MODE.key] = cfg.get(
             config.CDC_SUPPLEMENTAL_LOGGING_MODE
         )
+    props.update(bucket_index_properties(cfg))
     props[config.CREATE_SCHEMA.key] = schema
     version = cfg.get(config.WRITE_TABLE_VERSION)
     return versioned_properties(

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.config import WriteOperation
+from engine.config import PARQUET_COMPRESSION_CODEC, WriteOperation
 from engine.faults import checkpoint
 from engine.fs.filenames import format_base_file_name, make_write_token, partition_file_path
 from engine.fs.s3 import S3Settings
@@ -64,7 +64,7 @@ class WriteContext:
     avro_schema_with_meta: str
     merge_spec: MergeSpec
     combine: bool
-    compression: str = "gzip"
+    compression: str = PARQUET_COMPRESSION_CODEC.default
     # timeline layout 2: a log file is named by the delta commit writing it, never appended to
     logs_named_by_instant: bool = False
     # CDC tables: the supplemental logging mode of the .cdc files merges write (None: no CDC)

@@ -1,0 +1,112 @@
+"""The one Spark job of a bucket-index write (:mod:`engine.write.bucket_index`).
+
+::
+
+    keyed ──mapInArrow: bucket of every record (a null or empty key fails the map stage)──►
+      repartition(partition path, bucket) ──mapInArrow: one (partition, bucket) at a time──►
+      write stats
+
+The shuffle's map stage finishes before any write task starts, so a bad key fails the job
+before a file is written; the batch is evaluated once (by the map stage).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark import TaskContext
+from pyspark.sql import DataFrame
+from pyspark.sql import types as T
+
+from engine.errors import RecordKeyError
+from engine.faults import checkpoint
+from engine.model.keygen import KeyGenSpec, invalid_record_key_message
+from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
+from engine.spark.jobs import BAD_KEY_COLUMN, run_job
+from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.write.bucket_index import BucketTargets, bucket_ids
+from engine.write.handles import TaskInfo, WriteContext
+
+__all__ = ["write_bucketed"]
+
+_BUCKET_COLUMN = "__bucket"
+_TASK_BUCKETS = 1_000  # seqno/write-token numbers: task partition * this + group ordinal
+
+
+def write_bucketed(
+    keyed: DataFrame, targets: BucketTargets, ctx: WriteContext, spec: KeyGenSpec
+) -> list[HoodieWriteStat]:
+    """Route every record to its bucket and write the buckets (see the module notes)."""
+    bucket_spec = targets.spec
+    bad_key = invalid_record_key_message(spec)
+
+    def assign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if pc.any(batch.column(BAD_KEY_COLUMN)).as_py():
+                raise RecordKeyError(bad_key)
+            buckets = bucket_ids(
+                batch.column(RECORD_KEY_COLUMN), bucket_spec.hash_fields, bucket_spec.num_buckets
+            )
+            yield pa.RecordBatch.from_arrays(
+                [*batch.columns, buckets], names=[*batch.schema.names, _BUCKET_COLUMN]
+            )
+
+    struct = T.StructType([*keyed.schema.fields, T.StructField(_BUCKET_COLUMN, T.IntegerType())])
+    routed = keyed.mapInArrow(assign, struct).drop(BAD_KEY_COLUMN)
+    shuffled = routed.repartition(targets.tasks, PARTITION_PATH_COLUMN, _BUCKET_COLUMN)
+    rows = run_job(shuffled.mapInArrow(_write_task(targets, ctx), "stat string").collect)
+    return [HoodieWriteStat.from_dict(json.loads(r["stat"])) for r in rows]
+
+
+def _write_task(
+    targets: BucketTargets, ctx: WriteContext
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The write stage's task: every (partition, bucket) it received, one after the other."""
+
+    def write_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        received = list(batches)
+        if not received:
+            return
+        table = pa.Table.from_batches(received)
+        context = TaskContext.get()
+        partition_id = context.partitionId() if context else 0
+        task = TaskInfo(
+            stage_id=context.stageId() if context else 0,
+            task_attempt_id=context.taskAttemptId() if context else 0,
+        )
+        groups = table.select([PARTITION_PATH_COLUMN, _BUCKET_COLUMN]).group_by(
+            [PARTITION_PATH_COLUMN, _BUCKET_COLUMN]
+        )
+        pairs = sorted(
+            groups.aggregate([]).to_pylist(),
+            key=lambda r: (r[PARTITION_PATH_COLUMN], r[_BUCKET_COLUMN]),
+        )
+        stats: list[HoodieWriteStat] = []
+        for k, pair in enumerate(pairs):
+            partition, bucket = pair[PARTITION_PATH_COLUMN], pair[_BUCKET_COLUMN]
+            rows = (
+                table
+                if len(pairs) == 1
+                else table.filter(
+                    pc.and_(
+                        pc.equal(table[PARTITION_PATH_COLUMN], partition),
+                        pc.equal(table[_BUCKET_COLUMN], bucket),
+                    )
+                )
+            )
+            checkpoint("task.before_file")
+            stats += targets.write(
+                rows.drop_columns([_BUCKET_COLUMN]),
+                partition,
+                bucket,
+                partition_id * _TASK_BUCKETS + k,
+                ctx,
+                task,
+            )
+            checkpoint("task.after_file")
+        yield pa.RecordBatch.from_pydict({"stat": [json.dumps(s.to_dict()) for s in stats]})
+
+    return write_task
