@@ -332,7 +332,9 @@ class BucketProfile:
 
     ranges: list[PartitionKeyRange] = field(default_factory=list)
 
-    def locate(self, keyed: object, *, existing_only: bool = False) -> LocatedRecords:
+    def locate(
+        self, keyed: object, *, existing_only: bool = False, key_prefix: str = ""
+    ) -> LocatedRecords:
         raise HudiError("A bucket-index write routes records by hash; nothing is located")
 
     def release(self) -> None:

@@ -53,8 +53,9 @@ def new_table_properties(cfg: HoodieConfig, keygen_class: str, schema: str) -> d
         config.TABLE_VERSION.key: "6",
         config.TIMELINE_LAYOUT_VERSION.key: "1",
     }
-    record_fields: tuple[str, ...] = cfg.require(config.RECORDKEY_FIELD)
-    props[config.RECORDKEY_FIELDS.key] = ",".join(record_fields)
+    record_fields = cfg.get(config.RECORDKEY_FIELD)
+    if record_fields:  # auto-generated keys persist no record key fields
+        props[config.RECORDKEY_FIELDS.key] = ",".join(record_fields)
     database = cfg.get(config.DATABASE_NAME)
     if database:
         props[config.DATABASE_NAME.key] = database

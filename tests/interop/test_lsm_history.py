@@ -69,6 +69,17 @@ def test_version_9_cow_archives_into_history_and_cleaned_instants_are_named(
     # the cleaner kept only the latest slices: time travel into archived instants is refused
     with pytest.raises(QueryError, match=f"Time travel to instant {archived[0]} needs"):
         read_table(str(path), {"as.of.instant": archived[0]})
+    # so is an incremental query ending there: it would read the slices of that instant
+    first_done = timeline.with_history().completion_times()[archived[0]]
+    with pytest.raises(QueryError, match=f"An incremental query ending at instant {archived[0]}"):
+        read_table(
+            str(path),
+            {
+                "hoodie.datasource.query.type": "incremental",
+                "hoodie.datasource.read.begin.instanttime": "0",
+                "hoodie.datasource.read.end.instanttime": first_done,
+            },
+        )
     # incremental queries start before the active timeline: the archived commits are in range
     incremental = read_table(
         str(path),
