@@ -39,6 +39,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from engine.errors import QueryError
+from engine.fs.s3 import is_s3_uri, resolve_s3_settings
 from engine.fs.storage import Storage
 from engine.fs.view import FileSlice
 from engine.model.cdc_schema import cdc_query_schema
@@ -105,10 +106,16 @@ class HudiDataSource(DataSource):
             raise QueryError("Reading format 'hudi' needs a path: .load('<base path>')")
         return str(path), parse_read_query(options)
 
+    def _storage(self, path: str) -> Storage:
+        """The table's storage; on S3 its settings come from the load's ``fs.s3a.*`` options
+        (this runs in a Python worker: the driver's environment is not here)."""
+        options = dict(self.options)
+        return Storage(path, resolve_s3_settings(options) if is_s3_uri(path) else None)
+
     def _ensure_plan(self) -> tuple[QueryPlan, pa.Schema]:
         if self._plan is None or self._arrow_schema is None:
             path, query = self._query()
-            self._plan = plan_query(path, query)
+            self._plan = plan_query(self._storage(path), query)
             self._arrow_schema = plan_schema(self._plan)
         return self._plan, self._arrow_schema
 
@@ -123,7 +130,7 @@ class HudiDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         path, query = self._query()
         if query.is_cdc:
-            return HudiChangesReader(plan_changes(Storage(path), str(query.begin), query.end))
+            return HudiChangesReader(plan_changes(self._storage(path), str(query.begin), query.end))
         plan, arrow_schema = self._ensure_plan()
         return HudiDataSourceReader(plan, arrow_schema)
 

@@ -182,6 +182,11 @@ def test_settings_from_options_and_session_conf_without_environment(  # type: ig
     got = {r["id"]: r["v"] for r in read_hudi(spark, path, s3.s3a_options).collect()}
     assert got == {"k1": "a", "k2": "b"}
     assert sorted(r["id"] for r in read_table(path, s3.s3a_options).to_pylist()) == ["k1", "k2"]
+    import engine.spark
+
+    engine.spark.register(spark)  # format("hudi") plans in a Python worker: options only
+    loaded = spark.read.format("hudi").options(**s3.s3a_options).load(path).collect()
+    assert sorted(r["id"] for r in loaded) == ["k1", "k2"]
     for key, value in s3.s3a_options.items():
         spark.conf.set(f"spark.hadoop.{key}", value)
     try:
