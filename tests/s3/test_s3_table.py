@@ -14,24 +14,12 @@ from engine.fs.storage import Storage
 from engine.read.arrow import read_table
 from engine.spark.reader import spark_opens
 from engine.timeline.timeline import Timeline
+from tests.cluster.scenario import Row, State, apply
 from tests.faults.harness import assert_reads
 from tests.keyed_table import SCHEMA, write_options
 from tests.s3.server import S3Server
 
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
-
-Row = tuple[str, str, int, str]
-State = dict[str, tuple[str, int, str]]
-
-
-def _apply(state: State, rows: list[Row], *, delete: bool = False) -> State:
-    out = dict(state)
-    for rid, dt, ts, v in rows:
-        if delete:
-            out.pop(rid, None)
-        else:
-            out[rid] = (dt, ts, v)
-    return out
 
 
 def assert_all_read(spark: Any, path: str, expected: State, context: str) -> None:
@@ -76,17 +64,17 @@ def test_cow_every_operation_and_service_on_s3(spark, s3: S3Server) -> None:  # 
     )
     first = [(f"k{i}", f"2024-01-0{i % 2 + 1}", 1, f"a{i}") for i in range(6)]
     _write(spark, path, first, opts)
-    state = _apply({}, first)
+    state = apply({}, first)
     assert_all_read(spark, path, state, "insert")
 
     upsert = [("k0", "2024-01-01", 2, "b0"), ("k9", "2024-01-02", 2, "b9")]
     _write(spark, other, upsert, opts)
-    state = _apply(state, upsert)
+    state = apply(state, upsert)
     assert_all_read(spark, path, state, "upsert through s3a://")
 
     deletes = [("k1", "2024-01-02", 3, "")]
     _write(spark, path, deletes, opts, **{"hoodie.datasource.write.operation": "delete"})
-    state = _apply(state, deletes, delete=True)
+    state = apply(state, deletes, delete=True)
     assert_all_read(spark, other, state, "delete")
 
     overwrite = [("k2", "2024-01-01", 4, "c2"), ("k8", "2024-01-01", 4, "c8")]
@@ -98,7 +86,7 @@ def test_cow_every_operation_and_service_on_s3(spark, s3: S3Server) -> None:  # 
         **{"hoodie.datasource.write.operation": "insert_overwrite"},
     )
     state = {k: v for k, v in state.items() if v[0] != "2024-01-01"}
-    state = _apply(state, overwrite)
+    state = apply(state, overwrite)
     assert_all_read(spark, path, state, "insert overwrite")
 
     last = _write(spark, path, [("k3", "2024-01-02", 5, "d3")], opts)
@@ -108,7 +96,7 @@ def test_cow_every_operation_and_service_on_s3(spark, s3: S3Server) -> None:  # 
     for i in range(3):  # more commits: cleaning and archival become due
         rows = [(f"k{i}", "2024-01-01", 10 + i, f"e{i}")] if i else [("k0", "2024-01-01", 10, "e0")]
         _write(spark, other if i % 2 else path, rows, opts)
-        state = _apply(state, rows)
+        state = apply(state, rows)
     assert_all_read(spark, path, state, "cleaning and archival")
     storage = Storage(path)
     timeline = Timeline.load(storage)
@@ -131,13 +119,13 @@ def test_mor_log_appends_compaction_and_clean_on_s3(spark, s3: S3Server) -> None
     )
     first = [(f"k{i}", f"2024-01-0{i % 2 + 1}", 1, f"a{i}") for i in range(6)]
     _write(spark, path, first, opts)
-    state = _apply({}, first)
+    state = apply({}, first)
     updates = [("k0", "2024-01-01", 2, "b0"), ("k3", "2024-01-02", 2, "b3")]
     _write(spark, path, updates, opts)
-    state = _apply(state, updates)
+    state = apply(state, updates)
     deletes = [("k4", "2024-01-01", 3, "")]
     _write(spark, path, deletes, opts, **{"hoodie.datasource.write.operation": "delete"})
-    state = _apply(state, deletes, delete=True)
+    state = apply(state, deletes, delete=True)
     storage = Storage(path)
     logs = [e.name for p in ("2024-01-01", "2024-01-02") for e in storage.list_dir(p)]
     assert any(".log." in n for n in logs), logs
@@ -151,7 +139,7 @@ def test_mor_log_appends_compaction_and_clean_on_s3(spark, s3: S3Server) -> None
     assert {r["id"]: (r["dt"], r["ts"], r["v"]) for r in ro} == state  # compacted: no logs left
     more = [("k5", "2024-01-02", 4, "c5")]
     _write(spark, path, more, opts)
-    state = _apply(state, more)
+    state = apply(state, more)
     table.clean(opts)
     assert_all_read(spark, path, state, "clean after compaction")
     meta = json.loads(
