@@ -33,6 +33,7 @@ __all__ = [
     "read_hudi",
     "read_table",
     "register_data_source",
+    "spark_reads_natively",
     "spark_table",
     "write_hudi",
 ]
@@ -56,6 +57,7 @@ _EXPORTS = {
     "get_spark": "engine.spark.session",
     "QUIET_LOG4J": "engine.spark.session",
     "spark_table": "engine.spark.api",
+    "spark_reads_natively": "engine.spark.api",
     "write_hudi": "engine.spark.api",
     "read_hudi": "engine.spark.api",
     "register_data_source": "engine.spark",
@@ -77,7 +79,7 @@ if TYPE_CHECKING:
     from engine.read.arrow import read_table
     from engine.read.filter import parse_filter
     from engine.spark import register_data_source
-    from engine.spark.api import read_hudi, spark_table, write_hudi
+    from engine.spark.api import read_hudi, spark_reads_natively, spark_table, write_hudi
     from engine.spark.runner import SparkRunner
     from engine.spark.session import QUIET_LOG4J, get_spark
     from engine.table import HudiTable, WriteResult

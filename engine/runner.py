@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from engine.fs.storage import Storage
     from engine.model.keygen import KeyGenSpec
     from engine.read.plan import QueryPlan
     from engine.services.compaction import CompactionContext, CompactionOperation
@@ -160,7 +161,7 @@ class Runner(Protocol):
         """Compact every operation (one task per file slice); the write stats."""
         ...
 
-    def read_changes(self, base_path: str, begin: str, end: str | None) -> Any:
+    def read_changes(self, base_path: str | Storage, begin: str, end: str | None) -> Any:
         """The CDC query over ``(begin, end]`` (:mod:`engine.read.cdc`) as a data frame."""
         ...
 

@@ -258,7 +258,7 @@ class HudiTable:
         runner = self._require_runner("Reading")
         query = parse_read_query(options)
         if query.is_cdc:
-            return runner.read_changes(self.storage.base_path, str(query.begin), query.end)
+            return runner.read_changes(self.storage, str(query.begin), query.end)
         return runner.read(plan_query(self.storage, query))
 
     # ---- table services ----------------------------------------------------------------------

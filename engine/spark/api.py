@@ -12,10 +12,11 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from engine.fs.s3 import is_s3_uri
+from engine.spark.reader import spark_opens
 from engine.spark.runner import SparkRunner
 from engine.table import HudiTable, WriteResult
 
-__all__ = ["read_hudi", "spark_table", "write_hudi"]
+__all__ = ["read_hudi", "spark_reads_natively", "spark_table", "write_hudi"]
 
 
 def spark_table(
@@ -31,6 +32,12 @@ def spark_table(
     if is_s3_uri(path):
         storage_options = {**s3a_conf(runner.spark), **(options or {})}
     return HudiTable(path, runner=runner, storage_options=storage_options)
+
+
+def spark_reads_natively(spark: SparkSession, path: str) -> bool:
+    """Whether ``spark``'s own file sources open the table at ``path`` (always on a local disk; on
+    S3 only with the Hadoop S3A connector): else only the engine's readers do."""
+    return spark_opens(spark, spark_table(path, spark).storage)
 
 
 def s3a_conf(spark: SparkSession) -> dict[str, str]:

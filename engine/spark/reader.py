@@ -188,9 +188,13 @@ def _merged_frame(
 _MAX_CDC_TASKS = 64
 
 
-def read_changes(spark: SparkSession, base_path: str, begin: str, end: str | None) -> DataFrame:
+def read_changes(
+    spark: SparkSession, base_path: str | Storage, begin: str, end: str | None
+) -> DataFrame:
     """The CDC query (:mod:`engine.read.cdc`): planned on the driver, one split per task."""
-    plan = plan_changes(Storage(base_path), begin, end)
+    plan = plan_changes(
+        base_path if isinstance(base_path, Storage) else Storage(base_path), begin, end
+    )
     schema = from_arrow_schema(cdc_query_schema())
     splits, mode = plan.splits, plan.mode
     if not splits:

@@ -15,6 +15,7 @@ from typing import Any, cast
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from engine.fs.storage import Storage
 from engine.model.keygen import KeyGenSpec
 from engine.read.plan import QueryPlan
 from engine.runner import GroupWriter, IncomingBatch, LocatedRecords
@@ -108,5 +109,5 @@ class SparkRunner:
     def read(self, plan: QueryPlan) -> DataFrame:
         return reader.read_plan(self.spark, plan)
 
-    def read_changes(self, base_path: str, begin: str, end: str | None) -> DataFrame:
+    def read_changes(self, base_path: str | Storage, begin: str, end: str | None) -> DataFrame:
         return reader.read_changes(self.spark, base_path, begin, end)

@@ -246,7 +246,7 @@ class BucketTargets:
         task: TaskInfo,
     ) -> list[HoodieWriteStat]:
         """Write one bucket's records (inside a task); its write stats."""
-        write_partition_metadata(Storage(ctx.base_path), partition_path, ctx.instant_time)
+        write_partition_metadata(Storage(ctx.base_path, ctx.s3), partition_path, ctx.instant_time)
         key = (partition_path, bucket)
         if ctx.operation == WriteOperation.DELETE and key not in self.existing:
             return []  # deletes reach stored keys only, and a missing bucket stores none

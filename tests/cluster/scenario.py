@@ -18,6 +18,7 @@ driver copies each table before its clean and hudi-rs reads those states from th
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import time
@@ -126,8 +127,12 @@ def _queries(name: str, prefix: str, table: Path) -> list[dict[str, Any]]:
 
 
 def core_steps(root: Path) -> list[dict[str, Any]]:
-    """Every core path on ``root/cow`` and ``root/mor``; the last step's write is killed."""
-    cow, mor = root / "cow", root / "mor"
+    """Every core path on ``root/cow`` and ``root/mor``; the last step's write is killed.
+
+    The merge-on-read table is named by a path relative to the driver's working directory
+    (``root``'s parent): the driver resolves it, the executors work elsewhere.
+    """
+    cow, mor = root / "cow", Path(root.name) / "mor"
     steps = [
         *_history("c", cow, COW),
         _write("c4", cow, OVERWRITES, COW, OVERWRITE),
@@ -205,9 +210,10 @@ def run_driver(work: Path, name: str, steps: list[dict[str, Any]], target: Targe
     }
     spec_file.write_text(json.dumps(spec))
     env = spark_env(**({"SPARK_REMOTE": target.remote} if target.remote else {}))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     command = [sys.executable, "-m", "tests.cluster.driver", str(spec_file)]
     started = time.monotonic()
-    driver = start(name, command, work, env, cwd=REPO)
+    driver = start(name, command, work, env)  # in ``work``: relative table paths resolve there
     try:
         driver.proc.wait(timeout=DRIVER_TIMEOUT)
     finally:

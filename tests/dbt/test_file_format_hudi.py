@@ -28,10 +28,8 @@ SEED_V2 = """id,name,region,amount,updated_at
 1,alice,eu,11.5,2
 4,dave,eu,40.0,2
 """
-PROJECT = {
-    "name": "file_format_hudi",
-    "seeds": {"+file_format": "hudi", "+options": {"primaryKey": "id"}},
-}
+# seeds, as dbt-spark projects write them, have no key: Hudi generates one per record
+PROJECT = {"name": "file_format_hudi", "seeds": {"+file_format": "hudi"}}
 SELECT = "select id, name, region, amount, updated_at from {{ ref('customers') }}"
 TABLE_SQL = (
     "{{ config(materialized='table', file_format='hudi',"
@@ -53,6 +51,7 @@ OVERWRITE_SQL = (
 APPEND_SQL = (
     "{{ config(materialized='incremental', file_format='hudi', unique_key='id') }}\n" + SELECT
 )
+APPEND_KEYLESS_SQL = "{{ config(materialized='incremental', file_format='hudi') }}\n" + SELECT
 PARQUET_SQL = (
     "{{ config(materialized='table') }}\n"
     "select region, count(*) as n from {{ ref('cust_merge') }} group by region"
@@ -78,6 +77,7 @@ class TestFileFormatHudi:
             "cust_merge.sql": MERGE_SQL,
             "cust_overwrite.sql": OVERWRITE_SQL,
             "cust_append.sql": APPEND_SQL,
+            "cust_append_keyless.sql": APPEND_KEYLESS_SQL,
             "by_region.sql": PARQUET_SQL,
         }
 
@@ -89,7 +89,7 @@ class TestFileFormatHudi:
         seed_base = base_path_of(spark, schema, "customers")
         assert hudi_rs_rows(seed_base, COLUMNS) == V1
         results = run_dbt(["run"])
-        assert len(results) == 5
+        assert len(results) == 6
         bases = {m: base_path_of(spark, schema, m) for m in _HUDI_MODELS}
         for model, base in bases.items():
             assert hudi_rs_rows(base, COLUMNS) == V1, model
@@ -113,6 +113,9 @@ class TestFileFormatHudi:
         assert [a for _, a in completed_instants(bases["cust_overwrite"])][-1] == "replacecommit"
         # append: inserts, the old version of id 1 stays
         assert hudi_rs_rows(bases["cust_append"], COLUMNS) == sorted(V1 + V2)
+        assert hudi_rs_rows(bases["cust_append_keyless"], COLUMNS) == sorted(V1 + V2)
+        for keyless in (seed_base, bases["cust_append_keyless"]):
+            assert "hoodie.table.recordkey.fields" not in HudiTable(keyless).properties()
         # dbt-spark's own table reads the merge-on-read snapshot
         assert spark_rows(spark, f"select * from {schema}.by_region", ["region", "n"]) == [
             ("eu", 3),
@@ -132,4 +135,4 @@ class TestFileFormatHudi:
         assert hudi_rs_rows(bases["cust_merge"], COLUMNS) == sorted(merged)
 
 
-_HUDI_MODELS = ("cust_table", "cust_merge", "cust_overwrite", "cust_append")
+_HUDI_MODELS = ("cust_table", "cust_merge", "cust_overwrite", "cust_append", "cust_append_keyless")

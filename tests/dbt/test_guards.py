@@ -36,11 +36,24 @@ OVERWRITE_SQL = """
             partition_by='region'{extra}) }}}}
 select region, count(*) as orders from {{{{ ref('orders_seed') }}}} group by region
 """
-MODELS = {"orders": UPSERT_SQL, "orders_mor": MOR_SQL, "by_region": OVERWRITE_SQL}
+# a dbt-spark model, unchanged: it reaches the same guards
+SPARK_STYLE_SQL = """
+{{{{ config(materialized='incremental', file_format='hudi', incremental_strategy='merge',
+            unique_key='id'{extra}) }}}}
+select id, name, amount, region from {{{{ ref('orders_seed') }}}}
+"""
+MODELS = {
+    "orders": UPSERT_SQL,
+    "orders_mor": MOR_SQL,
+    "by_region": OVERWRITE_SQL,
+    "spark_style": SPARK_STYLE_SQL,
+}
+HUDI_MODELS = ["orders", "orders_mor", "by_region"]
 COLUMNS = {
     "orders": ["id", "name", "amount", "region"],
     "orders_mor": ["id", "name", "amount", "region"],
     "by_region": ["region", "orders"],
+    "spark_style": ["id", "name", "amount", "region"],
 }
 CONTRACT_YML = """
 version: 2
@@ -123,9 +136,11 @@ class TestGuards:
         )
         for name in MODELS:
             assert f"model '{name}' was not run, nothing was written" in log, name
+        # the materialization the model names, dbt-spark's included
+        assert "hudi_mor model 'orders_mor'" in log
+        assert "incremental model 'spark_style'" in log
         assert "grants: {select: ['analyst']} cannot be applied" in log
-        assert "has no GRANT" in log
-        assert log.count("has no GRANT") == 3
+        assert log.count("has no GRANT") == 4
 
     def test_contract_mismatch_refused_with_dbts_message(
         self, project: Any, built: dict[str, str]
@@ -160,7 +175,7 @@ class TestGuards:
             ),
             "by_region.sql": _model("by_region", ", incremental_strategy='merge'"),
         }
-        log = self._refused(project, built, changes, list(MODELS))
+        log = self._refused(project, built, changes, HUDI_MODELS)
         for needle in (
             "incremental_strategy: 'append' is not applied by hudi_upsert",
             "merge_update_columns: ['name'] is not applied by hudi_upsert",
@@ -195,6 +210,25 @@ class TestGuards:
             )
         assert f"location: {landing} is a non-empty directory" in log
         assert sorted(p.name for p in landing.iterdir()) == ["export.csv"]
+
+    def test_null_ordering_value_refused_by_the_write_table_untouched(
+        self, project: Any, built: dict[str, str]
+    ) -> None:
+        # Hudi cannot order the versions of a record whose ordering value is null: an upsert
+        # (copy-on-write and merge-on-read) refuses the batch before anything is written
+        null_ts = "case when id = 2 then cast(null as bigint) else updated_at end as updated_at"
+        changes = {
+            n: _model(n).replace("updated_at from", f"{null_ts} from")
+            for n in ("orders", "orders_mor")
+        }
+        log = self._refused(
+            project, built, {f"{n}.sql": t for n, t in changes.items()}, list(changes)
+        )
+        for name in changes:
+            assert f"model '{name}' failed" in log, name
+        assert log.count("Ordering field 'updated_at'") == 2
+        assert log.count("Ordering value is null for record key '2'") == 2
+        assert "refuses null ordering values" in log
 
     def test_what_the_guards_accept_runs(
         self, project: Any, spark: Any, built: dict[str, str]

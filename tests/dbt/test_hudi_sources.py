@@ -1,9 +1,9 @@
 """Hudi tables another pipeline writes, read from dbt: ``source()`` with ``external.file_format:
 hudi``, ``USING hudi`` views in hooks and run-operations, ``dbt show`` on a source.
 
-The tables are copies of Apache Hudi's table version 9 corpus tables (copy-on-write and
-merge-on-read); between two runs "the other pipeline" upserts a row into each, and the second run
-must read it.
+The tables are copies of Apache Hudi's corpus tables (table version 9 copy-on-write and
+merge-on-read, table version 6 merge-on-read); between two runs "the other pipeline" upserts a
+row into each, and the second run must read it.
 """
 
 from __future__ import annotations
@@ -17,12 +17,17 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from tests.conftest import SHARED
-from tests.dbt.hudi_checks import spark_rows
+from tests.dbt.hudi_checks import hudi_rs_rows, spark_rows
 
 pytestmark = [pytest.mark.dbt, pytest.mark.spark, pytest.mark.interop]
 
-TABLES = {"cow_txns": "cow__v9_txns_simple_meta", "mor_txns": "mor_avro__v9_txns_simple_meta"}
+TABLES = {
+    "cow_txns": "cow__v9_txns_simple_meta",
+    "mor_txns": "mor_avro__v9_txns_simple_meta",
+    "mor_v6": "mor_parquet__v6_simplekeygen_nonhivestyle",
+}
 NEW_TXN = "TXN-900"
+NEW_ID = 900
 
 
 @pytest.fixture(scope="class")
@@ -41,13 +46,11 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
 
 
 def _ids(path: Path) -> list[tuple[str]]:
-    from tests.dbt.hudi_checks import hudi_rs_rows
-
     return hudi_rs_rows(str(path), ["txn_id"])
 
 
-def _other_pipeline_upserts(spark: Any, path: Path) -> None:
-    """Another writer commits one new transaction (a copy of an existing one, new key)."""
+def _other_pipeline_upserts(spark: Any, path: Path, key: str, value: Any) -> None:
+    """Another writer commits one new record (a copy of an existing one, new key)."""
     from pyspark.sql import functions as F
 
     from engine import META_COLUMNS, read_hudi, write_hudi
@@ -55,7 +58,7 @@ def _other_pipeline_upserts(spark: Any, path: Path) -> None:
     df = read_hudi(spark, str(path))
     row = df.drop(*[c for c in df.columns if c in META_COLUMNS]).limit(1)
     write_hudi(
-        row.withColumn("txn_id", F.lit(NEW_TXN)),
+        row.withColumn(key, F.lit(value).cast(df.schema[key].dataType)),
         str(path),
         {"hoodie.datasource.write.operation": "upsert"},
     )
@@ -69,6 +72,7 @@ class TestHudiSources:
             f"          location: '{path}'\n          file_format: hudi"
             for name, path in lake.items()
         )
+        v6_ids = "select id from {{ source('lake', 'mor_v6') }}"
         return {
             "sources.yml": f"version: 2\nsources:\n  - name: lake\n    tables:\n{tables}\n",
             "txns.sql": (
@@ -76,6 +80,7 @@ class TestHudiSources:
                 "union all select 'mor' as t, txn_id from {{ source('lake', 'mor_txns') }}"
             ),
             "hooked.sql": "select count(*) as n from hook_txns",
+            "v6_ids.sql": v6_ids,
         }
 
     @pytest.fixture(scope="class")
@@ -111,9 +116,12 @@ class TestHudiSources:
         expected = sorted([("cow", i) for (i,) in cow] + [("mor", i) for (i,) in mor])
         assert spark_rows(spark, f"select * from {schema}.txns", ["t", "txn_id"]) == expected
         assert spark_rows(spark, f"select * from {schema}.hooked", ["n"]) == [(12,)]
+        v6 = hudi_rs_rows(str(lake["mor_v6"]), ["id"])
+        assert spark_rows(spark, f"select * from {schema}.v6_ids", ["id"]) == v6
 
-        for path in lake.values():
-            _other_pipeline_upserts(spark, path)
+        _other_pipeline_upserts(spark, lake["cow_txns"], "txn_id", NEW_TXN)
+        _other_pipeline_upserts(spark, lake["mor_txns"], "txn_id", NEW_TXN)
+        _other_pipeline_upserts(spark, lake["mor_v6"], "id", NEW_ID)
         assert len(_ids(lake["cow_txns"])) == len(_ids(lake["mor_txns"])) == 13
         run_dbt(["run"])
         expected += [("cow", NEW_TXN), ("mor", NEW_TXN)]
@@ -121,6 +129,9 @@ class TestHudiSources:
             expected
         )
         assert spark_rows(spark, f"select * from {schema}.hooked", ["n"]) == [(13,)]
+        assert spark_rows(spark, f"select * from {schema}.v6_ids", ["id"]) == sorted(
+            [*v6, (NEW_ID,)]
+        )
 
         _, log = run_dbt_and_capture(
             ["run-operation", "count_hudi", "--args", f"{{path: '{lake['mor_txns']}'}}"]

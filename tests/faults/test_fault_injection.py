@@ -95,21 +95,27 @@ def _build(spark: Any, path: str, options: dict[str, str], batches: list[list[Ro
     return Baseline(path, rows, options)
 
 
-def build_baselines(spark: Any, location: Callable[[str], str]) -> dict[str, Baseline]:
-    """The copy-on-write and merge-on-read tables every chain starts from a copy of."""
-    cow = _build(
-        spark,
-        location("cow"),
-        BASE,
-        [_keys(list(range(8)), 1, "a"), _keys([0, 1], 2, "b"), _keys([2, 3], 3, "c")],
-    )
-    mor = _build(
-        spark,
-        location("mor"),
-        {**BASE, **MOR},
-        [_keys(list(range(8)), 1, "a"), _keys([0, 1], 2, "b")],
-    )
-    return {"cow": cow, "mor": mor}
+def build_baselines(
+    spark: Any, location: Callable[[str], str], tables: tuple[str, ...] = ("cow", "mor")
+) -> dict[str, Baseline]:
+    """The copy-on-write and merge-on-read tables (those of ``tables``) every chain starts from
+    a copy of."""
+    built: dict[str, Baseline] = {}
+    if "cow" in tables:
+        built["cow"] = _build(
+            spark,
+            location("cow"),
+            BASE,
+            [_keys(list(range(8)), 1, "a"), _keys([0, 1], 2, "b"), _keys([2, 3], 3, "c")],
+        )
+    if "mor" in tables:
+        built["mor"] = _build(
+            spark,
+            location("mor"),
+            {**BASE, **MOR},
+            [_keys(list(range(8)), 1, "a"), _keys([0, 1], 2, "b")],
+        )
+    return built
 
 
 @pytest.fixture(scope="module")

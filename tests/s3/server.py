@@ -53,17 +53,6 @@ class S3Server:
             "fs.s3a.path.style.access": "true",
         }
 
-    @property
-    def hudi_rs_options(self) -> dict[str, str]:
-        """hudi-rs storage options (object_store's keys) for the server."""
-        return {
-            "aws_endpoint_url": self.endpoint_url,
-            "aws_access_key_id": ACCESS_KEY,
-            "aws_secret_access_key": SECRET_KEY,
-            "aws_region": REGION,
-            "aws_allow_http": "true",
-        }
-
     def table_uri(self, name: str, scheme: str = "s3") -> str:
         """A fresh table base path in the session's bucket."""
         return f"{scheme}://{self.bucket}/{name}-{uuid.uuid4().hex[:8]}"

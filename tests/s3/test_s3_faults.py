@@ -1,9 +1,9 @@
 """SIGKILL fault injection on S3 tables of the local server: the chains of
 ``tests/faults/test_fault_injection.py`` run on ``s3://`` copies of S3 baselines, judged by
 hudi-rs (through its S3 support) and ``read_hudi`` after every kill, then recovered with no
-orphan left. ``make test`` runs three chains (6 kill points, one writer JVM); ``make test-long``
-two more. A write killed mid-file leaves no object on S3 (an object appears whole on close), so
-its rollback has nothing to delete: the S3 chain rolls back with a kill before completing."""
+orphan left. ``make test`` runs one chain (2 kill points, no writer JVM); ``make test-long`` adds
+four, among them Spark writers killed (9 kill points at least). A write killed mid-file leaves no
+object on S3 (an object appears whole on close), so its rollback has nothing to delete."""
 
 from __future__ import annotations
 
@@ -23,23 +23,36 @@ from tests.s3.server import S3Server
 
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
 
-_SHORT = ("mor-compaction", "cow-failed-write-rollback-then-clean")
-_LONG = ("cow-after-commit", "mor-logs-before-commit")
+_LONG = ("mor-compaction", "cow-failed-write-rollback-then-clean", "cow-after-commit")
 S3_CHAINS = [
-    Chain(
-        "s3-cow-killed-mid-file",
+    Chain(  # a failed write's files on S3, its rollback killed mid-delete, then killed again
+        "s3-cow-rollback-mid-delete",
         "cow",
-        "file.mid_write",
-        follow_ups=[("rollback", "rollback.before_complete")],
+        None,
+        prepare="uncommit",
+        follow_ups=[("rollback", "rollback.mid_delete"), ("rollback", "rollback.before_complete")],
     ),
-    *(c for c in FIXED if c.name in _SHORT or (LONG and c.name in _LONG)),
+    *(
+        [
+            Chain(  # the writer JVM killed mid-file: no object appears on S3
+                "s3-cow-killed-mid-file",
+                "cow",
+                "file.mid_write",
+                follow_ups=[("rollback", "rollback.before_complete")],
+            ),
+            *(c for c in FIXED if c.name in _LONG),
+        ]
+        if LONG
+        else []
+    ),
 ]
-MIN_KILLS = 5
+MIN_KILLS = 9 if LONG else 2
 
 
 @pytest.fixture(scope="module")
 def s3_baselines(spark: Any, s3: S3Server) -> dict[str, Baseline]:
-    return build_baselines(spark, lambda name: s3.table_uri(f"fault-baseline-{name}"))
+    tables = tuple(sorted({c.table for c in S3_CHAINS}))
+    return build_baselines(spark, lambda name: s3.table_uri(f"fault-baseline-{name}"), tables)
 
 
 @pytest.mark.parametrize("chain", S3_CHAINS, ids=lambda c: c.name)

@@ -14,7 +14,7 @@ from engine.fs.storage import Storage
 from engine.read.arrow import read_table
 from engine.spark.reader import spark_opens
 from engine.timeline.timeline import Timeline
-from tests.hudi_rs import hudi_rs_rows
+from tests.faults.harness import assert_reads
 from tests.keyed_table import SCHEMA, write_options
 from tests.s3.server import S3Server
 
@@ -34,21 +34,12 @@ def _apply(state: State, rows: list[Row], *, delete: bool = False) -> State:
     return out
 
 
-def _as_state(rows: list[dict[str, Any]], source: str) -> State:
-    out: State = {}
-    for r in rows:
-        assert r["id"] not in out, f"{source}: duplicate key {r['id']}"
-        out[r["id"]] = (r["dt"], r["ts"], r["v"])
-    return out
-
-
-def assert_reads(spark: Any, path: str, expected: State, context: str) -> None:
-    """hudi-rs, read_hudi (Spark) and the Arrow reader return exactly ``expected``."""
-    assert _as_state(hudi_rs_rows(path), "hudi-rs") == expected, f"hudi-rs after {context}"
-    ours = [r.asDict() for r in read_hudi(spark, path).collect()]
-    assert _as_state(ours, "read_hudi") == expected, f"read_hudi after {context}"
+def assert_all_read(spark: Any, path: str, expected: State, context: str) -> None:
+    """hudi-rs and read_hudi (Spark), then the Arrow reader, return exactly ``expected``."""
+    assert_reads(spark, path, expected, context)
     arrow = read_table(path).to_pylist()
-    assert _as_state(arrow, "arrow") == expected, f"arrow reader after {context}"
+    assert len(arrow) == len(expected), f"arrow reader after {context}"
+    assert {r["id"]: (r["dt"], r["ts"], r["v"]) for r in arrow} == expected, context
 
 
 def _write(spark: Any, path: str, rows: list[Row], opts: dict[str, Any], **extra: str) -> str:
@@ -86,17 +77,17 @@ def test_cow_every_operation_and_service_on_s3(spark, s3: S3Server) -> None:  # 
     first = [(f"k{i}", f"2024-01-0{i % 2 + 1}", 1, f"a{i}") for i in range(6)]
     _write(spark, path, first, opts)
     state = _apply({}, first)
-    assert_reads(spark, path, state, "insert")
+    assert_all_read(spark, path, state, "insert")
 
     upsert = [("k0", "2024-01-01", 2, "b0"), ("k9", "2024-01-02", 2, "b9")]
     _write(spark, other, upsert, opts)
     state = _apply(state, upsert)
-    assert_reads(spark, path, state, "upsert through s3a://")
+    assert_all_read(spark, path, state, "upsert through s3a://")
 
     deletes = [("k1", "2024-01-02", 3, "")]
     _write(spark, path, deletes, opts, **{"hoodie.datasource.write.operation": "delete"})
     state = _apply(state, deletes, delete=True)
-    assert_reads(spark, other, state, "delete")
+    assert_all_read(spark, other, state, "delete")
 
     overwrite = [("k2", "2024-01-01", 4, "c2"), ("k8", "2024-01-01", 4, "c8")]
     _write(
@@ -108,17 +99,17 @@ def test_cow_every_operation_and_service_on_s3(spark, s3: S3Server) -> None:  # 
     )
     state = {k: v for k, v in state.items() if v[0] != "2024-01-01"}
     state = _apply(state, overwrite)
-    assert_reads(spark, path, state, "insert overwrite")
+    assert_all_read(spark, path, state, "insert overwrite")
 
     last = _write(spark, path, [("k3", "2024-01-02", 5, "d3")], opts)
     HudiTable(path).rollback(last)
-    assert_reads(spark, path, state, "rollback of the last commit")
+    assert_all_read(spark, path, state, "rollback of the last commit")
 
     for i in range(3):  # more commits: cleaning and archival become due
         rows = [(f"k{i}", "2024-01-01", 10 + i, f"e{i}")] if i else [("k0", "2024-01-01", 10, "e0")]
         _write(spark, other if i % 2 else path, rows, opts)
         state = _apply(state, rows)
-    assert_reads(spark, path, state, "cleaning and archival")
+    assert_all_read(spark, path, state, "cleaning and archival")
     storage = Storage(path)
     timeline = Timeline.load(storage)
     assert "clean" in {i.action.value for i in timeline.instants}
@@ -150,18 +141,19 @@ def test_mor_log_appends_compaction_and_clean_on_s3(spark, s3: S3Server) -> None
     storage = Storage(path)
     logs = [e.name for p in ("2024-01-01", "2024-01-02") for e in storage.list_dir(p)]
     assert any(".log." in n for n in logs), logs
-    assert_reads(spark, path, state, "log appends")
+    assert_all_read(spark, path, state, "log appends")
 
     table = spark_table(path, spark)
     assert table.compact(opts) is not None
-    assert_reads(spark, path, state, "compaction")
+    assert_all_read(spark, path, state, "compaction")
     ro = read_hudi(spark, path, {"hoodie.datasource.query.type": "read_optimized"}).collect()
-    assert _as_state([r.asDict() for r in ro], "read optimized") == state
+    assert len(ro) == len(state)
+    assert {r["id"]: (r["dt"], r["ts"], r["v"]) for r in ro} == state  # compacted: no logs left
     more = [("k5", "2024-01-02", 4, "c5")]
     _write(spark, path, more, opts)
     state = _apply(state, more)
     table.clean(opts)
-    assert_reads(spark, path, state, "clean after compaction")
+    assert_all_read(spark, path, state, "clean after compaction")
     meta = json.loads(
         storage.read_bytes(
             next(
@@ -173,3 +165,28 @@ def test_mor_log_appends_compaction_and_clean_on_s3(spark, s3: S3Server) -> None
     )
     for stats in meta["partitionToWriteStats"].values():
         assert all("://" not in s["path"] for s in stats)  # write stats stay relative
+
+
+def test_settings_from_options_and_session_conf_without_environment(  # type: ignore[no-untyped-def]
+    spark, s3: S3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No AWS environment at all: the fs.s3a.* write options, then the session's
+    spark.hadoop.fs.s3a.* configuration, reach the driver and every task."""
+    for name in s3.env:
+        if name != "AWS_EC2_METADATA_DISABLED":
+            monkeypatch.delenv(name)
+    path = s3.table_uri("opts")
+    rows = [("k1", "2024-01-01", 1, "a"), ("k2", "2024-01-02", 1, "b")]
+    opts = write_options("t", s3.s3a_options)
+    _write(spark, path, rows, opts)
+    got = {r["id"]: r["v"] for r in read_hudi(spark, path, s3.s3a_options).collect()}
+    assert got == {"k1": "a", "k2": "b"}
+    for key, value in s3.s3a_options.items():
+        spark.conf.set(f"spark.hadoop.{key}", value)
+    try:
+        table = spark_table(path, spark)
+        assert table.exists
+        assert sorted(r["id"] for r in table.read().collect()) == ["k1", "k2"]
+    finally:
+        for key in s3.s3a_options:
+            spark.conf.unset(f"spark.hadoop.{key}")

@@ -23,6 +23,11 @@ slice (stale and duplicate rows). What is exact:
 
 :func:`publish` does both after every commit; it is the one entry point of the mechanism
 (``HudiAdapter.hudi_publish``).
+
+A table on S3 that this Spark cannot open (no Hadoop S3A connector) cannot back a ``parquet``
+catalog table: its catalog object is then a view with the same columns and properties that fails,
+saying why, when read directly, and every model reads it through its snapshot view (``ref()``
+renders to it for any Hudi model on S3, see ``relation.py``).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from typing import TYPE_CHECKING
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.hudi.relation import SNAPSHOT_VIEWS, format_snapshot_view_name
-from engine import HudiTable, TableType
+from engine import HudiTable, TableType, spark_reads_natively
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -133,28 +138,32 @@ def publish(
     """
     names, instant_time = latest_base_file_names(base_path)
     location = HudiTable(base_path).uri
+    native = spark_reads_natively(spark, base_path)
+    properties = {
+        BASE_PATH_PROPERTY: base_path,
+        TABLE_TYPE_PROPERTY: table_type,
+        INSTANT_TIME_PROPERTY: instant_time or "",
+    }
+    assignments = ", ".join(
+        f"{_quote_string(k)} = {_quote_string(v)}" for k, v in properties.items()
+    )
+    catalog_name = format_catalog_name(schema, identifier)
     with _LOCK:
         _drop_catalog_object(spark, schema, identifier)
-        spark.catalog.createTable(
-            f"{schema}.{identifier}",
-            path=location,
-            source="parquet",
-            schema=columns,
-            recursiveFileLookup="true",
-            pathGlobFilter=format_base_file_filter(names),
-        )
-        properties = {
-            BASE_PATH_PROPERTY: base_path,
-            TABLE_TYPE_PROPERTY: table_type,
-            INSTANT_TIME_PROPERTY: instant_time or "",
-        }
-        assignments = ", ".join(
-            f"{_quote_string(k)} = {_quote_string(v)}" for k, v in properties.items()
-        )
-        catalog_name = format_catalog_name(schema, identifier)
-        spark.sql(f"ALTER TABLE {catalog_name} SET TBLPROPERTIES ({assignments})")
+        if native:
+            spark.catalog.createTable(
+                f"{schema}.{identifier}",
+                path=location,
+                source="parquet",
+                schema=columns,
+                recursiveFileLookup="true",
+                pathGlobFilter=format_base_file_filter(names),
+            )
+            spark.sql(f"ALTER TABLE {catalog_name} SET TBLPROPERTIES ({assignments})")
+        else:
+            _create_unreadable_view(spark, catalog_name, columns, assignments, base_path)
         view = None
-        if table_type == TableType.MERGE_ON_READ:
+        if table_type == TableType.MERGE_ON_READ or not native:
             view = register_snapshot_view(spark, schema, identifier, base_path)
     return PublishedTable(
         catalog_name=f"{schema}.{identifier}",
@@ -164,6 +173,23 @@ def publish(
         base_files=len(names),
         snapshot_view=view,
     )
+
+
+def _create_unreadable_view(
+    spark: SparkSession, catalog_name: str, columns: StructType, assignments: str, base_path: str
+) -> None:
+    """The catalog object of a table Spark cannot open: the table's columns and properties, and
+    an error naming the way to read it when it is read."""
+    message = _quote_string(
+        f"{catalog_name} is a Hudi table at {base_path}, which this Spark cannot open (no Hadoop "
+        "S3A connector): read it through ref() or hudi_snapshot(), which go through the engine"
+    )
+    selected = ", ".join(
+        f"CAST({'raise_error(' + message + ')' if i == 0 else 'NULL'} AS "
+        f"{field.dataType.simpleString()}) AS {_quote_identifier(field.name)}"
+        for i, field in enumerate(columns.fields)
+    )
+    spark.sql(f"CREATE VIEW {catalog_name} TBLPROPERTIES ({assignments}) AS SELECT {selected}")
 
 
 def register_snapshot_view(

@@ -52,6 +52,27 @@ def _materialized(relation_config: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _on_s3(quoting: Any, relation_config: Any) -> bool:
+    """Whether a Hudi model's table lives on S3 (its ``location``, ``location_root`` or the
+    profile's ``hudi_base_path``): such a model is read through its snapshot view, which reads
+    through the engine whether or not Spark has an S3A connector."""
+    config = getattr(relation_config, "config", None)
+    getter = getattr(config, "get", None)
+
+    def value(key: str) -> Any:
+        return getter(key) if callable(getter) else getattr(config, key, None)
+
+    credentials = getattr(quoting, "credentials", None)
+    root = (
+        value("location")
+        or value("location_root")
+        or getattr(credentials, "hudi_base_path", None)
+        or ""
+    )
+    scheme, sep, _ = str(root).partition("://")
+    return bool(sep) and scheme.lower() in ("s3", "s3a")
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class HudiRelation(SparkRelation):
     """A Spark relation that knows whether it stands for a merge-on-read Hudi model.
@@ -76,7 +97,11 @@ class HudiRelation(SparkRelation):
         location = hudi_source_location(relation_config)
         if location is not None:  # a Hudi table another pipeline writes (sources.py)
             return cast(HudiRelation, relation.incorporate(hudi_source_location=location))  # type: ignore[no-untyped-call]
-        if is_ref and _materialized(relation_config) == MOR_MATERIALIZATION:
+        materialized = _materialized(relation_config)
+        if is_ref and (
+            materialized == MOR_MATERIALIZATION
+            or (materialized in HUDI_MATERIALIZATIONS and _on_s3(quoting, relation_config))
+        ):
             return cast(HudiRelation, relation.incorporate(hudi_snapshot=True))  # type: ignore[no-untyped-call]
         return relation
 

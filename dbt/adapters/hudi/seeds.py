@@ -2,8 +2,9 @@
 
 dbt-spark loads a seed with ``INSERT INTO ... VALUES (cast(? as <type>), ...)``; a Hudi seed is
 written by the engine instead, from a view with the same columns and types (dbt's inferred type,
-or the seed's ``column_types``). A value the cast cannot represent is an error naming the column
-and the value, never a silent null.
+or the seed's ``column_types``). Values are cast with ANSI rules (``try_cast``): a value its type
+cannot hold exactly ('10.5' as an int, 'x' as a date) is an error naming the column and the value,
+never a silent null or a truncated number.
 """
 
 from __future__ import annotations
@@ -51,11 +52,9 @@ def stage_seed(spark: SparkSession, agate_table: Any, types: Mapping[str, str], 
     schema = StructType([StructField(n, StringType(), True) for n in names])
     rows = [[_text(v) for v in row] for row in agate_table.rows]
     raw = spark.createDataFrame(rows, schema)
-    typed = [F.col(_quoted(n)).cast(types[n]).alias(n) for n in names]
-    lost = [
-        F.when(F.col(_quoted(n)).isNotNull() & c.isNull(), F.lit(n))
-        for n, c in zip(names, (F.col(_quoted(n)).cast(types[n]) for n in names), strict=True)
-    ]
+    cast = {n: F.col(_quoted(n)).try_cast(types[n]) for n in names}
+    typed = [cast[n].alias(n) for n in names]
+    lost = [F.when(F.col(_quoted(n)).isNotNull() & cast[n].isNull(), F.lit(n)) for n in names]
     if lost:
         flag = "__dbt_hudi_uncast_column"
         bad = raw.select(F.coalesce(*lost).alias(flag), *(F.col(_quoted(n)) for n in names)).where(
@@ -65,7 +64,7 @@ def stage_seed(spark: SparkSession, agate_table: Any, types: Mapping[str, str], 
         if first:
             column = first[0][flag]
             raise ValueError(
-                f"Seed value {first[0][column]!r} of column {column!r} is not a "
-                f"{types[column]} (set the seed's column_types to keep it)"
+                f"Seed value {first[0][column]!r} of column {column!r} does not fit its type "
+                f"{types[column]} (set the seed's column_types to a type that holds it)"
             )
     raw.select(*typed).createOrReplaceTempView(view)

@@ -16,7 +16,7 @@
   {%- do adapter.hudi_require_session() -%}
   {%- set hudi_config = plan['config'] if plan else model.config -%}
   {%- do dbt_hudi_validate_config(materialization, hudi_config) -%}
-  {%- do dbt_hudi_guard(materialization) -%}
+  {%- do dbt_hudi_guard(model.config.materialized) -%}
 
   {%- set target_relation = adapter.hudi_catalog_relation(this) -%}
   {%- set existing_relation = load_cached_relation(target_relation) -%}

@@ -13,3 +13,31 @@
   {%- do dbt_hudi_drop_source(rows_view) -%}
   {{ return(result) }}
 {% endmaterialization %}
+
+
+{#- dbt-spark's seed rows, with empty CSV cells loaded as NULL: its session cursor binds a Python
+    None as the string 'None', so an empty cell would become the text 'None'. -#}
+{% macro hudi__load_csv_rows(model, agate_table) %}
+  {%- set column_override = model['config'].get('column_types', {}) -%}
+  {%- set types = [] -%}
+  {%- for col_name in agate_table.column_names -%}
+    {%- do types.append(column_override.get(col_name, adapter.convert_type(agate_table, loop.index0))) -%}
+  {%- endfor -%}
+  {%- set statements = [] -%}
+  {%- for chunk in agate_table.rows | batch(get_batch_size()) -%}
+    {%- set bindings = [] -%}
+    {%- set sql -%}
+      insert into {{ this.render() }} values
+      {% for row in chunk -%}
+        ({%- for value in row -%}
+          {%- if value is none -%} cast(null as {{ types[loop.index0] }})
+          {%- else -%}{%- do bindings.append(value) -%} cast({{ get_binding_char() }} as {{ types[loop.index0] }})
+          {%- endif -%}{%- if not loop.last -%},{%- endif -%}
+        {%- endfor -%}){%- if not loop.last -%},{%- endif %}
+      {% endfor %}
+    {%- endset -%}
+    {%- do adapter.add_query(sql, bindings=bindings, abridge_sql_log=True) -%}
+    {%- if loop.index0 == 0 -%}{%- do statements.append(sql) -%}{%- endif -%}
+  {%- endfor -%}
+  {{ return(statements[0]) }}
+{% endmacro %}
