@@ -518,13 +518,7 @@ def execute_compaction(
         visibility=Visibility.of(timeline.until(instant_time)),
         commit_schema=commit_schema,
         operation_field=table_has_operation_field(storage, timeline),
-        compression=str(
-            config.PARQUET_COMPRESSION_CODEC.parse(
-                table.properties.get(
-                    config.PARQUET_COMPRESSION_CODEC.key, config.PARQUET_COMPRESSION_CODEC.default
-                )
-            )
-        ),
+        compression=_compression_codec(table),
     )
     stats = runner(plan.operations, ctx) if plan.operations else []
     remove_unreported_files(storage, instant_time, stats)
@@ -537,6 +531,12 @@ def execute_compaction(
     complete(storage, instant_time, Action.COMPACTION, metadata.to_json())
     delete_markers(storage, instant_time)
     return metadata
+
+
+def _compression_codec(table: TableInfo) -> str:
+    """The base file codec the table's properties name, else the engine's default."""
+    codec = config.PARQUET_COMPRESSION_CODEC
+    return str(codec.parse(table.properties.get(codec.key, codec.default)))
 
 
 def run_pending_compactions(

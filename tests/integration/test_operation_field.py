@@ -125,7 +125,9 @@ def test_operation_field_values_through_insert_update_delete(spark, tmp_path, ta
     assert sorted(theirs, key=lambda r: r["id"]) == sorted(ours, key=lambda r: r["id"])
 
 
-def test_compaction_keeps_operation_values_and_later_writes_keep_the_column(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_compaction_keeps_operation_values_and_later_writes_keep_the_column(
+    spark, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
     from engine.spark.api import spark_table
 
     path = tmp_path / "t"
