@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from engine import write_hudi
+from engine import read_hudi, write_hudi
 from engine.read.arrow import read_table
 from tests.hudi_rs import hudi_rs_rows
 from tests.integration.metafolder import instant_metadata
@@ -116,6 +116,10 @@ def test_operation_field_values_through_insert_update_delete(spark, tmp_path, ta
     action = "commit" if table_type == "COPY_ON_WRITE" else "deltacommit"
     schema = json.loads(instant_metadata(path, instants[-1], action)["extraMetadata"]["schema"])
     assert OPERATION not in [f["name"] for f in schema["fields"]]
+
+    # the Spark reader (read_hudi) returns the column as the Arrow reader does
+    spark_rows = read_hudi(spark, str(path)).collect()
+    assert {r["id"]: (r["v"], r[OPERATION]) for r in spark_rows} == oracle.rows
 
     # hudi-rs 0.5 reads every row and meta column right; it resolves the table's columns from
     # the commit schema plus the five meta fields, so it does not return _hoodie_operation
