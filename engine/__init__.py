@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 __all__ = [
+    "HOODIE_META_COLUMNS",
     "IS_DELETED_COLUMN",
     "META_COLUMNS",
     "QUIET_LOG4J",
@@ -44,6 +45,7 @@ _EXPORTS = {
     "WriteResult": "engine.table",
     "TableType": "engine.config",
     "WriteOperation": "engine.config",
+    "HOODIE_META_COLUMNS": "engine.model.schema",
     "META_COLUMNS": "engine.model.schema",
     "IS_DELETED_COLUMN": "engine.model.merge",
     "SchemaChange": "engine.model.schema_evolution",
@@ -72,7 +74,7 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:
     from engine.config import TableType, WriteOperation
     from engine.model.merge import IS_DELETED_COLUMN
-    from engine.model.schema import META_COLUMNS
+    from engine.model.schema import HOODIE_META_COLUMNS, META_COLUMNS
     from engine.model.schema_evolution import SchemaChange, compare_schemas, deduce_writer_schema
     from engine.read.arrow import read_table
     from engine.read.filter import parse_filter

@@ -508,6 +508,14 @@ PARQUET_COMPRESSION_CODEC = _option(
     "reads ~3x faster; snappy is as fast but 30% larger. Every reader of Hudi tables (Spark, "
     "Apache Hudi's Java readers, hudi-rs) decodes it.",
 )
+ALLOW_OPERATION_METADATA_FIELD = _option(
+    "hoodie.allow.operation.metadata.field",
+    parse_bool,
+    False,
+    "Write the _hoodie_operation meta column (I insert, U update) after the five meta columns "
+    "of base files and log blocks. A write option, not a table property (Hudi infers it from "
+    "the data files); a table whose files carry the column keeps writing it.",
+)
 COMBINE_BEFORE_INSERT = _option(
     "hoodie.combine.before.insert",
     parse_bool,

@@ -23,12 +23,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from engine import META_COLUMNS, config
+from engine import HOODIE_META_COLUMNS, config
 
 __all__ = ["add_read_parser", "canonical_json_lines", "canonical_value"]
 
 # the five meta columns, and the optional operation column of tables that keep it
-_HIDDEN_COLUMNS = (*META_COLUMNS, "_hoodie_operation")
+_HIDDEN_COLUMNS = HOODIE_META_COLUMNS
 
 
 def canonical_value(v: Any) -> Any:  # noqa: C901 - one branch per value type of the goldens

@@ -28,6 +28,7 @@ from engine.faults import checkpoint
 from engine.fs.storage import Storage
 from engine.model.promote import promote_array
 from engine.model.schema import (
+    HOODIE_META_COLUMNS,
     META_COLUMNS,
     RECORD_KEY_COLUMN,
     arrow_to_avro_schema,
@@ -59,7 +60,7 @@ def _nullable(field: pa.Field) -> pa.Field:
 def table_arrow_schema(avro_schema: str | dict[str, Any]) -> pa.Schema:
     """Arrow schema of a base file (meta columns first) for a commit's Avro schema."""
     schema = avro_to_arrow_schema(avro_schema)
-    data = [f for f in schema if f.name not in META_COLUMNS]
+    data = [f for f in schema if f.name not in HOODIE_META_COLUMNS]
     meta = [pa.field(name, pa.string()) for name in META_COLUMNS]
     return pa.schema([*meta, *data])
 
@@ -70,7 +71,7 @@ def commit_schema_of(data_schema: pa.Schema, table_name: str) -> str:
     Top-level data fields are made nullable: Hudi tables written through Spark SQL are, and a
     later batch whose column happens to hold nulls must still fit.
     """
-    fields = [_nullable(f) for f in data_schema if f.name not in META_COLUMNS]
+    fields = [_nullable(f) for f in data_schema if f.name not in HOODIE_META_COLUMNS]
     avro = arrow_to_avro_schema(pa.schema(fields), table_name, with_meta=False)
     return schema_json(avro)
 

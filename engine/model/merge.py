@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 
 from engine import config
 from engine.model.promote import promote_array
-from engine.model.schema import META_COLUMNS, RECORD_KEY_COLUMN
+from engine.model.schema import HOODIE_META_COLUMNS, RECORD_KEY_COLUMN
 
 __all__ = [
     "ARRIVAL_COLUMN",
@@ -204,7 +204,7 @@ def _fill_from_older_versions(
     is_first[1:] = is_last[:-1]
     run_id = np.cumsum(is_first) - 1
     positions = np.arange(n)
-    skip = {key_column, IS_DELETED_COLUMN, *INTERNAL_COLUMNS, *META_COLUMNS}
+    skip = {key_column, IS_DELETED_COLUMN, *INTERNAL_COLUMNS, *HOODIE_META_COLUMNS}
     columns: dict[str, pa.Array] = {}
     for name in table.column_names:
         if name in skip:
@@ -288,7 +288,7 @@ def _fill_from_stored(
 ) -> pa.Table:
     """Null fields of the written rows keep the stored values (rows without a stored match
     have a null index and stay as they are)."""
-    skip = {key_column, IS_DELETED_COLUMN, *INTERNAL_COLUMNS, *META_COLUMNS}
+    skip = {key_column, IS_DELETED_COLUMN, *INTERNAL_COLUMNS, *HOODIE_META_COLUMNS}
     out = changed
     for name in changed.column_names:
         if name in skip or name not in stored.column_names:

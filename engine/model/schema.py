@@ -45,11 +45,14 @@ __all__ = [
     "COMMIT_SEQNO_COLUMN",
     "COMMIT_TIME_COLUMN",
     "FILE_NAME_COLUMN",
+    "HOODIE_META_COLUMNS",
     "LONG_LOGICAL_TYPES",
     "META_COLUMNS",
+    "OPERATION_COLUMN",
     "PARTITION_PATH_COLUMN",
     "RECORD_KEY_COLUMN",
     "add_meta_fields",
+    "add_operation_field",
     "arrow_to_avro_schema",
     "avro_to_arrow_schema",
     "decimal_fixed_size",
@@ -60,6 +63,7 @@ __all__ = [
     "sanitize_avro_name",
     "schema_json",
     "with_meta_columns",
+    "with_operation_column",
 ]
 
 COMMIT_TIME_COLUMN = "_hoodie_commit_time"
@@ -75,6 +79,13 @@ META_COLUMNS: tuple[str, ...] = (
     PARTITION_PATH_COLUMN,
     FILE_NAME_COLUMN,
 )
+
+OPERATION_COLUMN = "_hoodie_operation"
+"""The optional sixth meta column (``hoodie.allow.operation.metadata.field``): the
+``HoodieOperation`` a write applied to the record, right after the five meta columns."""
+
+HOODIE_META_COLUMNS: tuple[str, ...] = (*META_COLUMNS, OPERATION_COLUMN)
+"""Every column Hudi owns: never a data column, never in a commit schema."""
 
 AvroSchema = dict[str, Any] | list[Any] | str
 """A parsed Avro schema node: a record/complex dict, a union list or a primitive/named ref."""
@@ -118,8 +129,17 @@ def meta_arrow_schema() -> pa.Schema:
 
 def with_meta_columns(schema: pa.Schema) -> pa.Schema:
     """``schema`` with the meta columns first (replacing any meta columns it already has)."""
-    data = [f for f in schema if f.name not in META_COLUMNS]
+    data = [f for f in schema if f.name not in HOODIE_META_COLUMNS]
     return pa.schema([*meta_arrow_schema(), *data], metadata=schema.metadata)
+
+
+def with_operation_column(schema: pa.Schema) -> pa.Schema:
+    """A base file schema (meta columns first) with ``_hoodie_operation`` after the five meta
+    columns, where ``HoodieAvroUtils.addMetadataFields(schema, true)`` puts it."""
+    if OPERATION_COLUMN in schema.names:
+        return schema
+    at = max(schema.get_field_index(name) for name in META_COLUMNS) + 1
+    return schema.insert(at, pa.field(OPERATION_COLUMN, pa.string(), nullable=True))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,7 +169,7 @@ def arrow_to_avro_schema(schema: pa.Schema, table_name: str, *, with_meta: bool)
     if with_meta:
         fields.extend(_meta_field(col) for col in META_COLUMNS)
     for field in schema:
-        if field.name in META_COLUMNS:
+        if field.name in HOODIE_META_COLUMNS:
             continue
         fields.append(_avro_field(field, full_name, field.name))
     return {"type": "record", "name": name, "namespace": namespace, "fields": fields}
@@ -424,7 +444,20 @@ def remove_meta_fields(avro: Mapping[str, Any] | str) -> dict[str, Any]:
     """The record schema without meta fields (as commit metadata carries it)."""
     record = parse_avro_schema(avro)
     fields: Iterable[Mapping[str, Any]] = record.get("fields", [])
-    record["fields"] = [dict(f) for f in fields if f.get("name") not in META_COLUMNS]
+    record["fields"] = [dict(f) for f in fields if f.get("name") not in HOODIE_META_COLUMNS]
+    return record
+
+
+def add_operation_field(avro: Mapping[str, Any] | str) -> dict[str, Any]:
+    """A schema with the five meta fields first and ``_hoodie_operation`` after them (the
+    writer schema of base files and log blocks when the operation field is allowed)."""
+    record = add_meta_fields(avro)
+    fields = record["fields"]
+    record["fields"] = [
+        *fields[: len(META_COLUMNS)],
+        _meta_field(OPERATION_COLUMN),
+        *fields[len(META_COLUMNS) :],
+    ]
     return record
 
 

@@ -57,7 +57,7 @@ from engine.config import HoodieConfig
 from engine.errors import ConfigError, SchemaEvolutionError
 from engine.model.promote import is_list_type, is_nested_type
 from engine.model.schema import (
-    META_COLUMNS,
+    HOODIE_META_COLUMNS,
     arrow_to_avro_schema,
     avro_to_arrow_schema,
     decimal_fixed_size,
@@ -242,7 +242,7 @@ def normalize_schema(schema: pa.Schema) -> pa.Schema:
     """``schema`` without meta columns, its types as the table stores them (the Avro mapping:
     int8/int16 -> int, large strings -> string, decimals, timestamps in micros), top-level
     columns nullable (as every commit schema has them)."""
-    data = pa.schema([f.with_nullable(True) for f in schema if f.name not in META_COLUMNS])
+    data = pa.schema([f.with_nullable(True) for f in schema if f.name not in HOODIE_META_COLUMNS])
     if not len(data):
         return data
     return avro_to_arrow_schema(arrow_to_avro_schema(data, "t", with_meta=False))

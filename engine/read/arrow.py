@@ -27,9 +27,11 @@ from engine.model.promote import promote_table
 from engine.model.schema import (
     COMMIT_TIME_COLUMN,
     META_COLUMNS,
+    OPERATION_COLUMN,
     RECORD_KEY_COLUMN,
     add_meta_fields,
     avro_to_arrow_schema,
+    with_operation_column,
 )
 from engine.read.cdc import read_changes
 from engine.read.filter import ReadFilter
@@ -95,6 +97,9 @@ def plan_schema(plan: QueryPlan) -> pa.Schema:
     if footer is None:
         return target
     stored, logical = footer
+    if with_meta and OPERATION_COLUMN in stored.names:
+        # Hudi's readers learn the operation field from the data files, not the commit schema
+        target = with_operation_column(target)
     fields = [
         stored.field(f.name)
         if f.name in stored.names and f.name in logical and logical[f.name].equals(f.type)

@@ -55,7 +55,14 @@ from engine.io.parquet import (
     table_arrow_schema,
     write_base_file,
 )
-from engine.model.schema import COMMIT_SEQNO_COLUMN, FILE_NAME_COLUMN, RECORD_KEY_COLUMN
+from engine.model.schema import (
+    COMMIT_SEQNO_COLUMN,
+    FILE_NAME_COLUMN,
+    RECORD_KEY_COLUMN,
+    add_operation_field,
+    schema_json,
+    with_operation_column,
+)
 from engine.read.plan import QueryPlan, ReadQuery, TableInfo, load_table_info
 from engine.timeline.avro_metadata import COMPACTION_PLAN_SCHEMA, deserialize, serialize
 from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
@@ -78,6 +85,7 @@ from engine.timeline.timeline import (
 from engine.write.commit import build_commit_metadata, remove_unreported_files
 from engine.write.handles import TaskInfo
 from engine.write.markers import create_marker, delete_markers, list_marked_files
+from engine.write.operation_field import table_has_operation_field
 
 __all__ = [
     "CompactionContext",
@@ -307,6 +315,7 @@ class CompactionContext:
     commit_schema: str
     compression: str = config.PARQUET_COMPRESSION_CODEC.default
     s3: S3Settings | None = None  # how tasks reach a table on S3
+    operation_field: bool = False  # the table's files carry _hoodie_operation: keep it
 
 
 def _count_log_blocks(storage: Storage, paths: Sequence[str]) -> tuple[int, int, int, int]:
@@ -337,6 +346,10 @@ def compact_file_slice(
     started = time.monotonic()
     storage = Storage(ctx.base_path, ctx.s3)
     schema = table_arrow_schema(ctx.commit_schema)
+    writer_schema = avro_schema_with_meta(ctx.commit_schema)
+    if ctx.operation_field:
+        schema = with_operation_column(schema)
+        writer_schema = schema_json(add_operation_field(ctx.commit_schema))
     file_slice = op.file_slice
     base = (
         conform(read_base_file(storage, file_slice.base_file_path), schema)
@@ -368,7 +381,7 @@ def compact_file_slice(
         storage,
         rel,
         merged,
-        avro_schema_with_meta=avro_schema_with_meta(ctx.commit_schema),
+        avro_schema_with_meta=writer_schema,
         compression=ctx.compression,
     )
     stored = base if base is not None else schema.empty_table()
@@ -504,13 +517,8 @@ def execute_compaction(
         table=table,
         visibility=Visibility.of(timeline.until(instant_time)),
         commit_schema=commit_schema,
-        compression=str(
-            config.PARQUET_COMPRESSION_CODEC.parse(
-                table.properties.get(
-                    config.PARQUET_COMPRESSION_CODEC.key, config.PARQUET_COMPRESSION_CODEC.default
-                )
-            )
-        ),
+        operation_field=table_has_operation_field(storage, timeline),
+        compression=_compression_codec(table),
     )
     stats = runner(plan.operations, ctx) if plan.operations else []
     remove_unreported_files(storage, instant_time, stats)
@@ -523,6 +531,12 @@ def execute_compaction(
     complete(storage, instant_time, Action.COMPACTION, metadata.to_json())
     delete_markers(storage, instant_time)
     return metadata
+
+
+def _compression_codec(table: TableInfo) -> str:
+    """The base file codec the table's properties name, else the engine's default."""
+    codec = config.PARQUET_COMPRESSION_CODEC
+    return str(codec.parse(table.properties.get(codec.key, codec.default)))
 
 
 def run_pending_compactions(

@@ -36,7 +36,7 @@ from engine.model.keygen import (
 )
 from engine.model.merge import ARRIVAL_COLUMN, DELETE_RECORD_COLUMN
 from engine.model.schema import (
-    META_COLUMNS,
+    HOODIE_META_COLUMNS,
     PARTITION_PATH_COLUMN,
     RECORD_KEY_COLUMN,
 )
@@ -287,7 +287,7 @@ def add_record_keys(
     generation) is persisted on first use, so the model's query runs once and the index lookup
     and the write see the same records. The caller unpersists it.
     """
-    source = df.drop(*[c for c in df.columns if c in META_COLUMNS])
+    source = df.drop(*[c for c in df.columns if c in HOODIE_META_COLUMNS])
     extra = [F.monotonically_increasing_id().alias(ARRIVAL_COLUMN)]
     if delete_records:
         extra.append(F.lit(True).alias(DELETE_RECORD_COLUMN))

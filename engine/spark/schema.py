@@ -7,14 +7,14 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
 from engine.model.merge import INTERNAL_COLUMNS
-from engine.model.schema import META_COLUMNS
+from engine.model.schema import HOODIE_META_COLUMNS
 
 __all__ = ["data_arrow_schema", "spark_struct_of", "with_string_fields"]
 
 
 def data_arrow_schema(struct: StructType) -> pa.Schema:
     """Arrow schema of a DataFrame's data columns (meta and internal columns left out)."""
-    skip = {*META_COLUMNS, *INTERNAL_COLUMNS}
+    skip = {*HOODIE_META_COLUMNS, *INTERNAL_COLUMNS}
     kept = StructType([f for f in struct.fields if f.name not in skip])
     return to_arrow_schema(kept, timezone="UTC")
 

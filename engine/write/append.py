@@ -51,6 +51,7 @@ from engine.model.schema import (
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.handles import TaskInfo, WriteContext, prepare_incoming
 from engine.write.markers import create_marker
+from engine.write.operation_field import stamp_operations
 
 __all__ = [
     "AppendSlice",
@@ -249,6 +250,7 @@ def append_to_file_slice(
     data = _stamp_log_records(
         data, instant_time=ctx.instant_time, bucket_number=bucket_number, file_id=file_slice.file_id
     )
+    data = stamp_operations(data, None)
     if data.num_rows == 0 and deletes.num_rows == 0:
         return []
 

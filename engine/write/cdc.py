@@ -42,7 +42,7 @@ from engine.model.cdc_schema import (
     SupplementalLoggingMode,
     cdc_avro_schema,
 )
-from engine.model.schema import META_COLUMNS, RECORD_KEY_COLUMN
+from engine.model.schema import HOODIE_META_COLUMNS, RECORD_KEY_COLUMN
 from engine.write.markers import create_marker
 
 __all__ = [
@@ -159,7 +159,7 @@ def changes_of_merge(
     Args:
         appended: an insert write (no index): every changed row is an insert.
     """
-    data_columns = [c for c in stored.column_names if c not in META_COLUMNS]
+    data_columns = [c for c in stored.column_names if c not in HOODIE_META_COLUMNS]
     stored_keys, changed_keys = _keys(stored), _keys(changed)
     if appended:
         before_idx = pa.nulls(changed.num_rows, pa.int64())

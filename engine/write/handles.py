@@ -49,6 +49,7 @@ from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.bucketing import Bucket
 from engine.write.cdc import changes_of_merge, needs_cdc_file, write_cdc_file
 from engine.write.markers import create_marker
+from engine.write.operation_field import stamp_operations
 
 __all__ = ["TaskInfo", "WriteContext", "write_file_group"]
 
@@ -148,6 +149,7 @@ def write_file_group(
     write_token = make_write_token(bucket.number, task.stage_id, task.task_attempt_id)
     file_name = format_base_file_name(bucket.file_id, write_token, ctx.instant_time)
     changed = _stamp(changed, instant_time=ctx.instant_time, bucket_number=bucket.number, start=0)
+    changed = stamp_operations(changed, stored.column(RECORD_KEY_COLUMN))
     unchanged = merged.unchanged
     out = pa.concat_tables([unchanged, changed]) if unchanged.num_rows else changed
     out = _with_file_name(out, file_name)

@@ -21,6 +21,7 @@ from engine.fs.storage import Storage
 from engine.io.parquet import avro_schema_with_meta, table_arrow_schema
 from engine.model.keygen import KeyGenSpec
 from engine.model.merge import MergeSpec
+from engine.model.schema import add_operation_field, schema_json, with_operation_column
 from engine.runner import BatchProfile, LocatedRecords, Runner
 from engine.timeline.commit_metadata import HoodieCommitMetadata
 from engine.timeline.instant import Action
@@ -30,6 +31,7 @@ from engine.write.cdc import cdc_logging_mode
 from engine.write.commit import operation_type
 from engine.write.handles import WriteContext
 from engine.write.index import IndexSource, PartitionKeyRange
+from engine.write.operation_field import writes_operation_field
 
 __all__ = ["PreparedRecords", "WriteJob", "average_record_size"]
 
@@ -113,13 +115,18 @@ class WriteJob:
         use the insert path). Inserts combine duplicates only with combine.before.insert."""
         operation = operation or self.operation
         combine_inserts = self.cfg.get(config.COMBINE_BEFORE_INSERT) is True
+        arrow_schema = table_arrow_schema(self.commit_schema)
+        avro_with_meta = avro_schema_with_meta(self.commit_schema)
+        if writes_operation_field(self.cfg, self.storage, self.timeline):
+            arrow_schema = with_operation_column(arrow_schema)
+            avro_with_meta = schema_json(add_operation_field(self.commit_schema))
         return WriteContext(
             base_path=self.storage.base_path,
             s3=self.storage.s3,
             instant_time=self.instant_time,
             operation=operation,
-            arrow_schema=table_arrow_schema(self.commit_schema),
-            avro_schema_with_meta=avro_schema_with_meta(self.commit_schema),
+            arrow_schema=arrow_schema,
+            avro_schema_with_meta=avro_with_meta,
             merge_spec=self.batch.merge_spec,
             combine=combine_inserts if operation.is_insert else True,
             compression=str(self.cfg.get(config.PARQUET_COMPRESSION_CODEC)),

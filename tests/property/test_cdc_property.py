@@ -6,8 +6,10 @@ overwrites of the partitions a batch touches, over two partitions. The model kee
 key and records, per instant, ``i`` (after image), ``u`` (before and after), ``d`` (before).
 After the sequence, every range ``(begin, end]`` over the instants (and from before the first)
 is queried with the Arrow reader; the full range also through ``read_hudi``; and hudi-rs must
-read the snapshot the model holds. ``make test`` runs five sequences (the logging mode drawn
-with them, one DATA_BEFORE sequence given), ``make test-long`` thirty.
+read the snapshot the model holds. The tables write ``_hoodie_operation``
+(``hoodie.allow.operation.metadata.field``): the snapshot's values are the model's (``I`` for a
+key a write inserted, ``U`` for one it replaced). ``make test`` runs five sequences (the logging
+mode drawn with them, one DATA_BEFORE sequence given), ``make test-long`` thirty.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class Model:
     def __init__(self) -> None:
         self.rows: dict[str, tuple[Any, ...]] = {}
         self.changes: list[Change] = []
+        self.operations: dict[str, str] = {}  # key -> _hoodie_operation of its stored record
 
     def apply(self, operation: str, rows: list[tuple[Any, ...]], t: str) -> None:
         if operation == "insert_overwrite":
@@ -69,6 +72,7 @@ class Model:
                 continue
             self.changes.append(("u", t, old, row) if old is not None else ("i", t, None, row))
             self.rows[key] = row
+            self.operations[key] = "U" if old is not None else "I"
 
 
 def batch(operation: str, keys: list[str], model: Model, n: int) -> tuple[str, list[Any]]:
@@ -108,6 +112,7 @@ def run_sequence(spark: Any, mode: str, steps: list[tuple[str, list[str]]]) -> N
                 "hoodie.table.cdc.supplemental.logging.mode": mode,
                 # several small files: inserts land in existing file groups (merges) too
                 "hoodie.parquet.small.file.limit": "104857600",
+                "hoodie.allow.operation.metadata.field": "true",
             },
         )
         model = Model()
@@ -128,6 +133,9 @@ def run_sequence(spark: Any, mode: str, steps: list[tuple[str, list[str]]]) -> N
         assert query_changes(spark_rows) == sorted(model.changes)
         snapshot = sorted(tuple(r[c] for c in DATA) for r in hudi_rs_rows(path))
         assert snapshot == sorted(model.rows.values())
+        stored = read_table(path).to_pylist()
+        operations = {r["id"]: r["_hoodie_operation"] for r in stored}
+        assert operations == {k: model.operations[k] for k in model.rows}, (mode, steps)
 
 
 MODES = ("OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER")

@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from engine import META_COLUMNS, HudiTable, read_hudi
+from engine import HOODIE_META_COLUMNS, META_COLUMNS, HudiTable, read_hudi
 from engine import config as hoodie
 from engine.errors import QueryError
 
@@ -70,7 +70,7 @@ def changes_frame(
 
     upstream = HudiTable(upstream_path)
     snapshot = read_hudi(spark, upstream_path, {"as.of.instant": end})
-    data = [c for c in snapshot.columns if c not in META_COLUMNS]
+    data = [c for c in snapshot.columns if c not in HOODIE_META_COLUMNS]
     if begin is None:
         frame = snapshot.select(
             *data,

@@ -22,7 +22,14 @@ from dbt.adapters.hudi.options import HudiModelConfig, parse_model_config
 from dbt.adapters.hudi.publish import PublishedTable, catalog_base_path, get_session, publish
 from dbt.adapters.hudi.relation import HudiRelation
 from dbt.adapters.hudi.schema_change import plan_write
-from engine import META_COLUMNS, HudiTable, TableType, WriteOperation, WriteResult, spark_table
+from engine import (
+    HOODIE_META_COLUMNS,
+    HudiTable,
+    TableType,
+    WriteOperation,
+    WriteResult,
+    spark_table,
+)
 from engine.errors import ConfigError, HudiError, SchemaError
 
 if TYPE_CHECKING:
@@ -219,7 +226,7 @@ class HudiAdapter(SparkAdapter):
         cfg = self._parse(relation, materialization, config)
         spark = self._spark()
         df = spark.table(source_view)
-        meta = [c for c in df.columns if c.lower() in META_COLUMNS]
+        meta = [c for c in df.columns if c.lower() in HOODIE_META_COLUMNS]
         if meta:
             df = df.drop(*meta)
         problems = cfg.check_columns(dict(_columns_of(df)))

@@ -1,0 +1,114 @@
+"""The ``_hoodie_operation`` meta column: whether a write carries it and the value each record gets.
+
+With ``hoodie.allow.operation.metadata.field=true`` Hudi's writers add ``_hoodie_operation``
+(nullable string) after the five meta columns of every base file and log data block
+(``HoodieAvroUtils.addMetadataFields(schema, withOperationField)``). The commit schema never holds
+it: Hudi's readers learn that a table has it from its data files (``TableSchemaResolver``), so the
+option is not a table property. A table whose files carry the column keeps it on every later
+write, option or not, so a merge never drops the values of the records it copies.
+
+Values are ``HoodieOperation`` names. A batch writer writes:
+
+======================  ===================================================================
+``I`` (insert)          a record whose key the file group did not hold
+``U`` (update after)    a record replacing a stored one (merges; every record a log block
+                        appends, which Hudi's append handle counts as an update)
+kept                    records a merge or a compaction copies keep the value they had
+======================  ===================================================================
+
+``-U`` (update before) and ``D`` (delete) belong to changelog writers whose records carry their
+row kind (Flink's changelog mode). A batch write's delete removes the record (copy-on-write) or
+writes a delete block (merge-on-read), as Hudi's Spark writers do: no row carries ``D``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from engine import config
+from engine.config import HoodieConfig
+from engine.fs.filenames import is_log_file
+from engine.fs.storage import Storage
+from engine.io.logfile import HeaderMetadataType, HoodieLogBlockType, read_log_blocks
+from engine.model.schema import OPERATION_COLUMN, RECORD_KEY_COLUMN, parse_avro_schema
+from engine.timeline.timeline import Timeline
+
+__all__ = [
+    "HoodieOperation",
+    "stamp_operations",
+    "table_has_operation_field",
+    "writes_operation_field",
+]
+
+
+_DATA_BLOCKS = (HoodieLogBlockType.AVRO_DATA_BLOCK, HoodieLogBlockType.PARQUET_DATA_BLOCK)
+
+
+class HoodieOperation(StrEnum):
+    """What a change did to a record, as ``_hoodie_operation`` names it."""
+
+    INSERT = "I"
+    UPDATE_BEFORE = "-U"
+    UPDATE_AFTER = "U"
+    DELETE = "D"
+
+
+def table_has_operation_field(storage: Storage, timeline: Timeline) -> bool:
+    """Whether the table's newest data file carries ``_hoodie_operation``.
+
+    The newest commit that wrote a base file or a log data block decides (the latest file
+    slices hold it, so no cleaner has removed it); a table with no data file has not decided.
+    """
+    for instant in reversed(timeline.commits_timeline()):
+        for stat in timeline.read_commit_metadata(instant).write_stats():
+            names = _data_file_columns(storage, stat.path)
+            if names is not None:
+                return OPERATION_COLUMN in names
+    return False
+
+
+def _data_file_columns(storage: Storage, path: str | None) -> list[str] | None:
+    """The columns of a base file or of a log file's first data block (``None``: neither)."""
+    if not path or not storage.exists(path):
+        return None
+    if path.endswith(".parquet"):
+        with storage.open_input(path) as f:
+            return list(pq.read_schema(f).names)
+    if is_log_file(path.rsplit("/", 1)[-1]):
+        for block in read_log_blocks(storage.read_bytes(path)):
+            schema = block.header.get(HeaderMetadataType.SCHEMA)
+            if block.block_type in _DATA_BLOCKS and schema:
+                return [f["name"] for f in parse_avro_schema(schema)["fields"]]
+    return None
+
+
+def writes_operation_field(cfg: HoodieConfig, storage: Storage, timeline: Timeline) -> bool:
+    """Whether a write carries the column: asked for, or already in the table's files."""
+    if cfg.get(config.ALLOW_OPERATION_METADATA_FIELD) is True:
+        return True
+    return table_has_operation_field(storage, timeline)
+
+
+def stamp_operations(rows: pa.Table, stored_keys: pa.Array | pa.ChunkedArray | None) -> pa.Table:
+    """``rows`` being (re)written by this instant with their ``_hoodie_operation``: ``U`` where
+    ``stored_keys`` (the file group's keys before the write; ``None``: every row replaces a
+    stored record) holds the key, else ``I``. Rows without the column are returned as they are.
+    """
+    if OPERATION_COLUMN not in rows.column_names:
+        return rows
+    n = rows.num_rows
+    if stored_keys is None:
+        values = pa.array([HoodieOperation.UPDATE_AFTER.value] * n, pa.string())
+    else:
+        if isinstance(stored_keys, pa.ChunkedArray):
+            stored_keys = stored_keys.combine_chunks()
+        updated = pc.is_in(rows.column(RECORD_KEY_COLUMN), value_set=stored_keys)
+        values = pc.if_else(
+            updated, HoodieOperation.UPDATE_AFTER.value, HoodieOperation.INSERT.value
+        )
+    index = rows.schema.get_field_index(OPERATION_COLUMN)
+    return rows.set_column(index, rows.schema.field(index), values)
