@@ -364,7 +364,25 @@ TABLE_CDC_ENABLED = _option(
     "hoodie.table.cdc.enabled",
     parse_bool,
     False,
-    "CDC logging: not implemented; true (given or persisted) refuses the write.",
+    "CDC logging: writes .cdc log files beside the base files a write rewrites (set when the "
+    "table is created; persisted).",
+)
+CDC_SUPPLEMENTAL_LOGGING_MODE = _option(
+    "hoodie.table.cdc.supplemental.logging.mode",
+    choice(
+        "OP_KEY_ONLY",
+        "DATA_BEFORE",
+        "DATA_BEFORE_AFTER",
+        synonyms={
+            "op_key": "OP_KEY_ONLY",
+            "cdc_op_key": "OP_KEY_ONLY",
+            "cdc_data_before": "DATA_BEFORE",
+            "cdc_data_before_after": "DATA_BEFORE_AFTER",
+        },
+    ),
+    "DATA_BEFORE_AFTER",
+    "What a .cdc record holds besides op: the key only, the before image, or both images "
+    "(0.13's lowercase names accepted; persisted).",
 )
 
 # --- table properties of table versions 8 and 9 (Hudi 1.x) ----------------------------------
@@ -391,6 +409,17 @@ RECORD_MERGE_MODE = _optional(
 )
 RECORD_MERGE_STRATEGY_ID = _optional(
     "hoodie.record.merge.strategy.id", parse_str, "Record merger strategy id (v8+)."
+)
+PARTIAL_UPDATE_MODE = _optional(
+    "hoodie.table.partial.update.mode",
+    parse_str,
+    "How a record's missing fields merge (v9): IGNORE_DEFAULTS keeps the stored value of a "
+    "null field (partial-update payloads); NONE replaces the whole record.",
+)
+LEGACY_PAYLOAD_CLASS = _optional(
+    "hoodie.table.legacy.payload.class",
+    parse_str,
+    "The payload class a version-9 table was created with, its merge mode standing in for it.",
 )
 TABLE_FORMAT = _option(
     "hoodie.table.format", parse_str, "native", "Table format plugin; only native is read."
@@ -576,6 +605,12 @@ KEEP_MIN_COMMITS = _option(
 KEEP_MAX_COMMITS = _option(
     "hoodie.keep.max.commits", parse_int, 30, "Archival starts once this many are active."
 )
+TIMELINE_COMPACTION_BATCH_SIZE = _option(
+    "hoodie.timeline.compaction.batch.size",
+    parse_int,
+    10,
+    "Archived timeline (v8+): this many files of one LSM level are merged into the next level.",
+)
 
 # --- merge-on-read: log files and compaction --------------------------------------------------
 LOGFILE_DATA_BLOCK_MAX_SIZE = _option(
@@ -661,6 +696,48 @@ LOCK_FILESYSTEM_EXPIRE = _option(
     0,
     "Minutes after which a file lock counts as abandoned (0: only a dead local holder).",
 )
+SINGLE_WRITER = "SINGLE_WRITER"
+OPTIMISTIC_CONCURRENCY_CONTROL = "OPTIMISTIC_CONCURRENCY_CONTROL"
+WRITE_CONCURRENCY_MODE = _option(
+    "hoodie.write.concurrency.mode",
+    choice(SINGLE_WRITER, OPTIMISTIC_CONCURRENCY_CONTROL),
+    SINGLE_WRITER,
+    "Whether several writers may write the table at once (optimistic concurrency control: "
+    "needs a lock that is safe on the table's storage).",
+)
+FILE_SYSTEM_LOCK_PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
+STORAGE_LOCK_PROVIDER = "org.apache.hudi.client.transaction.lock.StorageBasedLockProvider"
+LOCK_PROVIDERS = (FILE_SYSTEM_LOCK_PROVIDER, STORAGE_LOCK_PROVIDER)
+LOCK_PROVIDER = _optional(
+    "hoodie.write.lock.provider",
+    choice(*LOCK_PROVIDERS, synonyms={c.rsplit(".", 1)[1]: c for c in LOCK_PROVIDERS}),
+    "The table lock: a file created exclusively (local and POSIX file systems), or an object "
+    "written with a conditional put (If-None-Match, safe on S3); unset picks by storage.",
+)
+LOCK_STORAGE_VALIDITY_SECS = _option(
+    "hoodie.write.lock.storage.validity.timeout.secs",
+    parse_int,
+    300,
+    "Seconds a conditional-write lock stays valid unless its holder renews it.",
+)
+LOCK_STORAGE_RENEW_INTERVAL_SECS = _option(
+    "hoodie.write.lock.storage.renew.interval.secs",
+    parse_int,
+    30,
+    "How often the holder of a conditional-write lock renews it.",
+    aliases=("hoodie.write.lock.storage.heartbeat.poll.secs",),
+)
+AWS_ACCESS_KEY = _optional(
+    "hoodie.aws.access.key", parse_str, "AWS access key of a table on S3 (as fs.s3a.access.key)."
+)
+AWS_SECRET_KEY = _optional(
+    "hoodie.aws.secret.key", parse_str, "AWS secret key of a table on S3 (as fs.s3a.secret.key)."
+)
+AWS_SESSION_TOKEN = _optional(
+    "hoodie.aws.session.token",
+    parse_str,
+    "AWS session token of a table on S3 (as fs.s3a.session.token).",
+)
 
 # --- multi-writer: heartbeats of inflight writes, automatic archival ---------------------------
 HEARTBEAT_INTERVAL_MS = _option(
@@ -732,6 +809,20 @@ READ_END_INSTANTTIME = _optional(
     "hoodie.datasource.read.end.instanttime",
     parse_str,
     "Incremental query end (inclusive).",
+)
+COMMITMETA_KEY_PREFIX = _option(
+    "hoodie.datasource.write.commitmeta.key.prefix",
+    parse_str,
+    "_",
+    "Write options whose key starts with this prefix are added, key and value as given, to the "
+    "commit's extraMetadata (how a consumer keeps its checkpoint in its own commits).",
+)
+QUERY_INCREMENTAL_FORMAT = _option(
+    "hoodie.datasource.query.incremental.format",
+    choice("latest_state", "cdc"),
+    "latest_state",
+    "Incremental query output: the latest state of changed records, or the change stream "
+    "(op, ts_ms, before, after) of a CDC table.",
 )
 
 # Non-hoodie read key that Hudi's Spark datasource accepts for time travel.

@@ -147,6 +147,10 @@ class Runner(Protocol):
         """Compact every operation (one task per file slice); the write stats."""
         ...
 
+    def read_changes(self, base_path: str, begin: str, end: str | None) -> Any:
+        """The CDC query over ``(begin, end]`` (:mod:`engine.read.cdc`) as a data frame."""
+        ...
+
     def read(self, plan: QueryPlan) -> Any:
         """The rows of a query plan as the runner's data frame."""
         ...

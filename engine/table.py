@@ -31,6 +31,7 @@ from engine import config
 from engine.config import HoodieConfig, TableType, parse_options
 from engine.errors import ConfigError, HudiError, TableNotFoundError
 from engine.fs.properties import PROPERTIES_FILE, read_properties
+from engine.fs.s3 import is_s3_uri, resolve_s3_settings
 from engine.fs.storage import Storage
 from engine.fs.table_version import write_view_of_properties
 from engine.fs.view import FileSystemView
@@ -67,6 +68,7 @@ _MUST_MATCH: tuple[tuple[config.ConfigOption[Any], config.ConfigOption[Any]], ..
     (config.INDEX_TYPE, config.INDEX_TYPE),
     (config.BUCKET_INDEX_NUM_BUCKETS, config.BUCKET_INDEX_NUM_BUCKETS),
     (config.BUCKET_INDEX_HASH_FIELD, config.BUCKET_INDEX_HASH_FIELD),
+    (config.CDC_SUPPLEMENTAL_LOGGING_MODE, config.CDC_SUPPLEMENTAL_LOGGING_MODE),
 )
 # where --full-refresh keeps the previous table until the new one is committed
 BACKUP_SUFFIX = ".__dbt_hudi_previous"
@@ -125,10 +127,20 @@ class HudiTable:
         base_path: Table base path (local path or URI reachable from every runner task).
         runner: Runs the data work of writes, compactions and reads
             (:class:`engine.spark.SparkRunner`); timeline-only services need none.
+        storage_options: Where an ``s3://``/``s3a://`` table's endpoint, region and
+            credentials come from before the environment and the AWS profile: ``fs.s3a.*`` (or
+            ``spark.hadoop.fs.s3a.*``) and ``hoodie.aws.*`` keys (:mod:`engine.fs.s3`).
     """
 
-    def __init__(self, base_path: str, *, runner: Runner | None = None) -> None:
-        self.storage = Storage(base_path)
+    def __init__(
+        self,
+        base_path: str,
+        *,
+        runner: Runner | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        s3 = resolve_s3_settings(storage_options) if is_s3_uri(base_path) else None
+        self.storage = Storage(base_path, s3)
         self.base_path = self.storage.base_path
         self.runner = runner
 
@@ -155,6 +167,32 @@ class HudiTable:
         names = [s.base_file for s in view.latest_base_files() if s.base_file]
         last = timeline.last_completed()
         return names, last.instant_time if last is not None else None
+
+    def latest_instant(self) -> str | None:
+        """The latest completed write instant (commit, deltacommit, replacecommit); ``None``
+        before the first commit or without a table."""
+        if not self.exists:
+            return None
+        commits = self.timeline().commits_timeline()
+        return commits[-1].instant_time if commits else None
+
+    def latest_extra_metadata(self, key: str) -> str | None:
+        """``key`` in the extraMetadata of the latest completed commit that carries it (how a
+        consumer finds its checkpoint, as Hudi's streamer does); ``None`` when none does."""
+        if not self.exists:
+            return None
+        timeline = self.timeline()
+        for instant in reversed(timeline.commits_timeline()):
+            value = timeline.read_commit_metadata(instant).extra_metadata.get(key)
+            if value is not None:
+                return value
+        return None
+
+    @property
+    def cdc_enabled(self) -> bool:
+        """Whether the table keeps a change log (``hoodie.table.cdc.enabled``)."""
+        value = self.properties().get(config.TABLE_CDC_ENABLED.key) if self.exists else None
+        return (value or "false").strip().lower() == "true"
 
     def schema(self) -> pa.Schema | None:
         """The table's latest data schema (no meta columns); ``None`` without data."""
@@ -218,7 +256,10 @@ class HudiTable:
             QueryError: an unsupported table or malformed query.
         """
         runner = self._require_runner("Reading")
-        return runner.read(plan_query(self.storage, parse_read_query(options)))
+        query = parse_read_query(options)
+        if query.is_cdc:
+            return runner.read_changes(self.storage.base_path, str(query.begin), query.end)
+        return runner.read(plan_query(self.storage, query))
 
     # ---- table services ----------------------------------------------------------------------
 

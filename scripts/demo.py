@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 WORK = EXAMPLES / "target" / "demo"
 SCHEMA = "shop"
-HUDI_MODELS = ("customers", "orders", "daily_revenue")
+HUDI_MODELS = ("customers", "customer_changes", "orders", "daily_revenue")
 
 
 def _dbt(args: list[str], project: Path, env: dict[str, str]) -> None:
@@ -110,7 +110,7 @@ def main() -> None:
         shutil.copy(changed, project / "seeds" / changed.name)
     _dbt(["build"], project, env)
 
-    print("\n#### the Hudi tables")
+    print("\n#### the Hudi tables (customer_changes: fed only by the changes of customers)")
     for name in HUDI_MODELS:
         _show_table(name, Path(env["DBT_HUDI_HOME"]) / "hudi" / SCHEMA / name)
 

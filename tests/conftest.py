@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.s3.fixtures import s3, table_location  # noqa: F401  (the local S3 server fixtures)
+
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -79,6 +79,8 @@ def _read_options(args: argparse.Namespace) -> dict[str, str]:
         options[config.READ_BEGIN_INSTANTTIME.key] = args.incremental[0]
         if len(args.incremental) > 1:
             options[config.READ_END_INSTANTTIME.key] = args.incremental[1]
+        if args.cdc:
+            options[config.QUERY_INCREMENTAL_FORMAT.key] = "cdc"
     elif args.read_optimized:
         options[config.QUERY_TYPE.key] = "read_optimized"
     if args.as_of and not args.incremental:
@@ -94,6 +96,9 @@ def _cmd_read(args: argparse.Namespace) -> int:
 
     if args.incremental and len(args.incremental) > 2:
         print("ERROR: --incremental takes START [END]", file=sys.stderr)
+        return 2
+    if args.cdc and not args.incremental:
+        print("ERROR: --cdc needs --incremental START [END]", file=sys.stderr)
         return 2
     filters = [parse_filter(f) for f in args.filter or []]
     table = read_table(args.table, _read_options(args), filters)
@@ -119,6 +124,11 @@ def add_read_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         nargs="+",
         metavar="INSTANT",
         help="incremental query: changes in (START, END]; END defaults to the latest commit",
+    )
+    p.add_argument(
+        "--cdc",
+        action="store_true",
+        help="with --incremental: the change stream of a CDC table (op, ts_ms, before, after)",
     )
     p.add_argument("--read-optimized", action="store_true", help="MOR: base files only")
     p.add_argument("--meta", action="store_true", help="keep the _hoodie_* meta columns")

@@ -3,6 +3,11 @@
 Every path the engine handles is relative to the table's base path, with ``/`` separators, so the
 same code serves local disks and object stores. A :class:`Storage` is picklable: Spark tasks get one
 and reach the same files as the driver (a cluster needs a base path every node can see).
+
+A table on S3 (``s3://`` or ``s3a://``, the same table either way) carries its
+:class:`~engine.fs.s3.S3Settings`, resolved once on the driver; a task rebuilds its own pyarrow
+``S3FileSystem`` from them (a filesystem object is never shipped). Other URIs go to
+``pyarrow.fs.FileSystem.from_uri``.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any
 import pyarrow.fs as pafs
 
 from engine.errors import HudiError
+from engine.fs.s3 import S3Settings, canonical_uri, is_s3_uri, resolve_s3_settings, split_s3_uri
 
 
 class StorageError(HudiError):
@@ -30,7 +36,10 @@ class FileEntry:
     is_dir: bool
 
 
-def _resolve(base_path: str) -> tuple[pafs.FileSystem, str]:
+def _resolve(base_path: str, s3: S3Settings | None) -> tuple[pafs.FileSystem, str]:
+    if s3 is not None:
+        bucket, key = split_s3_uri(base_path)
+        return s3.filesystem(), f"{bucket}/{key}".rstrip("/")
     if "://" in base_path and not base_path.startswith("file://"):
         fs, root = pafs.FileSystem.from_uri(base_path)
         return fs, root.rstrip("/")
@@ -39,14 +48,32 @@ def _resolve(base_path: str) -> tuple[pafs.FileSystem, str]:
 
 
 class Storage:
-    """Files of one table, addressed relative to its base path."""
+    """Files of one table, addressed relative to its base path.
 
-    def __init__(self, base_path: str) -> None:
+    Args:
+        base_path: local path or URI of the table.
+        s3: how to reach an ``s3://``/``s3a://`` base path; resolved from the environment and
+            the AWS profile when not given (:func:`engine.fs.s3.resolve_s3_settings`).
+    """
+
+    def __init__(self, base_path: str, s3: S3Settings | None = None) -> None:
         self.base_path = base_path.rstrip("/") if "://" in base_path else os.path.abspath(base_path)
-        self.fs, self.root = _resolve(base_path)
+        if is_s3_uri(base_path) and s3 is None:
+            s3 = resolve_s3_settings()
+        self.s3: S3Settings | None = s3 if is_s3_uri(base_path) else None
+        self.fs, self.root = _resolve(base_path, self.s3)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Storage, (self.base_path,))
+        return (Storage, (self.base_path, self.s3))
+
+    @property
+    def is_object_store(self) -> bool:
+        """Whether the table lives on an object store (no atomic rename, no exclusive create)."""
+        return not isinstance(self.fs, pafs.LocalFileSystem)
+
+    def child(self, rel: str) -> Storage:
+        """The storage of a table nested under this one (the metadata table), same settings."""
+        return Storage(self.uri(rel) if self.is_object_store else self.full_path(rel), self.s3)
 
     def __repr__(self) -> str:
         return f"Storage({self.base_path!r})"
@@ -59,11 +86,27 @@ class Storage:
         return f"{self.root}/{rel}" if rel else self.root
 
     def uri(self, rel: str = "") -> str:
-        """URI of ``rel`` for readers outside pyarrow (Spark): scheme kept, local paths absolute."""
+        """URI of ``rel`` for readers outside pyarrow (Spark) and for the table's metadata:
+        local paths absolute, S3 spelled ``s3a://`` whichever spelling the base path has."""
         if "://" in self.base_path and not self.base_path.startswith("file://"):
             rel = rel.strip("/")
-            return f"{self.base_path}/{rel}" if rel else self.base_path
+            base = canonical_uri(self.base_path) if self.s3 is not None else self.base_path
+            return f"{base}/{rel}" if rel else base
         return "file://" + self.full_path(rel)
+
+    def qualified(self, rel: str = "") -> str:
+        """The full path of ``rel`` as Hudi's plans and metadata name files: the absolute path
+        on a local disk, the URI on an object store."""
+        return self.uri(rel) if self.is_object_store else self.full_path(rel)
+
+    def known_prefixes(self) -> tuple[str, ...]:
+        """Every spelling of the base path a file in the table's metadata may start with
+        (``s3://`` and ``s3a://`` alike), each ending in ``/``."""
+        spellings = {self.uri(""), self.full_path(""), "file:" + self.root}
+        if self.s3 is not None:
+            rest = self.uri("").partition("://")[2]
+            spellings.update(f"{scheme}://{rest}" for scheme in ("s3", "s3a"))
+        return tuple(sorted(p + "/" for p in spellings))
 
     # ---- queries -----------------------------------------------------------------------------
 
@@ -103,7 +146,10 @@ class Storage:
     # ---- writes ------------------------------------------------------------------------------
 
     def makedirs(self, rel: str) -> None:
-        self.fs.create_dir(self.full_path(rel), recursive=True)
+        """Create the folder ``rel``; object stores have no folders (a key prefix exists once
+        an object is under it), so there nothing is written."""
+        if not self.is_object_store:
+            self.fs.create_dir(self.full_path(rel), recursive=True)
 
     def _ensure_parent(self, rel: str) -> None:
         parent = rel.strip("/").rpartition("/")[0]

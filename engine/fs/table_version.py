@@ -40,6 +40,12 @@ METAFOLDER = ".hoodie"
 # table version -> timeline layout version it is written with
 _LAYOUTS = {5: 1, 6: 1, 8: 2, 9: 2}
 _READABLE_BASE_FORMATS = ("PARQUET",)
+_IGNORE_DEFAULTS = "IGNORE_DEFAULTS"
+# merge mode + partial update mode IGNORE_DEFAULTS -> the payload whose semantics they spell
+_PARTIAL_PAYLOADS = {
+    "EVENT_TIME_ORDERING": config.PARTIAL_UPDATE_PAYLOAD,
+    "COMMIT_TIME_ORDERING": config.OVERWRITE_NON_DEFAULTS_PAYLOAD,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,15 +129,26 @@ def effective_payload_class(props: Mapping[str, str]) -> str:
 
     ``hoodie.record.merge.mode`` decides when present (it is authoritative in table version 9
     and consistent with the payload class in 8): commit-time ordering is
-    OverwriteWithLatestAvroPayload, event-time ordering DefaultHoodieRecordPayload. Without it
-    (version 6) the persisted payload class decides.
+    OverwriteWithLatestAvroPayload, event-time ordering DefaultHoodieRecordPayload; with
+    ``hoodie.table.partial.update.mode=IGNORE_DEFAULTS`` (how Hudi 1.1 writes the partial-update
+    payloads) they are OverwriteNonDefaultsWithLatestAvroPayload and PartialUpdateAvroPayload.
+    Without a merge mode (version 6) the persisted payload class decides.
 
     Raises:
-        QueryError: merge mode CUSTOM (a user's merger class, which cannot run here).
+        QueryError: merge mode CUSTOM (a user's merger class, which cannot run here), or a
+            partial update mode other than NONE and IGNORE_DEFAULTS.
     """
     mode = _prop(props, config.RECORD_MERGE_MODE)
     if mode is None:
         return _prop(props, config.PAYLOAD_CLASS)
+    partial = (_prop(props, config.PARTIAL_UPDATE_MODE) or "NONE").strip().upper()
+    if partial not in ("NONE", _IGNORE_DEFAULTS):
+        raise QueryError(
+            f"{config.PARTIAL_UPDATE_MODE.key}={partial} is not supported "
+            f"(NONE and {_IGNORE_DEFAULTS} are)"
+        )
+    if partial == _IGNORE_DEFAULTS and mode in _PARTIAL_PAYLOADS:
+        return _PARTIAL_PAYLOADS[mode]
     if mode == "CUSTOM":
         raise QueryError(
             f"{config.RECORD_MERGE_MODE.key}=CUSTOM is not supported: the table merges records "
@@ -167,6 +184,12 @@ def require_readable_base_format(props: Mapping[str, str], *, where: str = "the 
 # ---- writing -----------------------------------------------------------------------------------
 
 WRITABLE_VERSIONS = (6, 8, 9)
+# Hudi 1.1 (table version 9) writes the partial-update payloads as a merge mode plus
+# hoodie.table.partial.update.mode=IGNORE_DEFAULTS, the class kept as the legacy payload class
+_PARTIAL_MODES = {
+    config.PARTIAL_UPDATE_PAYLOAD: "EVENT_TIME_ORDERING",
+    config.OVERWRITE_NON_DEFAULTS_PAYLOAD: "COMMIT_TIME_ORDERING",
+}
 _MERGE_MODES = {
     config.OVERWRITE_WITH_LATEST_PAYLOAD: "COMMIT_TIME_ORDERING",
     config.DEFAULT_PAYLOAD: "EVENT_TIME_ORDERING",
@@ -201,6 +224,16 @@ def versioned_properties(props: Mapping[str, str], version: int) -> dict[str, st
     if version == 6:
         return out
     payload = out.get(config.PAYLOAD_CLASS.key, config.OVERWRITE_WITH_LATEST_PAYLOAD)
+    if payload in _PARTIAL_MODES:
+        if version == 9:
+            return _partial_update_properties(out, payload)
+        raise ConfigError(
+            f"Payload class {payload!r} cannot be written in table version 8: Hudi 1.0 records "
+            f"it as {config.RECORD_MERGE_MODE.key}=CUSTOM with the payload class as the merger, "
+            "which hudi-rs refuses to merge (and a reader without Hudi's payload classes cannot "
+            "honour). Use table version 9, where Hudi 1.1 records it as a merge mode with "
+            f"{config.PARTIAL_UPDATE_MODE.key}={_IGNORE_DEFAULTS}, or version 6"
+        )
     mode = _MERGE_MODES.get(payload)
     if mode is None:
         raise ConfigError(
@@ -225,6 +258,20 @@ def versioned_properties(props: Mapping[str, str], version: int) -> dict[str, st
     ordering = out.pop(config.PRECOMBINE_FIELD.key, None)
     if ordering:
         out[config.ORDERING_FIELDS.key] = ordering
+    return out
+
+
+def _partial_update_properties(props: dict[str, str], payload: str) -> dict[str, str]:
+    """Version-9 properties of a partial-update payload, as Hudi 1.1 creates them
+    (``HoodieTableConfig.inferMergingConfigsForV9TableCreation``): the merge mode and its
+    strategy id, ``IGNORE_DEFAULTS``, and the class as the legacy payload class only."""
+    out = versioned_properties({**props, config.PAYLOAD_CLASS.key: config.EVENT_TIME_PAYLOAD}, 9)
+    mode = _PARTIAL_MODES[payload]
+    out.pop(config.PAYLOAD_CLASS.key, None)
+    out[config.RECORD_MERGE_MODE.key] = mode
+    out[config.RECORD_MERGE_STRATEGY_ID.key] = _MERGE_STRATEGY_IDS[mode]
+    out[config.LEGACY_PAYLOAD_CLASS.key] = payload
+    out[config.PARTIAL_UPDATE_MODE.key] = _IGNORE_DEFAULTS
     return out
 
 

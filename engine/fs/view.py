@@ -89,6 +89,9 @@ class FileGroup:
     log_files: dict[str, list[LogFileName]] = field(default_factory=dict)
     # layout 2: log lists are already in completion order (engine.fs.completion_slicing)
     logs_in_completion_order: bool = False
+    # CDC tables: .cdc log file names by the base instant of the slice they belong to; never
+    # part of a slice's data, cleaned with it
+    cdc_files: dict[str, list[str]] = field(default_factory=dict)
 
     def base_instants(self) -> list[str]:
         """Every slice key (base file instants and log files' base instants), oldest first."""
@@ -206,9 +209,10 @@ def _group_files(partition_path: str, entries: Iterable[FileEntry]) -> dict[str,
                 if ".log." not in name or name.startswith(PARTITION_METAFILE_PREFIX):
                     continue
                 log = parse_log_file_name(name)
-                if log.cdc:
-                    continue
                 group = groups.setdefault(log.file_id, FileGroup(partition_path, log.file_id))
+                if log.cdc:
+                    group.cdc_files.setdefault(log.base_instant_time, []).append(name)
+                    continue
                 group.log_files.setdefault(log.base_instant_time, []).append(log)
             elif name.endswith(".parquet"):
                 base = parse_base_file_name(name)

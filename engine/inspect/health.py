@@ -8,7 +8,6 @@ from typing import Any
 
 from engine import config
 from engine.fs.properties import METAFOLDER
-from engine.fs.storage import Storage
 from engine.inspect.layout import FileGroupRow, base_file_sizes, file_groups
 from engine.inspect.table import (
     InspectedTable,
@@ -254,7 +253,7 @@ def metadata_table_state(table: InspectedTable) -> tuple[str, Finding | None]:
     partitions_prop = table.info.properties.get(config.METADATA_PARTITIONS.key, "")
     if not table.storage.exists(METADATA_TABLE_FOLDER):
         return "absent", None
-    mdt = Timeline.load(Storage(table.storage.full_path(METADATA_TABLE_FOLDER)))
+    mdt = Timeline.load(table.storage.child(METADATA_TABLE_FOLDER))
     synced = {i.instant_time for i in mdt.completed()}
     last = table.timeline.last_completed()
     if not partitions_prop:

@@ -68,6 +68,7 @@ __all__ = [
     "HoodieLogBlockType",
     "LogBlock",
     "decode_avro_data_block",
+    "decode_cdc_data_block",
     "decode_command_block",
     "decode_delete_block",
     "decode_parquet_data_block",
@@ -344,6 +345,13 @@ def decode_avro_data_block(
     return decode_length_prefixed(content, count, _schema_header(block), reader_schema)
 
 
+def decode_cdc_data_block(block: LogBlock) -> pa.Table:
+    """Records of a CDC_DATA_BLOCK (a ``.cdc`` log file), decoded with its SCHEMA header."""
+    _, count = _content_version(block, HoodieLogBlockType.CDC_DATA_BLOCK)
+    content = memoryview(block.content)[8:]
+    return decode_length_prefixed(content, count, _schema_header(block), None)
+
+
 def decode_parquet_data_block(block: LogBlock) -> pa.Table:
     """Records of a PARQUET_DATA_BLOCK (its content is a whole Parquet file)."""
     if block.block_type is not HoodieLogBlockType.PARQUET_DATA_BLOCK:
@@ -375,14 +383,19 @@ def decode_command_block(block: LogBlock) -> str:
 
 
 def encode_avro_data_block(
-    table: pa.Table, avro_schema: Mapping[str, Any] | str, instant_time: str
+    table: pa.Table,
+    avro_schema: Mapping[str, Any] | str,
+    instant_time: str,
+    *,
+    block_type: HoodieLogBlockType = HoodieLogBlockType.AVRO_DATA_BLOCK,
 ) -> bytes:
-    """A framed AVRO_DATA_BLOCK holding every row of ``table``.
+    """A framed AVRO_DATA_BLOCK (or CDC_DATA_BLOCK, same content) holding every row of ``table``.
 
     Args:
         table: Rows including the five meta columns, as the schema orders them.
         avro_schema: Writer schema with meta fields (written as the SCHEMA header).
         instant_time: The deltacommit writing the block.
+        block_type: AVRO_DATA_BLOCK, or CDC_DATA_BLOCK for a ``.cdc`` log file.
     """
     records = encode_length_prefixed(table, avro_schema)
     content = _I32.pack(BLOCK_CONTENT_VERSION) + _I32.pack(table.num_rows) + records
@@ -390,7 +403,7 @@ def encode_avro_data_block(
         HeaderMetadataType.INSTANT_TIME: instant_time,
         HeaderMetadataType.SCHEMA: schema_json(avro_schema),
     }
-    return encode_block(HoodieLogBlockType.AVRO_DATA_BLOCK, header, content)
+    return encode_block(block_type, header, content)
 
 
 def encode_parquet_data_block(

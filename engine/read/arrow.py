@@ -30,6 +30,7 @@ from engine.model.schema import (
     add_meta_fields,
     avro_to_arrow_schema,
 )
+from engine.read.cdc import read_changes
 from engine.read.filter import ReadFilter
 from engine.read.log_scanner import scan_log_records
 from engine.read.plan import QueryPlan, parse_read_query, plan_query
@@ -54,7 +55,10 @@ def read_table(
         options: Hudi read keys, as for :func:`engine.read.plan.read_hudi`.
         filters: row filters; those on partition columns also prune partitions.
     """
-    plan = plan_query(path, parse_read_query(options, filters))
+    query = parse_read_query(options, filters)
+    if query.is_cdc:
+        return read_changes(path, str(query.begin), query.end)
+    plan = plan_query(path, query)
     return apply_filters(read_plan(plan), plan.query.filters)
 
 

@@ -39,6 +39,7 @@ from engine import config
 from engine.config import TableType
 from engine.errors import QueryError, TableNotFoundError
 from engine.fs.properties import read_properties
+from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
 from engine.fs.table_version import (
     effective_payload_class,
@@ -49,6 +50,7 @@ from engine.fs.table_version import (
 )
 from engine.fs.view import FileSlice, FileSystemView, Visibility
 from engine.read.filter import ReadFilter, partition_pruner
+from engine.read.time_travel import require_retained_files
 from engine.timeline.timeline import Timeline
 
 __all__ = [
@@ -75,6 +77,13 @@ class ReadQuery:
     begin: str | None = None
     end: str | None = None
     filters: tuple[ReadFilter, ...] = ()
+    # incremental: latest_state (the rows as they are) or cdc (the change stream)
+    incremental_format: str = "latest_state"
+
+    @property
+    def is_cdc(self) -> bool:
+        """An incremental query of the change stream (:mod:`engine.read.cdc`)."""
+        return self.query_type == "incremental" and self.incremental_format == "cdc"
 
 
 @dataclass(frozen=True)
@@ -93,6 +102,7 @@ class TableInfo:
     url_encode: bool
     populate_meta_fields: bool
     properties: Mapping[str, str] = field(default_factory=dict)
+    s3: S3Settings | None = None  # how tasks reach a table on S3
 
     @property
     def is_mor(self) -> bool:
@@ -106,7 +116,7 @@ class TableInfo:
 
     @property
     def storage(self) -> Storage:
-        return Storage(self.base_path)
+        return Storage(self.base_path, self.s3)
 
 
 @dataclass(frozen=True)
@@ -208,6 +218,7 @@ def parse_read_query(
         begin=begin,
         end=end,
         filters=tuple(filters),
+        incremental_format=cfg.get(config.QUERY_INCREMENTAL_FORMAT),
     )
 
 
@@ -254,6 +265,7 @@ def load_table_info(storage: Storage) -> TableInfo:
         url_encode=bool(_prop(props, config.URL_ENCODE_PARTITIONING)),
         populate_meta_fields=bool(_prop(props, config.POPULATE_META_FIELDS)),
         properties=dict(props),
+        s3=storage.s3,
     )
 
 
@@ -290,6 +302,8 @@ def plan_query(base_path: str | Storage, query: ReadQuery | None = None) -> Quer
     if query.query_type == "incremental":
         return _plan_incremental(storage, table, timeline, query, pruner, avro_schema)
 
+    if query.as_of is not None:
+        require_retained_files(storage, timeline, query.as_of)
     visibility = Visibility.of(timeline, query.as_of)
     view = FileSystemView(storage, timeline, partition_filter=pruner)
     read_optimized = query.query_type == "read_optimized"

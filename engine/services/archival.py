@@ -1,9 +1,10 @@
-"""Archival: moves old completed instants from the active timeline into ``.hoodie/archived``.
+"""Archival: moves old completed instants from the active timeline into the archived timeline.
 
 Once more than ``hoodie.keep.max.commits`` completed commits are active, the oldest are archived
-until ``hoodie.keep.min.commits`` remain. The archive is a log file
+until ``hoodie.keep.min.commits`` remain. In layout 1 (table version 6) the archive is a log file
 ``.hoodie/archived/.commits_.archive.{n}_1-0-1`` of AVRO_DATA_BLOCKs whose records are
-``HoodieArchivedMetaEntry`` (commit time, action, state and the action's metadata).
+``HoodieArchivedMetaEntry`` (commit time, action, state and the action's metadata); in layout 2
+(versions 8 and 9) it is the LSM history (``engine.services.history_archival``).
 
 Readers count anything older than the active timeline as committed, so only instants that can
 no longer be misread are archived: nothing at or after the oldest pending instant (an inflight
@@ -29,6 +30,7 @@ from engine.fs.properties import METAFOLDER
 from engine.fs.storage import Storage
 from engine.fs.view import FileSystemView
 from engine.io.logfile import HeaderMetadataType, HoodieLogBlockType, encode_block
+from engine.services.history_archival import archive_to_history
 from engine.timeline.avro_metadata import (
     CLEAN_METADATA_SCHEMA,
     NAMESPACE,
@@ -248,15 +250,17 @@ def instants_to_archive(storage: Storage, timeline: Timeline, cfg: HoodieConfig)
 
 
 def archive(storage: Storage, cfg: HoodieConfig) -> list[Instant]:
-    """Archive what is due; returns the archived instants. The caller holds the table lock."""
+    """Archive what is due; returns the archived instants. The caller holds the table lock.
+
+    Raises:
+        ConfigError: a timeline compaction batch size below 2 (layout 2), before any change.
+    """
     timeline = Timeline.load(storage)
-    if timeline.layout.version >= 2:
-        # layout 2 archives into an LSM tree of parquet files, which this engine does not
-        # write: the active timeline keeps every instant (readers of any version accept it)
-        return []
     chosen = instants_to_archive(storage, timeline, cfg)
     if not chosen:
         return []
+    if timeline.layout.version >= 2:
+        return archive_to_history(storage, timeline, chosen, cfg)
     folder = _archive_folder(cfg)
     storage.makedirs(folder)
     storage.write_bytes(

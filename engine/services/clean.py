@@ -79,17 +79,14 @@ class CleanPlan:
     def from_avro(cls, storage: Storage, data: bytes) -> CleanPlan:
         record = deserialize(data, source="clean plan")
         earliest = record.get("earliestInstantToRetain") or {}
-        prefix = storage.uri("") + "/"
+        prefixes = storage.known_prefixes()
         files: dict[str, list[str]] = {}
         for partition, infos in (record.get("filePathsToBeDeletedPerPartition") or {}).items():
             for info in infos:
                 path = str(info.get("filePath") or "")
                 name = path.rsplit("/", 1)[-1]
-                rel = (
-                    path[len(prefix) :]
-                    if path.startswith(prefix)
-                    else partition_file_path(partition, name)
-                )
+                prefix = next((p for p in prefixes if path.startswith(p)), None)
+                rel = path[len(prefix) :] if prefix else partition_file_path(partition, name)
                 files.setdefault(partition, []).append(rel)
         return cls(str(record.get("policy") or ""), earliest.get("timestamp"), files)
 
@@ -107,7 +104,11 @@ class CleanResult:
 
 def _slice_files(group: FileGroup, base_instant_time: str) -> list[str]:
     s = group.slice_at(base_instant_time)
-    return ([s.base_file_path] if s.base_file_path else []) + s.log_file_paths
+    cdc = [
+        partition_file_path(group.partition_path, n)
+        for n in group.cdc_files.get(base_instant_time, [])
+    ]
+    return ([s.base_file_path] if s.base_file_path else []) + s.log_file_paths + sorted(cdc)
 
 
 def _compaction_inputs(timeline: Timeline) -> set[tuple[str, str]]:

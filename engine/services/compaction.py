@@ -45,6 +45,7 @@ from engine.fs.filenames import (
     parse_base_file_name,
     partition_file_path,
 )
+from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
 from engine.fs.view import FileSlice, FileSystemView, Visibility, list_partition_paths
 from engine.io.logfile import HoodieLogBlockType, read_log_blocks
@@ -305,6 +306,7 @@ class CompactionContext:
     visibility: Visibility
     commit_schema: str
     compression: str = config.PARQUET_COMPRESSION_CODEC.default
+    s3: S3Settings | None = None  # how tasks reach a table on S3
 
 
 def _count_log_blocks(storage: Storage, paths: Sequence[str]) -> tuple[int, int, int, int]:
@@ -333,7 +335,7 @@ def compact_file_slice(
     from engine.read.arrow import conform, merge_file_slice
 
     started = time.monotonic()
-    storage = Storage(ctx.base_path)
+    storage = Storage(ctx.base_path, ctx.s3)
     schema = table_arrow_schema(ctx.commit_schema)
     file_slice = op.file_slice
     base = (
@@ -497,6 +499,7 @@ def execute_compaction(
     table = load_table_info(storage)
     ctx = CompactionContext(
         base_path=storage.base_path,
+        s3=storage.s3,
         instant_time=instant_time,
         table=table,
         visibility=Visibility.of(timeline.until(instant_time)),

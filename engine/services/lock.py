@@ -7,8 +7,13 @@ overlap their data work.
 
 A lock left behind by a killed writer is broken when its holder is provably gone: same host and
 the pid no longer alive, or older than ``hoodie.write.lock.filesystem.expire`` minutes.
-Exclusive creation is atomic on local and POSIX file systems; object stores offer no such
-primitive, so there the lock is best effort (write, then read back the owner token).
+Exclusive creation is atomic on local and POSIX file systems. Object stores offer no such
+primitive: there the lock is the conditional-write lock of ``engine.services.storage_lock``
+(``hoodie.write.lock.provider=...StorageBasedLockProvider``, the default on S3 when boto3 is
+installed). Without it a table on an object store only has a best-effort file lock (write, then
+read back the owner token), fine for one writer; writers declaring
+``hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL`` are then refused rather than
+trusted to it.
 """
 
 from __future__ import annotations
@@ -25,9 +30,10 @@ import pyarrow.fs as pafs
 
 from engine import config
 from engine.config import HoodieConfig
-from engine.errors import LockTimeoutError
+from engine.errors import ConfigError, LockTimeoutError
 from engine.fs.properties import METAFOLDER
 from engine.fs.storage import Storage
+from engine.services.storage_lock import ConditionalWriteLock, boto3_available
 
 LOCK_FILE = f"{METAFOLDER}/lock"
 _POLL_SECONDS = 0.1
@@ -53,6 +59,7 @@ class TableLock:
         self.expire_minutes = cfg.get(config.LOCK_FILESYSTEM_EXPIRE)
         self.token = uuid.uuid4().hex
         self._held = 0
+        self._conditional = _conditional_lock(storage, cfg, self.token)
 
     def _owner_record(self) -> bytes:
         return json.dumps(
@@ -117,6 +124,9 @@ class TableLock:
             self._held += 1
             return
         deadline = time.monotonic() + self.wait_ms / 1000
+        if self._conditional is not None:
+            self._acquire_conditional(self._conditional, deadline)
+            return
         while not self._try_create():
             if self._is_abandoned():
                 self.storage.delete(LOCK_FILE)
@@ -132,11 +142,26 @@ class TableLock:
             time.sleep(_POLL_SECONDS)
         self._held = 1
 
+    def _acquire_conditional(self, lock: ConditionalWriteLock, deadline: float) -> None:
+        while not lock.try_acquire():
+            if time.monotonic() >= deadline:
+                owner, _ = lock.owner()
+                raise LockTimeoutError(
+                    f"Timed out after {self.wait_ms} ms waiting for the lock of table "
+                    f"{self.storage.base_path} ({lock.location} held by host "
+                    f"{owner.get('host')!r} pid {owner.get('pid')!r} until "
+                    f"{owner.get('expiration')!r}); raise {config.LOCK_WAIT_TIME_MS.key}"
+                )
+            time.sleep(_POLL_SECONDS)
+        self._held = 1
+
     def release(self) -> None:
         if self._held > 1:
             self._held -= 1
             return
-        if self._held == 1 and self._read_owner().get("token") == self.token:
+        if self._held == 1 and self._conditional is not None:
+            self._conditional.release()
+        elif self._held == 1 and self._read_owner().get("token") == self.token:
             self.storage.delete(LOCK_FILE)
         self._held = 0
 
@@ -147,3 +172,42 @@ class TableLock:
             yield
         finally:
             self.release()
+
+
+def _conditional_lock(
+    storage: Storage, cfg: HoodieConfig, token: str
+) -> ConditionalWriteLock | None:
+    """The conditional-write lock when the table needs or asks for one; ``None`` for the file lock.
+
+    Raises:
+        ConfigError: concurrent writers on an object store without a lock safe there, or a
+            conditional-write lock on an object store other than S3.
+    """
+    provider = cfg.get(config.LOCK_PROVIDER)
+    concurrent = cfg.get(config.WRITE_CONCURRENCY_MODE) == config.OPTIMISTIC_CONCURRENCY_CONTROL
+    if not storage.is_object_store:
+        return None  # exclusive creation of the lock file is the local conditional write
+    wanted = provider == config.STORAGE_LOCK_PROVIDER or (provider is None and boto3_available())
+    if wanted and storage.s3 is not None:
+        return ConditionalWriteLock(
+            storage.s3,
+            storage.root,
+            validity_secs=cfg.get(config.LOCK_STORAGE_VALIDITY_SECS),
+            renew_secs=cfg.get(config.LOCK_STORAGE_RENEW_INTERVAL_SECS),
+            token=token,
+            pid_alive=pid_alive,
+        )
+    if provider == config.STORAGE_LOCK_PROVIDER:
+        raise ConfigError(
+            f"{config.LOCK_PROVIDER.key}={provider} on {storage.base_path}: conditional-write "
+            "locks are implemented for s3:// and s3a:// tables only"
+        )
+    if concurrent:
+        raise ConfigError(
+            f"{config.WRITE_CONCURRENCY_MODE.key}={config.OPTIMISTIC_CONCURRENCY_CONTROL} on "
+            f"{storage.base_path} needs a lock that is safe on an object store, and the file "
+            "lock is not (no exclusive create there): set "
+            f"{config.LOCK_PROVIDER.key}={config.STORAGE_LOCK_PROVIDER} (conditional writes; "
+            "pip install 'dbt-hudi[s3]'), or write with one writer at a time"
+        )
+    return None

@@ -11,15 +11,31 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from engine.fs.s3 import is_s3_uri
 from engine.spark.runner import SparkRunner
 from engine.table import HudiTable, WriteResult
 
 __all__ = ["read_hudi", "spark_table", "write_hudi"]
 
 
-def spark_table(path: str, spark: SparkSession | None = None) -> HudiTable:
-    """The table at ``path`` with its data work on ``spark`` (the active session if ``None``)."""
-    return HudiTable(path, runner=SparkRunner(spark))
+def spark_table(
+    path: str, spark: SparkSession | None = None, options: Mapping[str, Any] | None = None
+) -> HudiTable:
+    """The table at ``path`` with its data work on ``spark`` (the active session if ``None``).
+
+    A table on S3 takes its endpoint and credentials from ``options``, then from the session's
+    ``spark.hadoop.fs.s3a.*`` configuration, then from the environment and the AWS profile.
+    """
+    runner = SparkRunner(spark)
+    storage_options = None
+    if is_s3_uri(path):
+        storage_options = {**s3a_conf(runner.spark), **(options or {})}
+    return HudiTable(path, runner=runner, storage_options=storage_options)
+
+
+def s3a_conf(spark: SparkSession) -> dict[str, str]:
+    """The session's ``fs.s3a.*`` settings (given as ``spark.hadoop.fs.s3a.*``)."""
+    return {k: v for k, v in spark.conf.getAll.items() if k.startswith("spark.hadoop.fs.s3a.")}
 
 
 def write_hudi(df: DataFrame, path: str, options: Mapping[str, Any] | None = None) -> WriteResult:
@@ -34,7 +50,7 @@ def write_hudi(df: DataFrame, path: str, options: Mapping[str, Any] | None = Non
     Returns:
         The committed instant and its write stats.
     """
-    return spark_table(path, df.sparkSession).write(df, options)
+    return spark_table(path, df.sparkSession, options).write(df, options)
 
 
 def read_hudi(
@@ -53,5 +69,5 @@ def read_hudi(
         ConfigError: an unknown or malformed option.
         QueryError: an unsupported table or malformed query.
     """
-    result: DataFrame = spark_table(path, spark).read(options)
+    result: DataFrame = spark_table(path, spark, options).read(options)
     return result

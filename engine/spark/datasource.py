@@ -39,12 +39,15 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from engine.errors import QueryError
+from engine.fs.storage import Storage
 from engine.fs.view import FileSlice
+from engine.model.cdc_schema import cdc_query_schema
 from engine.read.arrow import plan_schema, read_file_slice
+from engine.read.cdc import CdcPlan, changes_table, plan_changes, read_split
 from engine.read.filter import ReadFilter, partition_pruner
-from engine.read.plan import QueryPlan, parse_read_query, plan_query
+from engine.read.plan import QueryPlan, ReadQuery, parse_read_query, plan_query
 
-__all__ = ["HudiDataSource", "HudiDataSourceReader", "to_read_filter"]
+__all__ = ["HudiChangesReader", "HudiDataSource", "HudiDataSourceReader", "to_read_filter"]
 
 PATH_OPTION = "path"
 FORMAT_NAME = "hudi"
@@ -95,25 +98,52 @@ class HudiDataSource(DataSource):
     def name(cls) -> str:
         return FORMAT_NAME
 
+    def _query(self) -> tuple[str, ReadQuery]:
+        options = {k: v for k, v in dict(self.options).items() if k != PATH_OPTION}
+        path = self.options.get(PATH_OPTION)
+        if not path:
+            raise QueryError("Reading format 'hudi' needs a path: .load('<base path>')")
+        return str(path), parse_read_query(options)
+
     def _ensure_plan(self) -> tuple[QueryPlan, pa.Schema]:
         if self._plan is None or self._arrow_schema is None:
-            options = {k: v for k, v in dict(self.options).items() if k != PATH_OPTION}
-            path = self.options.get(PATH_OPTION)
-            if not path:
-                raise QueryError("Reading format 'hudi' needs a path: .load('<base path>')")
-            self._plan = plan_query(str(path), parse_read_query(options))
+            path, query = self._query()
+            self._plan = plan_query(path, query)
             self._arrow_schema = plan_schema(self._plan)
         return self._plan, self._arrow_schema
 
     def schema(self) -> StructType:
         from pyspark.sql.pandas.types import from_arrow_schema
 
+        if self._query()[1].is_cdc:
+            return from_arrow_schema(cdc_query_schema())
         _, arrow_schema = self._ensure_plan()
         return from_arrow_schema(arrow_schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        path, query = self._query()
+        if query.is_cdc:
+            return HudiChangesReader(plan_changes(Storage(path), str(query.begin), query.end))
         plan, arrow_schema = self._ensure_plan()
         return HudiDataSourceReader(plan, arrow_schema)
+
+
+class HudiChangesReader(DataSourceReader):
+    """The CDC query (:mod:`engine.read.cdc`): one input partition per split."""
+
+    def __init__(self, plan: CdcPlan) -> None:
+        self.plan = plan
+
+    def partitions(self) -> Sequence[InputPartition]:
+        return [InputPartition(i) for i in range(len(self.plan.splits))]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        index: int | None = partition.value
+        if index is None:
+            return  # Spark reads one empty partition when the query has no splits
+        storage = Storage(self.plan.base_path)
+        rows = read_split(storage, self.plan.splits[index], self.plan.mode)
+        yield from changes_table(rows).to_batches()
 
 
 class HudiDataSourceReader(DataSourceReader):

@@ -9,12 +9,16 @@
 * Base files written before an int or bigint column became float or double (a widening Spark's
   Parquet reader refuses) are read like merged slices, promoted exactly by the Arrow reader.
 * Incremental queries keep rows whose ``_hoodie_commit_time`` lies in ``(begin, end]``.
+* A table on S3 that Spark cannot open itself (no Hadoop S3A connector on the classpath, which
+  pip cannot install) is read entirely in tasks through the engine's pyarrow filesystem; whether
+  Spark can is probed once per session and bucket (:func:`spark_opens`).
 
 Only the public DataFrame API is used, so the same code runs on Spark Connect.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator, Sequence
 from functools import reduce
 
@@ -25,9 +29,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from engine.fs.storage import Storage
 from engine.fs.view import FileSlice
+from engine.model.cdc_schema import cdc_query_schema
 from engine.model.schema import COMMIT_TIME_COLUMN
 from engine.read.arrow import plan_schema, read_file_slice
+from engine.read.cdc import changes_table, plan_changes, read_split
 from engine.read.plan import QueryPlan
 
 __all__ = ["escape_glob", "plan_spark_schema", "read_plan"]
@@ -54,6 +61,8 @@ def read_plan(spark: SparkSession, plan: QueryPlan) -> DataFrame:
     merged = [s for s in plan.file_slices if plan.merge_logs and s.has_logs]
     native = [s for s in plan.file_slices if s.base_file and not (plan.merge_logs and s.has_logs)]
     promoted = _promoted_slices(plan, native, arrow_schema)
+    if native and not spark_opens(spark, plan.table.storage):
+        promoted = list(native)
     if promoted:
         merged += promoted
         native = [s for s in native if s not in promoted]
@@ -65,6 +74,28 @@ def read_plan(spark: SparkSession, plan: QueryPlan) -> DataFrame:
     if not frames:
         return spark.createDataFrame([], spark_schema)
     return reduce(lambda a, b: a.unionByName(b), frames)
+
+
+_OPENS: dict[tuple[int, str], bool] = {}
+
+
+def spark_opens(spark: SparkSession, storage: Storage) -> bool:
+    """Whether Spark's own readers open ``storage``'s files: always on a local disk; on an
+    object store only when a probe of a missing key under the bucket fails for the missing
+    key rather than for the scheme (no filesystem for ``s3a``) or for access."""
+    if not storage.is_object_store:
+        return True
+    bucket_uri = storage.uri("").split("/", 3)
+    probe = "/".join(bucket_uri[:3]) + "/.dbt-hudi-probe-" + uuid.uuid4().hex
+    key = (id(spark), "/".join(bucket_uri[:3]))
+    if key not in _OPENS:
+        try:
+            _ = spark.read.format("text").load(probe).schema
+            _OPENS[key] = True
+        except Exception as e:  # any failure but a missing path means Spark cannot read there
+            text = str(e)
+            _OPENS[key] = "PATH_NOT_FOUND" in text or "Path does not exist" in text
+    return _OPENS[key]
 
 
 def _promoted_slices(
@@ -152,3 +183,24 @@ def _merged_frame(
 
     ids = spark.range(0, len(todo), 1, numPartitions=len(todo))
     return ids.mapInArrow(merge_slices, spark_schema)
+
+
+_MAX_CDC_TASKS = 64
+
+
+def read_changes(spark: SparkSession, base_path: str, begin: str, end: str | None) -> DataFrame:
+    """The CDC query (:mod:`engine.read.cdc`): planned on the driver, one split per task."""
+    plan = plan_changes(Storage(base_path), begin, end)
+    schema = from_arrow_schema(cdc_query_schema())
+    splits, mode = plan.splits, plan.mode
+    if not splits:
+        return spark.createDataFrame([], schema)
+
+    def read_splits(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        storage = Storage(base_path)
+        for batch in batches:
+            for index in batch.column(0).to_pylist():
+                yield from changes_table(read_split(storage, splits[index], mode)).to_batches()
+
+    tasks = min(len(splits), _MAX_CDC_TASKS)
+    return spark.range(0, len(splits), 1, tasks).mapInArrow(read_splits, schema)

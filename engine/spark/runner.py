@@ -99,3 +99,6 @@ class SparkRunner:
 
     def read(self, plan: QueryPlan) -> DataFrame:
         return reader.read_plan(self.spark, plan)
+
+    def read_changes(self, base_path: str, begin: str, end: str | None) -> DataFrame:
+        return reader.read_changes(self.spark, base_path, begin, end)

@@ -52,6 +52,14 @@ class HoodieWriteStat:
     log_offset: int | None = None
     base_file: str | None = None
     log_files: tuple[str, ...] | None = None
+    # CDC tables: the .cdc log files written with this file (path relative to the base path
+    # -> size); None when none was written (Java writes null)
+    cdc_stats: dict[str, int] | None = None
+
+    @property
+    def written_paths(self) -> list[str]:
+        """Every file this stat reports: its data file and its ``.cdc`` log files."""
+        return [p for p in (self.path, *(self.cdc_stats or ())) if p]
 
     @property
     def is_delta(self) -> bool:
@@ -61,7 +69,7 @@ class HoodieWriteStat:
         out: dict[str, Any] = {
             "fileId": self.file_id,
             "path": self.path,
-            "cdcStats": None,
+            "cdcStats": dict(self.cdc_stats) if self.cdc_stats else None,
             "prevCommit": self.prev_commit,
             "numWrites": self.num_writes,
             "numDeletes": self.num_deletes,
@@ -122,6 +130,9 @@ class HoodieWriteStat:
             log_offset=d.get("logOffset"),
             base_file=d.get("baseFile"),
             log_files=tuple(log_files) if log_files is not None else None,
+            cdc_stats=(
+                {str(k): int(v) for k, v in d["cdcStats"].items()} if d.get("cdcStats") else None
+            ),
         )
 
 

@@ -26,11 +26,19 @@ from engine.errors import TimelineError
 from engine.fs.storage import Storage
 from engine.timeline.instant import Action, Instant, State, completed_action
 
-__all__ = ["ArchivedInstant", "read_history"]
+__all__ = [
+    "ArchivedInstant",
+    "ManifestFile",
+    "latest_version",
+    "manifest_files",
+    "read_history",
+    "snapshot_versions",
+]
 
 VERSION_FILE = "_version_"
+MANIFEST_PREFIX = "manifest_"
 _MANIFEST_RE = re.compile(r"^manifest_(\d+)$")
-_DATA_FILE_RE = re.compile(r"^(\d+)_(\d+)_(\d+)\.parquet$")
+DATA_FILE_RE = re.compile(r"^(\d+)_(\d+)_(\d+)\.parquet$")
 _COLUMNS = ["instantTime", "completionTime", "action", "metadata"]
 
 
@@ -42,34 +50,60 @@ class ArchivedInstant:
     metadata: bytes | None
 
 
-def _latest_version(storage: Storage, history_dir: str) -> int | None:
+@dataclass(frozen=True, slots=True)
+class ManifestFile:
+    """A data file a manifest names (``HoodieLSMTimelineManifest.LSMFileEntry``)."""
+
+    file_name: str
+    file_len: int
+
+
+def snapshot_versions(storage: Storage, history_dir: str) -> list[int]:
+    """Versions of every manifest file present, ascending."""
+    return sorted(
+        int(m.group(1))
+        for e in storage.list_dir(history_dir)
+        if (m := _MANIFEST_RE.match(e.name)) is not None
+    )
+
+
+def latest_version(storage: Storage, history_dir: str) -> int | None:
+    """The latest snapshot version: the ``_version_`` file, else the greatest manifest (a writer
+    stopped between the two), else ``None`` (nothing archived)."""
     version_file = f"{history_dir}/{VERSION_FILE}"
     if storage.exists(version_file):
         text = storage.read_bytes(version_file).decode("utf-8").strip()
         if text.isdigit():
             return int(text)
-    versions = [
-        int(m.group(1))
-        for e in storage.list_dir(history_dir)
-        if (m := _MANIFEST_RE.match(e.name)) is not None
-    ]
-    return max(versions, default=None)
+    return max(snapshot_versions(storage, history_dir), default=None)
+
+
+def manifest_files(storage: Storage, history_dir: str, version: int | None) -> list[ManifestFile]:
+    """The data files of snapshot ``version`` (none for ``None``).
+
+    Raises:
+        TimelineError: an unreadable manifest, or one naming a file that is no history file.
+    """
+    if version is None:
+        return []
+    rel = f"{history_dir}/{MANIFEST_PREFIX}{version}"
+    try:
+        manifest = json.loads(storage.read_bytes(rel))
+        files = [
+            ManifestFile(str(f["fileName"]).rsplit("/", 1)[-1], int(f.get("fileLen") or 0))
+            for f in manifest.get("files") or []
+        ]
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise TimelineError(f"Unreadable archived timeline manifest {rel}: {e}") from e
+    bad = [f.file_name for f in files if DATA_FILE_RE.match(f.file_name) is None]
+    if bad:
+        raise TimelineError(f"Unexpected archived timeline file(s) in {rel}: {bad}")
+    return files
 
 
 def _data_files(storage: Storage, history_dir: str) -> list[str]:
-    version = _latest_version(storage, history_dir)
-    if version is None:
-        return []
-    rel = f"{history_dir}/manifest_{version}"
-    try:
-        manifest = json.loads(storage.read_bytes(rel))
-        names = [str(f["fileName"]) for f in manifest.get("files") or []]
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
-        raise TimelineError(f"Unreadable archived timeline manifest {rel}: {e}") from e
-    bad = [n for n in names if _DATA_FILE_RE.match(n.rsplit("/", 1)[-1]) is None]
-    if bad:
-        raise TimelineError(f"Unexpected archived timeline file(s) in {rel}: {bad}")
-    return [f"{history_dir}/{n.rsplit('/', 1)[-1]}" for n in names]
+    version = latest_version(storage, history_dir)
+    return [f"{history_dir}/{f.file_name}" for f in manifest_files(storage, history_dir, version)]
 
 
 def _action(name: str | None, instant_time: str) -> Action | None:

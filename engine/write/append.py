@@ -241,7 +241,7 @@ def append_to_file_slice(
         log_config: Block and log file sizing.
     """
     started = time.monotonic()
-    storage = Storage(ctx.base_path)
+    storage = Storage(ctx.base_path, ctx.s3)
     incoming, is_delete = prepare_incoming(records, ctx)
     data = incoming.filter(pc.invert(is_delete))
     deletes = incoming.filter(is_delete)

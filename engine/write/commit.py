@@ -9,7 +9,7 @@ Order (the completed instant file is the commit point, so it is written last)::
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from engine.config import WriteOperation
 from engine.faults import checkpoint
@@ -32,7 +32,7 @@ def remove_unreported_files(
     storage: Storage, instant_time: str, stats: Iterable[HoodieWriteStat]
 ) -> list[str]:
     """Delete files a failed or duplicate task attempt wrote; returns what was deleted."""
-    reported = {s.path for s in stats}
+    reported = {p for s in stats for p in s.written_paths}
     removed = []
     for rel in list_marked_files(storage, instant_time):
         if rel not in reported and storage.exists(rel):
@@ -47,6 +47,7 @@ def build_commit_metadata(
     schema: str,
     operation: WriteOperation | None,
     replaced: dict[str, list[str]] | None = None,
+    extra: Mapping[str, str] | None = None,
 ) -> HoodieCommitMetadata:
     by_partition: dict[str, list[HoodieWriteStat]] = {}
     for stat in sorted(stats, key=lambda s: (s.partition_path or "", s.file_id)):
@@ -54,7 +55,7 @@ def build_commit_metadata(
     return HoodieCommitMetadata(
         partition_to_write_stats=by_partition,
         compacted=False,
-        extra_metadata={SCHEMA_KEY: schema},
+        extra_metadata={**(extra or {}), SCHEMA_KEY: schema},
         operation_type=operation_type(operation),
         partition_to_replace_file_ids=replaced,
     )
@@ -69,13 +70,17 @@ def commit_write(
     schema: str,
     operation: WriteOperation | None,
     replaced: dict[str, list[str]] | None = None,
+    extra: Mapping[str, str] | None = None,
 ) -> HoodieCommitMetadata:
     """Finish an inflight write instant; after this readers see its files.
 
-    ``replaced`` (replacecommits only) maps partitions to the file ids the write replaces.
+    ``replaced`` (replacecommits only) maps partitions to the file ids the write replaces;
+    ``extra`` goes to the commit's extraMetadata (beside the schema).
     """
     remove_unreported_files(storage, instant_time, stats)
-    metadata = build_commit_metadata(stats, schema=schema, operation=operation, replaced=replaced)
+    metadata = build_commit_metadata(
+        stats, schema=schema, operation=operation, replaced=replaced, extra=extra
+    )
     complete(storage, instant_time, action, metadata.to_json())
     checkpoint("commit.after_complete")
     delete_markers(storage, instant_time)

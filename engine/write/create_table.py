@@ -89,6 +89,11 @@ def new_table_properties(cfg: HoodieConfig, keygen_class: str, schema: str) -> d
             if value:
                 props[ts_option.key] = config.format_value(value)
     props.update(bucket_index_properties(cfg))
+    if cfg.get(config.TABLE_CDC_ENABLED):
+        props[config.TABLE_CDC_ENABLED.key] = "true"
+        props[config.CDC_SUPPLEMENTAL_LOGGING_MODE.key] = cfg.get(
+            config.CDC_SUPPLEMENTAL_LOGGING_MODE
+        )
     props[config.CREATE_SCHEMA.key] = schema
     version = cfg.get(config.WRITE_TABLE_VERSION)
     return versioned_properties(

@@ -19,7 +19,7 @@ partition, which is the bucket there). File names carry the write token
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -28,8 +28,10 @@ import pyarrow.compute as pc
 from engine.config import PARQUET_COMPRESSION_CODEC, WriteOperation
 from engine.faults import checkpoint
 from engine.fs.filenames import format_base_file_name, make_write_token, partition_file_path
+from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
 from engine.io.parquet import align_to_schema, read_base_file, write_base_file
+from engine.model.cdc_schema import SupplementalLoggingMode
 from engine.model.merge import (
     INTERNAL_COLUMNS,
     MergeSpec,
@@ -45,6 +47,7 @@ from engine.model.schema import (
 )
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.bucketing import Bucket
+from engine.write.cdc import changes_of_merge, needs_cdc_file, write_cdc_file
 from engine.write.markers import create_marker
 
 __all__ = ["TaskInfo", "WriteContext", "write_file_group"]
@@ -64,6 +67,9 @@ class WriteContext:
     compression: str = PARQUET_COMPRESSION_CODEC.default
     # timeline layout 2: a log file is named by the delta commit writing it, never appended to
     logs_named_by_instant: bool = False
+    # CDC tables: the supplemental logging mode of the .cdc files merges write (None: no CDC)
+    cdc_mode: SupplementalLoggingMode | None = None
+    s3: S3Settings | None = None  # how tasks reach a table on S3
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +134,7 @@ def write_file_group(
         task: Spark task attempt (for the write token).
     """
     started = time.monotonic()
-    storage = Storage(ctx.base_path)
+    storage = Storage(ctx.base_path, ctx.s3)
     if bucket.base_file is not None:
         rel_old = partition_file_path(bucket.partition_path, bucket.base_file)
         stored = align_to_schema(read_base_file(storage, rel_old), ctx.arrow_schema)
@@ -162,8 +168,47 @@ def write_file_group(
         avro_schema_with_meta=ctx.avro_schema_with_meta,
         compression=ctx.compression,
     )
+    cdc_stats = _log_changes(storage, ctx, bucket, stored, merged, changed, out, write_token)
     elapsed = int((time.monotonic() - started) * 1000)
-    return _base_file_stat(bucket, rel, out.num_rows, merged, size, elapsed)
+    stat = _base_file_stat(bucket, rel, out.num_rows, merged, size, elapsed)
+    return replace(stat, cdc_stats=cdc_stats) if cdc_stats else stat
+
+
+def _log_changes(
+    storage: Storage,
+    ctx: WriteContext,
+    bucket: Bucket,
+    stored: pa.Table,
+    merged: _MergedRecords,
+    changed: pa.Table,
+    out: pa.Table,
+    write_token: str,
+) -> dict[str, int] | None:
+    """CDC tables: the ``.cdc`` file of a merge (:mod:`engine.write.cdc`), as ``cdcStats``."""
+    if ctx.cdc_mode is None or bucket.base_file is None:
+        return None
+    if not needs_cdc_file(
+        ctx.operation,
+        num_writes=out.num_rows,
+        num_inserts=merged.num_inserts,
+        num_updates=merged.num_updates,
+        num_deletes=merged.num_deletes,
+    ):
+        return None
+    changes = changes_of_merge(
+        stored, merged.unchanged, changed, appended=WriteOperation(ctx.operation).is_insert
+    )
+    rel, size = write_cdc_file(
+        storage,
+        changes=changes,
+        mode=ctx.cdc_mode,
+        table_schema=ctx.avro_schema_with_meta,
+        partition_path=bucket.partition_path,
+        file_id=bucket.file_id,
+        instant_time=ctx.instant_time,
+        write_token=write_token,
+    )
+    return {rel: size}
 
 
 def _base_file_stat(

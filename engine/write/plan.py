@@ -26,6 +26,7 @@ from engine.timeline.commit_metadata import HoodieCommitMetadata
 from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline, transition_to_inflight
 from engine.write.bucketing import BucketPlan
+from engine.write.cdc import cdc_logging_mode
 from engine.write.commit import operation_type
 from engine.write.handles import WriteContext
 from engine.write.index import IndexSource, PartitionKeyRange
@@ -110,6 +111,7 @@ class WriteJob:
         combine_inserts = self.cfg.get(config.COMBINE_BEFORE_INSERT) is True
         return WriteContext(
             base_path=self.storage.base_path,
+            s3=self.storage.s3,
             instant_time=self.instant_time,
             operation=operation,
             arrow_schema=table_arrow_schema(self.commit_schema),
@@ -118,6 +120,7 @@ class WriteJob:
             combine=combine_inserts if operation.is_insert else True,
             compression=str(self.cfg.get(config.PARQUET_COMPRESSION_CODEC)),
             logs_named_by_instant=self.timeline.layout.version >= 2,
+            cdc_mode=cdc_logging_mode(self.cfg),
         )
 
     def start_inflight(self, action: Action, plan: BucketPlan | None) -> None:

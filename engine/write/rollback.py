@@ -98,7 +98,7 @@ class RollbackPlan:
                 "partitionPath": partition,
                 "fileId": "",
                 "latestBaseInstant": "",
-                "filesToBeDeleted": [storage.full_path(f) for f in rels],
+                "filesToBeDeleted": [storage.qualified(f) for f in rels],
                 "logBlocksToBeDeleted": {},
             }
             for partition, rels in sorted(by_partition.items())
@@ -156,11 +156,7 @@ def _partition_of(rel: str) -> str:
 
 def _relative(storage: Storage, path: str) -> str:
     """A path from a plan (full path or URI) relative to the base path."""
-    for prefix in (
-        storage.uri("") + "/",
-        storage.full_path("") + "/",
-        "file:" + storage.root + "/",
-    ):
+    for prefix in storage.known_prefixes():
         if path.startswith(prefix):
             return path[len(prefix) :]
     return path
@@ -172,7 +168,7 @@ def _written_files(storage: Storage, instant: Instant) -> set[str]:
     found = timeline.get(instant.instant_time)
     if found is None or not found.is_completed:
         return set()
-    return {s.path for s in timeline.read_commit_metadata(found).write_stats() if s.path}
+    return {p for s in timeline.read_commit_metadata(found).write_stats() for p in s.written_paths}
 
 
 def plan_rollback(storage: Storage, instant: Instant) -> RollbackPlan:
@@ -280,7 +276,7 @@ def _execute(storage: Storage, plan: RollbackPlan, rollback_time: str, started: 
         "partitionMetadata": {
             partition: {
                 "partitionPath": partition,
-                "successDeleteFiles": [storage.full_path(f) for f in deleted.get(partition, [])],
+                "successDeleteFiles": [storage.qualified(f) for f in deleted.get(partition, [])],
                 "failedDeleteFiles": [],
                 "rollbackLogFiles": rollback_logs.get(partition),
                 "logFilesFromFailedCommit": failed_logs.get(partition),

@@ -47,6 +47,7 @@ from engine.write.bucket_index import (
     BucketProfile,
     bucket_spec,
 )
+from engine.write.cdc import check_cdc_options
 from engine.write.commit import build_commit_metadata, commit_write
 from engine.write.commit_schema import commit_schema
 from engine.write.conflict import check_write_conflicts, rollback_on_error
@@ -64,7 +65,13 @@ from engine.write.replace import (
 from engine.write.rollback import rollback_failed_writes
 from engine.write.strategy import WriteStrategy
 
-__all__ = ["WriteResult", "WriteTransaction", "strategy_for"]
+__all__ = ["UNSUPPORTED_VALUES", "WriteResult", "WriteTransaction", "strategy_for"]
+
+# values of known keys this engine does not implement: refused rather than ignored
+UNSUPPORTED_VALUES: tuple[tuple[config.ConfigOption[Any], Any, str], ...] = (
+    (config.PARTITION_METAFILE_USE_BASE_FORMAT, True, "partition metafiles are written as text"),
+    (config.COMBINE_BEFORE_UPSERT, False, "upserts always precombine duplicate keys"),
+)
 
 
 @dataclass(frozen=True)
@@ -205,13 +212,13 @@ class WriteTransaction:
             )
         if self.props is None and not self.cfg.get(config.TABLE_NAME):
             raise ConfigError(f"Missing required config {config.TABLE_NAME.key!r}")
-        if self.cfg.get(config.TABLE_CDC_ENABLED):
-            # a write without its .cdc log files would leave a CDC reader's change stream short
-            raise ConfigError(
-                f"{config.TABLE_CDC_ENABLED.key}=true (set in the options or in the persisted "
-                f"table properties at {self.storage.base_path}): writing CDC log files is not "
-                "implemented, so this write is refused rather than leaving changes unlogged"
-            )
+        check_cdc_options(self.cfg, self.props, self.table_type, self.storage.base_path)
+        for option, value, why in UNSUPPORTED_VALUES:
+            if self.cfg.get(option) == value:
+                raise ConfigError(
+                    f"{option.key}={config.format_value(value)} is not supported ({why}); "
+                    f"the write to {self.storage.base_path} is refused"
+                )
         validate_service_options(self.cfg)
         if self.bucketed and self.operation.is_replace and self.strategy.writes_records:
             raise ConfigError(
@@ -324,7 +331,15 @@ class WriteTransaction:
                 schema=job.commit_schema,
                 operation=self.operation,
                 replaced=replaced,
+                extra=self.commit_extra_metadata(),
             )
+
+    def commit_extra_metadata(self) -> dict[str, str]:
+        """Write options under ``commitmeta.key.prefix``: kept in the commit's extraMetadata."""
+        prefix = self.cfg.get(config.COMMITMETA_KEY_PREFIX)
+        if not prefix:
+            return {}
+        return {k: v for k, v in self.cfg.extra.items() if k.startswith(prefix)}
 
 
 def _written_since(before: Timeline, after: Timeline, compacted: list[str]) -> bool:

@@ -43,3 +43,23 @@ def completed_instants(base_path: str) -> list[tuple[str, str]]:
     return [
         (i.instant_time, str(i.action.value)) for i in Timeline.load(Storage(base_path)).completed()
     ]
+
+
+def files_under(base_path: str) -> list[tuple[str, int]]:
+    """(relative path, size) of every file under ``base_path``, sorted: a table is untouched
+    when this, its timeline and its rows are what they were."""
+    from pathlib import Path
+
+    root = Path(base_path)
+    return sorted(
+        (str(p.relative_to(root)), p.stat().st_size) for p in root.rglob("*") if p.is_file()
+    )
+
+
+def table_state(base_path: str, columns: list[str]) -> tuple[Any, ...]:
+    """Everything a refused run must leave as it was: files, timeline, rows (through hudi-rs)."""
+    return (
+        files_under(base_path),
+        completed_instants(base_path),
+        hudi_rs_rows(base_path, columns),
+    )

@@ -132,25 +132,6 @@ def test_write_hudi_unknown_option_raises_naming_it(spark, tmp_path) -> None:  #
     assert not (tmp_path / "t").exists()
 
 
-def test_write_hudi_cdc_enabled_is_refused_before_anything_is_written(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """No key is accepted and then ignored: CDC logging is not written, so asking for it (in the
-    options, or in the properties of a table another writer created) fails the write."""
-    df = spark.createDataFrame([("k1", "p", 1, "a")], SCHEMA)
-    with pytest.raises(ConfigError, match=r"hoodie\.table\.cdc\.enabled=true"):
-        write_hudi(df, str(tmp_path / "t"), opts(**{"hoodie.table.cdc.enabled": "true"}))
-    assert not (tmp_path / "t").exists()
-
-    path = tmp_path / "cdc"
-    write_hudi(df, str(path), opts())
-    props_file = path / ".hoodie" / "hoodie.properties"
-    props_file.write_text(props_file.read_text() + "hoodie.table.cdc.enabled=true\n")
-    before = sorted(str(p) for p in path.rglob("*"))
-    with pytest.raises(ConfigError, match=r"hoodie\.table\.cdc\.enabled=true"):
-        write_hudi(spark.createDataFrame([("k2", "p", 1, "b")], SCHEMA), str(path), opts())
-    assert sorted(str(p) for p in path.rglob("*")) == before
-    assert [(r["id"], r["v"]) for r in hudi_rs_rows(str(path))] == [("k1", "a")]
-
-
 def test_write_hudi_interrupted_write_rolled_back_by_next(spark, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import engine.write.transaction
 

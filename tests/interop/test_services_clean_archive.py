@@ -145,28 +145,3 @@ def test_clean_removes_replaced_file_groups_only_after_retention(spark, tmp_path
     assert rows_by_id(path) == {**after_replace, "k1": "late"}
     meta = Timeline.load(Storage(str(path))).get(t_replace)
     assert meta is not None and meta.is_completed
-
-
-def test_version_9_clean_runs_and_the_active_timeline_stays_whole(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """Table version 9: the cleaner works on the layout-2 timeline; archival (an LSM tree in
-    layout 2, not written by this engine) leaves every instant on the active timeline."""
-    path = tmp_path / "t"
-    options = {
-        **OPTIONS,
-        "hoodie.write.table.version": "9",
-        "hoodie.clean.automatic": "true",
-        "hoodie.archive.automatic": "true",
-        "hoodie.cleaner.commits.retained": "1",
-        "hoodie.keep.min.commits": "2",
-        "hoodie.keep.max.commits": "3",
-    }
-    history = write_rounds(spark, path, 5, options)
-    timeline = Timeline.load(Storage(str(path)))
-    assert timeline.layout.version == 2
-    cleans = [i for i in timeline.completed() if i.action.value == "clean"]
-    assert cleans and all(i.completion_time for i in cleans)
-    assert [i.instant_time for i in timeline.commits_timeline()] == [t for t, _ in history]
-    assert not list((path / ".hoodie").rglob("*.archive.*"))
-    assert len(base_files(path)) <= 4
-    assert rows_by_id(path) == history[-1][1]
-    assert spark_rows_by_id(spark, path) == history[-1][1]

@@ -9,6 +9,7 @@ agree too. ``make test`` runs 40 sequences in table version 6 and 20 each in ver
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -30,10 +31,14 @@ sequence = st.tuples(st.sampled_from(PAYLOADS), st.lists(batch, min_size=1, max_
 
 
 def run_sequence(
-    spark: Any, payload: str, batches: list[tuple[str, list[dict[str, Any]]]], version: str = "6"
+    spark: Any,
+    payload: str,
+    batches: list[tuple[str, list[dict[str, Any]]]],
+    version: str = "6",
+    location: Callable[[str], str] | None = None,
 ) -> None:
     payload = runner.versioned_payload(payload, version)
-    with runner.scratch_table("cow-property-") as path:
+    with runner.scratch_table("cow-property-", location) as path:
         options = runner.table_options(payload, version=version)
         oracle = runner.model(payload)
         for operation, rows in batches:
@@ -53,3 +58,8 @@ def test_cow_random_sequences_hudi_rs_read_hudi_and_model_agree(spark, group) ->
 @runner.sequence_groups(sequence, runner.SEQUENCES_1X)
 def test_cow_random_sequences_hudi_rs_read_hudi_and_model_agree_1x(spark, group, version) -> None:  # type: ignore[no-untyped-def]
     runner.run_group(spark, group, partial(run_sequence, version=version))
+
+
+@runner.sequence_groups(sequence, runner.SEQUENCES_S3)
+def test_cow_random_sequences_on_s3(spark, s3, group) -> None:  # type: ignore[no-untyped-def]
+    runner.run_group(spark, group, partial(run_sequence, location=s3.table_uri))

@@ -18,6 +18,7 @@ the read-optimized view and ``read_hudi`` (Spark) must all equal the model.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -57,10 +58,14 @@ def judge_snapshot(path: str, payload: str, oracle: Oracle, context: Any) -> Non
 
 
 def run_sequence(
-    spark: Any, payload: str, steps: list[tuple[str, list[Any], bool]], version: str = "6"
+    spark: Any,
+    payload: str,
+    steps: list[tuple[str, list[Any], bool]],
+    version: str = "6",
+    location: Callable[[str], str] | None = None,
 ) -> None:
     payload = runner.versioned_payload(payload, version)
-    with runner.scratch_table("mor-property-") as path:
+    with runner.scratch_table("mor-property-", location) as path:
         storage = Storage(path)
         options = runner.table_options(
             payload,
@@ -123,3 +128,8 @@ def test_mor_random_sequences_with_compaction_hudi_rs_and_model_agree_1x(
     spark, group, version
 ) -> None:  # type: ignore[no-untyped-def]
     runner.run_group(spark, group, partial(run_sequence, version=version))
+
+
+@runner.sequence_groups(sequence, runner.SEQUENCES_S3)
+def test_mor_random_sequences_on_s3(spark, s3, group) -> None:  # type: ignore[no-untyped-def]
+    runner.run_group(spark, group, partial(run_sequence, location=s3.table_uri))

@@ -124,11 +124,16 @@ class HudiAdapter(SparkAdapter):
         return catalog_table_type(self._spark(), str(relation.schema), str(relation.identifier))
 
     def _base_path(self, relation: Any, cfg: HudiModelConfig, spark: SparkSession) -> str:
+        return self._base_path_of(relation, cfg.location, cfg.location_root, spark)
+
+    def _base_path_of(
+        self, relation: Any, location: str | None, location_root: str | None, spark: SparkSession
+    ) -> str:
         """location > location_root/alias > profile hudi_base_path/schema/alias > warehouse."""
-        if cfg.location:
-            return cfg.location
-        if cfg.location_root:
-            return f"{cfg.location_root.rstrip('/')}/{relation.identifier}"
+        if location:
+            return location
+        if location_root:
+            return f"{location_root.rstrip('/')}/{relation.identifier}"
         root = self._credentials.hudi_base_path
         if not root:
             root = spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse"
@@ -136,6 +141,60 @@ class HudiAdapter(SparkAdapter):
                 root = root[len("file:") :]
                 root = "/" + root.lstrip("/")
         return f"{root.rstrip('/')}/{relation.schema}/{relation.identifier}"
+
+    # ---- guards --------------------------------------------------------------------------------
+
+    @available
+    def hudi_guard(
+        self,
+        relation: Any,
+        materialization: str,
+        config: Mapping[str, Any],
+        base_path: str | None = None,
+    ) -> dict[str, Any]:
+        """Refuse, before anything runs (pre-hooks included), what the run could not finish:
+        grants the platform cannot apply, a location that holds something else than a Hudi
+        table. ``base_path`` is the table's when the caller knows it (else from the config).
+
+        Raises:
+            CompilationError: naming the model and every offending value; nothing is written.
+        """
+        from dbt.adapters.hudi.guards import GuardError, grants_problem, location_problem
+
+        spark = self._spark()
+        cfg = dict(config or {})
+        path = base_path or self._base_path_of(
+            relation, cfg.get("location"), cfg.get("location_root"), spark
+        )
+        problems = [
+            grants_problem(
+                cfg.get("grants"),
+                platform_has_grants=not cfg.get("grants") or self._platform_has_grants(),
+            ),
+            location_problem(path, _entries(path)),
+        ]
+        found = [p for p in problems if p]
+        if found:
+            error = GuardError(_model_name(relation), materialization, found)
+            raise CompilationError(str(error))
+        return {"base_path": path}
+
+    def _platform_has_grants(self) -> bool:
+        """Whether the session's SQL has GRANT: asked once, with the read-only statement dbt
+        would send first (``show grants on``); a parse error means the dialect has none."""
+        known = getattr(self, "_has_grants", None)
+        if known is None:
+            from pyspark.errors import ParseException
+
+            try:
+                self._spark().sql("show grants on dbt_hudi_grants_probe").collect()
+                known = True
+            except ParseException:
+                known = False
+            except Exception:  # parsed, so the dialect has it (the probe table does not exist)
+                known = True
+            self._has_grants = known
+        return bool(known)
 
     # ---- write ---------------------------------------------------------------------------------
 
@@ -168,11 +227,53 @@ class HudiAdapter(SparkAdapter):
         table = spark_table(base_path, spark)
         if table.exists and not full_refresh:
             _check_table_type(cfg, table)
-        result, operation = _write(table, df, cfg, relation, full_refresh=full_refresh)
+        from dbt.adapters.hudi.changes import take_checkpoints
+
+        checkpoints = take_checkpoints((str(relation.schema), str(relation.identifier)))
+        result, operation = _write(
+            table, df, cfg, relation, full_refresh=full_refresh, extra_options=checkpoints
+        )
         published = self._publish(relation, base_path, cfg.table_type)
         summary = _summary(result, operation, published, time.monotonic() - started)
         logger.debug(f"hudi_write {relation}: {summary}")
         return summary
+
+    # ---- consuming an upstream model's changes ------------------------------------------------
+
+    @available
+    def hudi_changes(
+        self,
+        upstream: Any,
+        relation: Any,
+        config: Mapping[str, Any],
+        full_refresh: bool = False,
+    ) -> str:
+        """A temporary view of ``upstream``'s changes since ``relation``'s checkpoint (see
+        ``changes.py``); the new checkpoint is committed with ``relation``'s next write."""
+        from dbt.adapters.hudi.changes import changes_frame, checkpoint_key, remember_checkpoint
+
+        spark = self._spark()
+        schema, name = str(upstream.schema), str(upstream.identifier)
+        upstream_path = catalog_base_path(spark, schema, name)
+        end = HudiTable(upstream_path).latest_instant() if upstream_path else None
+        if upstream_path is None or end is None:
+            raise CompilationError(
+                f"hudi_changes: {schema}.{name} is not a Hudi model with a commit; build it first"
+            )
+        key = checkpoint_key(schema, name)
+        own_path = self._base_path_of(
+            relation, config.get("location"), config.get("location_root"), spark
+        )
+        begin = None if full_refresh else HudiTable(own_path).latest_extra_metadata(key)
+        try:
+            frame = changes_frame(spark, upstream_path, begin, end)
+        except HudiError as e:
+            raise DbtRuntimeError(f"hudi_changes of {schema}.{name} failed: {e}") from e
+        view = f"{relation.identifier}__dbt_hudi_changes_{name}"
+        frame.createOrReplaceTempView(view)
+        remember_checkpoint((str(relation.schema), str(relation.identifier)), key, end)
+        logger.debug(f"hudi_changes {schema}.{name} for {relation}: ({begin}, {end}]")
+        return view
 
     # ---- downstream ref() ----------------------------------------------------------------------
 
@@ -263,6 +364,14 @@ class HudiAdapter(SparkAdapter):
         return result
 
 
+def _entries(path: str) -> list[str] | None:
+    """Names directly under ``path`` (empty when absent, None when it is a file)."""
+    storage = HudiTable(path).storage
+    if storage.is_dir(""):
+        return [entry.name for entry in storage.list_dir()]
+    return None if storage.exists("") else []
+
+
 def _config_error(cfg: HudiModelConfig, problems: list[str]) -> ConfigError:
     from dbt.adapters.hudi.options import ModelConfigError
 
@@ -311,16 +420,24 @@ def _check_table_type(cfg: HudiModelConfig, table: HudiTable) -> None:
 
 
 def _write(
-    table: HudiTable, df: DataFrame, cfg: HudiModelConfig, relation: Any, *, full_refresh: bool
+    table: HudiTable,
+    df: DataFrame,
+    cfg: HudiModelConfig,
+    relation: Any,
+    *,
+    full_refresh: bool,
+    extra_options: Mapping[str, str] | None = None,
 ) -> tuple[WriteResult, WriteOperation]:
     """Write the model, its columns reconciled with a continued table's; ``full_refresh``
-    recreates the table (restored if the write fails)."""
+    recreates the table (restored if the write fails). ``extra_options`` (checkpoints of
+    ``hudi_changes``) go to the commit's extraMetadata."""
     with table.recreate() if full_refresh else nullcontext(False) as recreated:
         continued = table.exists and not recreated
         operation = cfg.operation(table_exists=continued)
         options = cfg.write_options(
             table_name=str(relation.identifier), database=relation.schema, operation=operation
         )
+        options = {**options, **(extra_options or {})}
         if continued:
             df = _reconcile_columns(cfg, table, df, options)
         try:

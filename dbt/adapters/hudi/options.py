@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from dbt.adapters.hudi.guards import spark_config_problems
 from dbt.adapters.hudi.schema_change import mode_options, option_conflicts
 from engine import IS_DELETED_COLUMN
 from engine import config as hc
@@ -391,6 +392,7 @@ def parse_model_config(
     )
     _only_for(config, "compaction_delta_commits", "hudi_mor", materialization, problems)
     _check_file_format(config, problems)
+    problems.extend(spark_config_problems(materialization, config))
     raw = _hudi_options(config.get("hudi_options"), problems)
     if config.get("compaction_delta_commits") is None:
         # parsed above; hudi_options may set it when compaction_delta_commits is not given

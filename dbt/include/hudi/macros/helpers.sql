@@ -1,7 +1,8 @@
 {#
   The body every Hudi materialization shares. Logic lives in the adapter (Python); this macro
   only orders the steps:
-    1. stop unless the SparkSession is in this process, then validate the config (all errors)
+    1. stop unless the SparkSession is in this process, validate the config (all errors), then
+       the guards (dbt_hudi_guard): nothing is written by a run they refuse
     2. pre-hooks
     3. stage the model's SELECT as a temporary view
     4. adapter.hudi_write: checks columns, writes through the engine, commits, publishes
@@ -12,6 +13,7 @@
 {% macro dbt_hudi_materialize(materialization) %}
   {%- do adapter.hudi_require_session() -%}
   {%- do dbt_hudi_validate_config(materialization) -%}
+  {%- do dbt_hudi_guard(materialization) -%}
 
   {%- set target_relation = adapter.hudi_catalog_relation(this) -%}
   {%- set existing_relation = load_cached_relation(target_relation) -%}
@@ -20,7 +22,8 @@
 
   {{ dbt_hudi_run_hooks(pre_hooks) }}
 
-  {%- set source_view = dbt_hudi_stage_source(target_relation, compiled_code) -%}
+  {%- set sql = get_select_subquery(compiled_code) if config.get('contract').enforced else compiled_code -%}
+  {%- set source_view = dbt_hudi_stage_source(target_relation, sql) -%}
   {%- set result = adapter.hudi_write(target_relation, source_view.identifier, materialization,
                                       model.config, full_refresh) -%}
   {%- do dbt_hudi_drop_source(source_view) -%}
@@ -35,6 +38,38 @@
   {%- do persist_docs(target_relation, model) -%}
 
   {{ return({'relations': [target_relation]}) }}
+{% endmacro %}
+
+
+{#- What a run must pass before anything runs, pre-hooks included (any materialization that
+    writes a Hudi table calls it first): grants the platform cannot apply, a location holding
+    something other than a Hudi table (adapter.hudi_guard), an enforced contract that the
+    model's SELECT does not meet (dbt's own check and message). -#}
+{% macro dbt_hudi_guard(materialization, base_path=none) %}
+  {%- do adapter.hudi_guard(this, materialization, model.config, base_path) -%}
+  {%- if config.get('contract').enforced -%}
+    {%- do get_assert_columns_equivalent(compiled_code) -%}
+    {%- do dbt_hudi_warn_constraints() -%}
+  {%- endif -%}
+{% endmacro %}
+
+
+{#- A Hudi table keeps no constraints (as on dbt-spark, where they are not enforced either): say
+    so for each one the contract declares, rather than accept it silently. -#}
+{% macro dbt_hudi_warn_constraints() %}
+  {%- set declared = [] -%}
+  {%- for name, column in model['columns'].items() -%}
+    {%- for constraint in column.get('constraints', []) -%}
+      {%- do declared.append(constraint['type'] ~ ' on ' ~ name) -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {%- for constraint in model.get('constraints', []) -%}
+    {%- do declared.append(constraint['type'] ~ ' (' ~ (constraint.get('columns') or []) | join(', ') ~ ')') -%}
+  {%- endfor -%}
+  {%- if declared -%}
+    {%- do exceptions.warn("Model '" ~ model['name'] ~ "': constraints are not enforced on Hudi tables, "
+        ~ "the data is not checked against them: " ~ declared | join('; ')) -%}
+  {%- endif -%}
 {% endmacro %}
 
 

@@ -1,0 +1,68 @@
+"""Time travel only to instants whose files are still on storage.
+
+A time-travel query reads, for every file group, the file slice that was latest at the as-of
+instant. Once the cleaner has removed that slice (it retains only the slices recent commits
+need), listing storage would silently fall back to an older slice or drop the group: rows would
+be wrong without a word. So the planner checks first. The completed commits up to the as-of
+instant, archived ones included (layout 2 keeps their metadata in the LSM history), name the
+files each wrote; for every file group not replaced by then, the base file of its latest slice
+and the log files written onto it since must all exist. A missing one is a ``QueryError`` naming
+the as-of instant, the file and the instant that wrote it.
+"""
+
+from __future__ import annotations
+
+from engine.errors import QueryError
+from engine.fs.storage import Storage
+from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.timeline.instant import Instant
+from engine.timeline.timeline import Timeline
+
+__all__ = ["require_retained_files"]
+
+
+def _is_log(stat: HoodieWriteStat) -> bool:
+    name = (stat.path or "").rsplit("/", 1)[-1]
+    return name.startswith(".") and ".log." in name
+
+
+def _slice_files(
+    timeline: Timeline, as_of: str
+) -> dict[tuple[str, str], list[tuple[Instant, str]]]:
+    """(partition, file id) -> files of its latest slice as of ``as_of``, with their writers."""
+    files: dict[tuple[str, str], list[tuple[Instant, str]]] = {}
+    replaced: set[tuple[str, str]] = set()
+    for instant in timeline.commits_timeline():
+        if instant.instant_time > as_of:
+            break
+        metadata = timeline.read_commit_metadata(instant)
+        replaced |= metadata.replaced_file_ids()
+        for stats in metadata.partition_to_write_stats.values():
+            for stat in stats:
+                if not stat.path:
+                    continue
+                key = (stat.partition_path or "", stat.file_id)
+                if _is_log(stat):
+                    written = files.setdefault(key, [])
+                    if (instant, stat.path) not in written:
+                        written.append((instant, stat.path))
+                else:
+                    files[key] = [(instant, stat.path)]
+    return {k: v for k, v in files.items() if k not in replaced}
+
+
+def require_retained_files(storage: Storage, timeline: Timeline, as_of: str) -> None:
+    """Fail when the table as of ``as_of`` needs a file no longer on storage.
+
+    Raises:
+        QueryError: naming ``as_of``, the missing file and the instant that wrote it.
+    """
+    for group_files in _slice_files(timeline, as_of).values():
+        for instant, path in group_files:
+            if not storage.exists(path):
+                raise QueryError(
+                    f"Time travel to instant {as_of} needs {path}, written by instant "
+                    f"{instant.instant_time} ({instant.action.value}), which is no longer on "
+                    "storage: the cleaner removed that file slice. Query a later instant, or "
+                    "retain more commits (hoodie.cleaner.commits.retained) before cleaning."
+                )
