@@ -357,6 +357,7 @@ def _index(config: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
     return {"index_type": index_type, "buckets": buckets}
 
 
+# size: one step per model config key, every problem collected before any is raised
 def parse_model_config(
     model: str, materialization: str, config: Mapping[str, Any]
 ) -> HudiModelConfig:
