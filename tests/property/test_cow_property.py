@@ -4,7 +4,7 @@ Batches carry duplicate keys, out-of-order and null ordering values, ``_hoodie_i
 rows, deletes by key, and keys landing in new partitions. After every commit hudi-rs must read
 exactly the model's rows (data and commit times); after the last one ``read_hudi`` (Spark) must
 agree too. ``make test`` runs 40 sequences in table version 6 and 20 each in versions 8 and 9,
-``make test-long`` ten times as many.
+``make test-long`` ten times as many; a tenth of them again on the bucket index.
 """
 
 from __future__ import annotations
@@ -36,10 +36,11 @@ def run_sequence(
     batches: list[tuple[str, list[dict[str, Any]]]],
     version: str = "6",
     location: Callable[[str], str] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> None:
     payload = runner.versioned_payload(payload, version)
     with runner.scratch_table("cow-property-", location) as path:
-        options = runner.table_options(payload, version=version)
+        options = runner.table_options(payload, extra or {}, version=version)
         oracle = runner.model(payload)
         for operation, rows in batches:
             if operation == "delete" and not oracle.history:
@@ -63,3 +64,8 @@ def test_cow_random_sequences_hudi_rs_read_hudi_and_model_agree_1x(spark, group,
 @runner.sequence_groups(sequence, runner.SEQUENCES_S3)
 def test_cow_random_sequences_on_s3(spark, s3, group) -> None:  # type: ignore[no-untyped-def]
     runner.run_group(spark, group, partial(run_sequence, location=s3.table_uri))
+
+
+@runner.sequence_groups(sequence, runner.SEQUENCES_BUCKET)
+def test_cow_random_sequences_on_the_bucket_index(spark, group) -> None:  # type: ignore[no-untyped-def]
+    runner.run_group(spark, group, partial(run_sequence, extra=runner.BUCKET_INDEX))
