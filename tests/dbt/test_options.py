@@ -148,7 +148,7 @@ def test_format_base_file_filter_exact_names_escaped_and_empty() -> None:
 
 def test_index_type_and_buckets_become_the_bucket_index_options() -> None:
     cfg = parse_model_config(
-        "m", "hudi_mor", {"unique_key": "id", "index_type": "bucket", "buckets": 8}
+        "m", "hudi_mor", {"unique_key": "id", "index_type": "bucket", "num_buckets": 8}
     )
     opts = cfg.write_options(table_name="m", database=None, operation="upsert")
     assert opts["hoodie.index.type"] == "BUCKET"
@@ -163,10 +163,10 @@ def test_index_config_problems_are_reported() -> None:
             {
                 "unique_key": "id",
                 "index_type": "HASH",
-                "buckets": 0,
+                "num_buckets": 0,
                 "hudi_options": {"hoodie.bucket.index.num.buckets": 4},
             },
         )
     text = str(err.value)
     assert "index_type: 'HASH' is not one of SIMPLE, GLOBAL_SIMPLE, BUCKET" in text
-    assert "buckets: expected a positive integer, got 0" in text
+    assert "num_buckets: expected a positive integer, got 0" in text

@@ -17,7 +17,8 @@ Mapping (Hudi's own keys live in ``engine.config``)::
     overwrite_scope               -> partitions | table (hudi_insert_overwrite)
     on_schema_change              -> the schema evolution keys of schema_change.mode_options
     index_type                    -> hoodie.index.type: SIMPLE | GLOBAL_SIMPLE | BUCKET
-    buckets                       -> hoodie.bucket.index.num.buckets (index_type='BUCKET')
+    num_buckets                   -> hoodie.bucket.index.num.buckets (index_type='BUCKET'; not
+                                     dbt-spark's `buckets`, which is Spark bucketing)
     hudi_options (dict)           -> raw hoodie.* keys, parsed by engine.config
 """
 
@@ -283,7 +284,7 @@ def _conflicts(cfg: HudiModelConfig, problems: list[str]) -> None:
     if cfg.index_type:
         given[hc.INDEX_TYPE.key] = ("index_type", cfg.index_type)
     if cfg.buckets is not None:
-        given[hc.BUCKET_INDEX_NUM_BUCKETS.key] = ("buckets", str(cfg.buckets))
+        given[hc.BUCKET_INDEX_NUM_BUCKETS.key] = ("num_buckets", str(cfg.buckets))
     for key, raw in cfg.hudi_options.items():
         if key in given:
             config_key, value = given[key]
@@ -341,7 +342,7 @@ INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BUCKET")
 
 
 def _index(config: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
-    """``index_type`` (upper-cased) and ``buckets`` (only with ``index_type='BUCKET'``)."""
+    """``index_type`` (upper-cased) and ``num_buckets`` (only with ``index_type='BUCKET'``)."""
     raw = config.get("index_type")
     index_type = None
     if raw is not None:
@@ -350,10 +351,12 @@ def _index(config: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
         else:
             problems.append(f"index_type: {raw!r} is not one of {', '.join(INDEX_TYPES)}")
     buckets = None
-    if config.get("buckets") is not None:
-        buckets = _positive_int(config.get("buckets"), "buckets", 1, problems)
+    if config.get("num_buckets") is not None:
+        buckets = _positive_int(config.get("num_buckets"), "num_buckets", 1, problems)
         if index_type != "BUCKET":
-            problems.append(f"buckets: only applies with index_type='BUCKET', not {index_type!r}")
+            problems.append(
+                f"num_buckets: only applies with index_type='BUCKET', not {index_type!r}"
+            )
     return {"index_type": index_type, "buckets": buckets}
 
 
