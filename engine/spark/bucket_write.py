@@ -25,10 +25,10 @@ from engine.errors import RecordKeyError
 from engine.faults import checkpoint
 from engine.model.keygen import KeyGenSpec, invalid_record_key_message
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
-from engine.spark.jobs import BAD_KEY_COLUMN, run_job
+from engine.spark.jobs import BAD_KEY_COLUMN, current_task, run_job
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.bucket_index import BucketTargets, bucket_ids
-from engine.write.handles import TaskInfo, WriteContext
+from engine.write.handles import WriteContext
 
 __all__ = ["write_bucketed"]
 
@@ -73,10 +73,7 @@ def _write_task(
         table = pa.Table.from_batches(received)
         context = TaskContext.get()
         partition_id = context.partitionId() if context else 0
-        task = TaskInfo(
-            stage_id=context.stageId() if context else 0,
-            task_attempt_id=context.taskAttemptId() if context else 0,
-        )
+        task = current_task()
         groups = table.select([PARTITION_PATH_COLUMN, _BUCKET_COLUMN]).group_by(
             [PARTITION_PATH_COLUMN, _BUCKET_COLUMN]
         )

@@ -50,6 +50,7 @@ __all__ = [
     "BAD_KEY_COLUMN",
     "FILE_ID_COLUMN",
     "add_record_keys",
+    "current_task",
     "run_job",
     "write_buckets",
 ]
@@ -73,6 +74,15 @@ T = TypeVar("T")
 GroupWriter = Callable[
     [pa.Table, Bucket, WriteContext, TaskInfo], HoodieWriteStat | list[HoodieWriteStat]
 ]
+
+
+def current_task() -> TaskInfo:
+    """The Spark task attempt running this code (write tokens name it)."""
+    context = TaskContext.get()
+    return TaskInfo(
+        stage_id=context.stageId() if context else 0,
+        task_attempt_id=context.taskAttemptId() if context else 0,
+    )
 
 
 def run_job(action: Callable[[], T]) -> T:
@@ -344,11 +354,7 @@ def write_buckets(
         if not received:
             return
         table = pa.Table.from_batches(received)
-        context = TaskContext.get()
-        task = TaskInfo(
-            stage_id=context.stageId() if context else 0,
-            task_attempt_id=context.taskAttemptId() if context else 0,
-        )
+        task = current_task()
         slots = pc.unique(table[_SLOT_COLUMN]).to_pylist()
         stats: list[HoodieWriteStat] = []
         if None in slots:
