@@ -7,7 +7,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: install test test-long demo check bench java clean browser
+.PHONY: install test test-long demo demo-connect check bench java clean browser
 
 java:
 	@$(PYTHON) scripts/check_java.py
@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) scripts/check_java.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -e ".[dev,connect]"
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -41,6 +41,10 @@ test-long: $(STAMP) browser
 
 demo: $(STAMP)
 	$(PY) scripts/demo.py
+
+# the same through Spark Connect: a server from the installed pyspark, or SPARK_REMOTE's
+demo-connect: $(STAMP)
+	$(PY) scripts/demo.py --connect $(SPARK_REMOTE)
 
 # ruff (lint, C901 complexity bound), format, mypy strict, then the architecture test: no
 # import cycle, pyspark only at the Spark boundary, short functions, docs/architecture.md current

@@ -31,6 +31,7 @@ __all__ = [
     "parse_filter",
     "read_hudi",
     "read_table",
+    "register_data_source",
     "spark_table",
     "write_hudi",
 ]
@@ -55,6 +56,7 @@ _EXPORTS = {
     "spark_table": "engine.spark.api",
     "write_hudi": "engine.spark.api",
     "read_hudi": "engine.spark.api",
+    "register_data_source": "engine.spark",
 }
 
 
@@ -72,6 +74,7 @@ if TYPE_CHECKING:
     from engine.model.schema_evolution import SchemaChange, compare_schemas, deduce_writer_schema
     from engine.read.arrow import read_table
     from engine.read.filter import parse_filter
+    from engine.spark import register_data_source
     from engine.spark.api import read_hudi, spark_table, write_hudi
     from engine.spark.runner import SparkRunner
     from engine.spark.session import QUIET_LOG4J, get_spark

@@ -520,6 +520,22 @@ COMBINE_BEFORE_UPSERT = _option(
     True,
     "Precombine duplicate keys within an upsert batch.",
 )
+INSERT_DROP_DUPS = _option(
+    "hoodie.datasource.write.insert.drop.duplicates",
+    parse_bool,
+    False,
+    "Drop incoming records whose key is already stored: not implemented; true is refused.",
+)
+
+# --- index (engine.write.index, engine.write.global_index) -----------------------------------
+SIMPLE_INDEX_UPDATE_PARTITION_PATH = _option(
+    "hoodie.simple.index.update.partition.path",
+    parse_bool,
+    True,
+    "GLOBAL_SIMPLE: a key arriving with a new partition path is deleted from its old partition "
+    "and written to the new one; false updates it in place in its old partition.",
+)
+
 TIMESTAMP_TYPE = _optional(
     "hoodie.keygen.timebased.timestamp.type",
     choice("UNIX_TIMESTAMP", "EPOCHMILLISECONDS", "EPOCHMICROSECONDS", "DATE_STRING", "SCALAR"),
@@ -630,7 +646,8 @@ INDEX_TYPE = _option(
     choice("SIMPLE", "GLOBAL_SIMPLE", "BUCKET"),
     "SIMPLE",
     "How a write finds the file group of a stored key: SIMPLE joins the batch with the record "
-    "keys of the touched partitions' latest base files; BUCKET hashes the key to one of "
+    "keys of the touched partitions' latest base files; GLOBAL_SIMPLE with those of every "
+    "partition (a key is unique in the whole table); BUCKET hashes the key to one of "
     "hoodie.bucket.index.num.buckets file groups per partition (no lookup). Persisted in "
     "hoodie.properties when BUCKET.",
 )

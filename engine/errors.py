@@ -46,6 +46,11 @@ class RecordKeyError(HudiError):
     """A record key or partition value cannot be generated (null/empty key field)."""
 
 
+class NullOrderingValueError(HudiError):
+    """A record's ordering (precombine) value is null in a write that combines records (Hudi
+    refuses it: a payload cannot be ordered without it)."""
+
+
 class WriteConflictError(HudiError):
     """Another writer committed changes to the same file groups meanwhile."""
 

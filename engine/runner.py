@@ -78,8 +78,11 @@ class BatchProfile(Protocol):
         """Records, distinct keys and key range per touched partition."""
         ...
 
-    def locate(self, keyed: Any, *, existing_only: bool = False) -> LocatedRecords:
-        """``keyed`` tagged with the file group of each stored key (deletes: stored keys only)."""
+    def locate(
+        self, keyed: Any, *, existing_only: bool = False, key_prefix: str = ""
+    ) -> LocatedRecords:
+        """``keyed`` tagged with the file group of each stored key (deletes: stored keys only);
+        ``key_prefix`` goes in front of every record key (auto-generated keys)."""
         ...
 
     def release(self) -> None:
@@ -94,8 +97,17 @@ class Runner(Protocol):
         """Wrap the records given to a write (no job runs)."""
         ...
 
-    def key_records(self, batch: IncomingBatch, spec: KeyGenSpec, *, delete_records: bool) -> Any:
-        """The batch with record key and partition path; release with :meth:`release`."""
+    def key_records(
+        self,
+        batch: IncomingBatch,
+        spec: KeyGenSpec,
+        *,
+        delete_records: bool,
+        null_ordering: str | None = None,
+    ) -> Any:
+        """The batch with record key and partition path; release with :meth:`release`.
+        With ``null_ordering``, :meth:`locate` refuses a record whose value of that field is
+        null."""
         ...
 
     def locate(self, keyed: Any, spec: KeyGenSpec, source: IndexSource | None) -> BatchProfile:
@@ -103,6 +115,7 @@ class Runner(Protocol):
 
         Raises:
             RecordKeyError: a record key is null or empty (nothing has been written).
+            NullOrderingValueError: an ordering value :meth:`key_records` checks is null.
         """
         ...
 

@@ -65,10 +65,10 @@ _MUST_MATCH: tuple[tuple[config.ConfigOption[Any], config.ConfigOption[Any]], ..
     (config.TABLE_NAME, config.TABLE_NAME),
     (config.HIVE_STYLE_PARTITIONING, config.HIVE_STYLE_PARTITIONING),
     (config.URL_ENCODE_PARTITIONING, config.URL_ENCODE_PARTITIONING),
+    (config.CDC_SUPPLEMENTAL_LOGGING_MODE, config.CDC_SUPPLEMENTAL_LOGGING_MODE),
     (config.INDEX_TYPE, config.INDEX_TYPE),
     (config.BUCKET_INDEX_NUM_BUCKETS, config.BUCKET_INDEX_NUM_BUCKETS),
     (config.BUCKET_INDEX_HASH_FIELD, config.BUCKET_INDEX_HASH_FIELD),
-    (config.CDC_SUPPLEMENTAL_LOGGING_MODE, config.CDC_SUPPLEMENTAL_LOGGING_MODE),
 )
 # where --full-refresh keeps the previous table until the new one is committed
 BACKUP_SUFFIX = ".__dbt_hudi_previous"

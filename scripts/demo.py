@@ -6,16 +6,24 @@ own process, as a user would run it: the Derby metastore and the tables persist 
 Afterwards every table's timeline and row count are printed, read by the engine's Arrow reader
 and by hudi-rs (the independent reader) when it is installed.
 
-Everything is written under ``examples/target/demo/`` (removed at the start of each demo).
+Everything is written under ``examples/target/demo/`` (removed at the start of each demo), or
+under ``--work DIR``.
+
+``--connect sc://host:port`` runs both builds through that Spark Connect server (the profile's
+``connect`` target, ``SPARK_REMOTE``); ``--connect`` alone starts a server from the installed
+pyspark for the demo's duration (``make demo-connect``).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -36,13 +44,13 @@ def _dbt(args: list[str], project: Path, env: dict[str, str]) -> None:
     print(f"(dbt {args[0]} took {time.monotonic() - started:.0f}s)", flush=True)
 
 
-def _prepare() -> tuple[Path, dict[str, str]]:
-    shutil.rmtree(WORK, ignore_errors=True)
-    project = WORK / "project"
+def _prepare(work: Path) -> tuple[Path, dict[str, str]]:
+    shutil.rmtree(work, ignore_errors=True)
+    project = work / "project"
     shutil.copytree(
         EXAMPLES, project, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages")
     )
-    home = WORK / "home"
+    home = work / "home"
     home.mkdir(parents=True)
     env = dict(os.environ)
     env["DBT_HUDI_HOME"] = str(home)
@@ -96,19 +104,58 @@ def _versions() -> str:
     return ", ".join(f"{name} {version(name)}" for name in packages) + f"; {java_line}"
 
 
-def main() -> None:
+@contextmanager
+def _target(connect: str | None, work: Path, env: dict[str, str]) -> Iterator[str]:
+    """The profile target to build with: ``local``, or ``connect`` with ``SPARK_REMOTE`` set
+    (to the given server, or to one started here and stopped afterwards)."""
+    if connect is None:
+        env.pop("SPARK_REMOTE", None)
+        yield "local"
+        return
+    if connect != "start":
+        env["SPARK_REMOTE"] = connect
+        yield "connect"
+        return
+    from tests.cluster.launch import start_connect_server
+
+    server, url = start_connect_server(work / "connect-server")
+    print(f"Spark Connect server started at {url} (pid {server.proc.pid})")
+    try:
+        env["SPARK_REMOTE"] = url
+        yield "connect"
+    finally:
+        server.stop()
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--connect",
+        nargs="?",
+        const="start",
+        metavar="sc://HOST:PORT",
+        help="build through a Spark Connect server (started here when no URL is given)",
+    )
+    parser.add_argument("--work", type=Path, default=WORK, help="where everything is written")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parse(argv)
     sys.path.insert(0, str(REPO))
-    project, env = _prepare()
-    print(f"dbt-hudi demo in {WORK}")
+    work = args.work.resolve()
+    project, env = _prepare(work)
+    print(f"dbt-hudi demo in {work}")
     print(f"versions: {_versions()}")
 
-    print("\n#### run 1: day-1 seeds")
-    _dbt(["build"], project, env)
+    with _target(args.connect, work, env) as target:
+        print("\n#### run 1: day-1 seeds")
+        _dbt(["build", "--target", target], project, env)
 
-    print("\n#### run 2: day-2 seeds (updates, new rows, a deleted order)")
-    for changed in sorted((project / "changes").glob("*.csv")):
-        shutil.copy(changed, project / "seeds" / changed.name)
-    _dbt(["build"], project, env)
+        print("\n#### run 2: day-2 seeds (updates, new rows, a deleted order)")
+        for changed in sorted((project / "changes").glob("*.csv")):
+            shutil.copy(changed, project / "seeds" / changed.name)
+        _dbt(["build", "--target", target], project, env)
 
     print("\n#### the Hudi tables (customer_changes: fed only by the changes of customers)")
     for name in HUDI_MODELS:

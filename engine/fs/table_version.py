@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from engine import config
+from engine.config import TableType
 from engine.errors import ConfigError, QueryError
 
 __all__ = [
@@ -200,6 +201,8 @@ _MERGE_STRATEGY_IDS = {
     "COMMIT_TIME_ORDERING": "ce9acb64-bde0-424c-9b91-f6ebba25356d",
     "EVENT_TIME_ORDERING": "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
 }
+# HoodieRecordMerger.PAYLOAD_BASED_MERGE_STRATEGY_UUID: the payload class merges
+_PAYLOAD_BASED_STRATEGY_ID = "00000000-0000-0000-0000-000000000000"
 _KEYGEN_TYPE_OF_CLASS = {cls: kind for kind, cls in config.KEYGEN_TYPES.items()}
 
 
@@ -227,13 +230,15 @@ def versioned_properties(props: Mapping[str, str], version: int) -> dict[str, st
     if payload in _PARTIAL_MODES:
         if version == 9:
             return _partial_update_properties(out, payload)
-        raise ConfigError(
-            f"Payload class {payload!r} cannot be written in table version 8: Hudi 1.0 records "
-            f"it as {config.RECORD_MERGE_MODE.key}=CUSTOM with the payload class as the merger, "
-            "which hudi-rs refuses to merge (and a reader without Hudi's payload classes cannot "
-            "honour). Use table version 9, where Hudi 1.1 records it as a merge mode with "
-            f"{config.PARTIAL_UPDATE_MODE.key}={_IGNORE_DEFAULTS}, or version 6"
-        )
+        if _prop(out, config.TABLE_TYPE) is not TableType.COPY_ON_WRITE:
+            raise ConfigError(
+                f"Payload class {payload!r} cannot be written in a merge-on-read table of "
+                f"version 8: Hudi 1.0 records it as {config.RECORD_MERGE_MODE.key}=CUSTOM with "
+                "the payload class as the merger, and hudi-rs refuses to merge log records of "
+                "a CUSTOM merge mode. Use table version 9, where Hudi 1.1 records it as a merge "
+                f"mode with {config.PARTIAL_UPDATE_MODE.key}={_IGNORE_DEFAULTS}, or version 6"
+            )
+        return _custom_payload_properties(out, payload)
     mode = _MERGE_MODES.get(payload)
     if mode is None:
         raise ConfigError(
@@ -261,6 +266,18 @@ def versioned_properties(props: Mapping[str, str], version: int) -> dict[str, st
     return out
 
 
+def _custom_payload_properties(props: dict[str, str], payload: str) -> dict[str, str]:
+    """Version-8 copy-on-write properties of a partial-update payload, as Hudi 1.0 creates them
+    (``inferMergingConfigsForPreV9Table``): merge mode CUSTOM, the payload class, and the
+    payload-based merge strategy id. Readers only merge records of log files, which
+    copy-on-write has none of: base files hold the merged rows."""
+    out = versioned_properties({**props, config.PAYLOAD_CLASS.key: config.EVENT_TIME_PAYLOAD}, 8)
+    out[config.PAYLOAD_CLASS.key] = payload
+    out[config.RECORD_MERGE_MODE.key] = "CUSTOM"
+    out[config.RECORD_MERGE_STRATEGY_ID.key] = _PAYLOAD_BASED_STRATEGY_ID
+    return out
+
+
 def _partial_update_properties(props: dict[str, str], payload: str) -> dict[str, str]:
     """Version-9 properties of a partial-update payload, as Hudi 1.1 creates them
     (``HoodieTableConfig.inferMergingConfigsForV9TableCreation``): the merge mode and its
@@ -275,6 +292,19 @@ def _partial_update_properties(props: dict[str, str], payload: str) -> dict[str,
     return out
 
 
+def _copy_on_write_custom_payload(props: Mapping[str, str]) -> str | None:
+    """The partial-update payload of a version-8 copy-on-write table Hudi 1.0 (or this engine)
+    created with merge mode CUSTOM, else ``None`` (other CUSTOM tables stay refused)."""
+    payload = props.get(config.PAYLOAD_CLASS.key, "")
+    if (
+        _prop(props, config.RECORD_MERGE_MODE) == "CUSTOM"
+        and _prop(props, config.TABLE_TYPE) is TableType.COPY_ON_WRITE
+        and payload in _PARTIAL_MODES
+    ):
+        return payload
+    return None
+
+
 def write_view_of_properties(props: Mapping[str, str]) -> dict[str, str]:
     """Properties of any readable version in the version-6 spelling the writer works with:
     ordering field, payload class from the merge mode, partition fields without types.
@@ -285,7 +315,7 @@ def write_view_of_properties(props: Mapping[str, str]) -> dict[str, str]:
     out = dict(props)
     if _prop(props, config.TABLE_VERSION) < 8:
         return out
-    derived = effective_payload_class(props)  # raises for CUSTOM
+    derived = _copy_on_write_custom_payload(props) or effective_payload_class(props)
     # a persisted payload class (version 8, and tables this engine wrote) is the exact one
     out.setdefault(config.PAYLOAD_CLASS.key, derived)
     ordering = ordering_field(props)

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 from engine import config
 from engine.config import HoodieConfig
 from engine.errors import ConfigError, RecordKeyError
+from engine.model.auto_keys import keyless_keygen_class
 
 __all__ = [
     "DEFAULT_PARTITION_PATH",
@@ -95,6 +96,11 @@ class KeyGenSpec:
     def is_partitioned(self) -> bool:
         return self.kind != "non_partitioned" and bool(self.partition_fields)
 
+    @property
+    def auto_keys(self) -> bool:
+        """No record key field: the write generates its keys (:mod:`engine.model.auto_keys`)."""
+        return not self.record_key_fields
+
 
 def keygen_spec_from_config(cfg: HoodieConfig) -> KeyGenSpec:
     """Build the key generator from parsed options (table properties already merged in).
@@ -103,13 +109,13 @@ def keygen_spec_from_config(cfg: HoodieConfig) -> KeyGenSpec:
     table's persisted class), else inferred: no partition fields -> non-partitioned, several
     record key fields -> complex, else simple.
 
+    Without a record key field the keys are auto-generated and the generator only makes the
+    partition path; it is then inferred from the partition fields alone, as Hudi does.
+
     Raises:
-        ConfigError: the record key field is missing, or the timestamp-based generator lacks its
-            timestamp type or output format.
+        ConfigError: the timestamp-based generator lacks its timestamp type or output format.
     """
-    record_fields = cfg.get(config.RECORDKEY_FIELD) or cfg.get(config.RECORDKEY_FIELDS)
-    if not record_fields:
-        raise ConfigError(f"Missing required config {config.RECORDKEY_FIELD.key!r}")
+    record_fields = cfg.get(config.RECORDKEY_FIELD) or cfg.get(config.RECORDKEY_FIELDS) or ()
     # the write's partition fields, else the table's persisted ones
     partition_fields = cfg.get(config.PARTITIONPATH_FIELD) or cfg.get(config.PARTITION_FIELDS)
     class_name = (
@@ -118,6 +124,8 @@ def keygen_spec_from_config(cfg: HoodieConfig) -> KeyGenSpec:
         or cfg.get(config.KEYGENERATOR_CLASS)
         or _class_of_type(cfg.get(config.KEYGENERATOR_TYPE_TABLE))
     )
+    if class_name is None and not record_fields:
+        class_name = keyless_keygen_class(partition_fields)
     if class_name is None:
         if not partition_fields:
             class_name = config.NON_PARTITIONED_KEYGEN
@@ -250,6 +258,11 @@ def generate_record_keys(batch: pa.RecordBatch | pa.Table, spec: KeyGenSpec) -> 
             key is; the message names the field.
     """
     fields = spec.record_key_fields
+    if spec.auto_keys:
+        raise RecordKeyError(
+            "Auto-generated record keys are made by the runner from the Spark partition and "
+            "row of each record, not from the record's fields"
+        )
     if is_single_key(spec):
         text = _as_text(_column(batch, fields[0]))
         bad = pc.or_(pc.is_null(text), pc.fill_null(pc.equal(text, ""), False))

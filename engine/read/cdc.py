@@ -37,7 +37,8 @@ from engine.fs.filenames import (
     parse_base_file_name,
     partition_file_path,
 )
-from engine.fs.properties import read_properties
+from engine.fs.properties import METAFOLDER, read_properties
+from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
 from engine.io.logfile import HoodieLogBlockType, decode_cdc_data_block, read_log_blocks
 from engine.io.parquet import read_base_file
@@ -103,6 +104,11 @@ class CdcPlan:
     base_path: str
     mode: SupplementalLoggingMode
     splits: tuple[CdcSplit, ...] = field(default_factory=tuple)
+    s3: S3Settings | None = None  # how tasks reach a table on S3
+
+    @property
+    def storage(self) -> Storage:
+        return Storage(self.base_path, self.s3)
 
 
 def _require_cdc(storage: Storage) -> SupplementalLoggingMode:
@@ -121,6 +127,23 @@ def _require_cdc(storage: Storage) -> SupplementalLoggingMode:
         else (config.CDC_SUPPLEMENTAL_LOGGING_MODE.default)
     )
     return SupplementalLoggingMode(mode)
+
+
+def _require_active(storage: Storage, timeline: Timeline, begin: str) -> None:
+    """The range must start inside the active timeline: archived commits (and the files the
+    cleaner removed with them) cannot be read back, and a stream short of them would be wrong."""
+    first = timeline.first_commit_time()
+    if first is None or begin >= first:
+        return
+    folder = (
+        f"{METAFOLDER}/{read_properties(storage).get(config.ARCHIVELOG_FOLDER.key) or 'archived'}"
+    )
+    if any(e.name.startswith(".commits_.archive") for e in storage.list_dir(folder)):
+        raise QueryError(
+            f"CDC query from {begin} on the table at {storage.base_path}: commits before "
+            f"{first} were archived, so the changes since {begin} can no longer be read; "
+            f"start at {first} or later (or read the snapshot)"
+        )
 
 
 class _BaseFiles:
@@ -159,6 +182,7 @@ def plan_changes(storage: Storage, begin: str, end: str | None) -> CdcPlan:
     """The splits of a CDC query over ``(begin, end]`` (``end``: the latest commit)."""
     mode = _require_cdc(storage)
     timeline = Timeline.load(storage)
+    _require_active(storage, timeline, begin)
     files = _BaseFiles(storage)
     splits: list[CdcSplit] = []
     for instant in timeline.completed(_ACTIONS):
@@ -169,7 +193,7 @@ def plan_changes(storage: Storage, begin: str, end: str | None) -> CdcPlan:
         if metadata.operation_type not in _DATA_CHANGE_OPERATIONS:
             continue
         splits.extend(_instant_splits(instant, metadata, mode, files))
-    return CdcPlan(storage.base_path, mode, tuple(splits))
+    return CdcPlan(storage.base_path, mode, tuple(splits), storage.s3)
 
 
 def _instant_splits(

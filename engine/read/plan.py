@@ -349,6 +349,10 @@ def _plan_incremental(
     touched: set[tuple[str, str]] = set()
     for instant in in_range:
         touched |= timeline.read_commit_metadata(instant).file_ids_written()
+    if query.end is not None and end is not None:
+        require_retained_files(
+            storage, timeline, end, query="An incremental query ending at", file_groups=touched
+        )
     slices: list[FileSlice] = []
     if touched:
         view = FileSystemView(

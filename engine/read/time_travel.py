@@ -1,4 +1,5 @@
-"""Time travel only to instants whose files are still on storage.
+"""Time travel (and incremental queries with an end) only to instants whose files are still on
+storage.
 
 A time-travel query reads, for every file group, the file slice that was latest at the as-of
 instant. Once the cleaner has removed that slice (it retains only the slices recent commits
@@ -11,6 +12,8 @@ the as-of instant, the file and the instant that wrote it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection
 
 from engine.errors import QueryError
 from engine.fs.storage import Storage
@@ -37,11 +40,11 @@ def _slice_files(
             break
         metadata = timeline.read_commit_metadata(instant)
         replaced |= metadata.replaced_file_ids()
-        for stats in metadata.partition_to_write_stats.values():
+        for partition, stats in metadata.partition_to_write_stats.items():
             for stat in stats:
                 if not stat.path:
                     continue
-                key = (stat.partition_path or "", stat.file_id)
+                key = (partition, stat.file_id)
                 if _is_log(stat):
                     written = files.setdefault(key, [])
                     if (instant, stat.path) not in written:
@@ -51,17 +54,28 @@ def _slice_files(
     return {k: v for k, v in files.items() if k not in replaced}
 
 
-def require_retained_files(storage: Storage, timeline: Timeline, as_of: str) -> None:
-    """Fail when the table as of ``as_of`` needs a file no longer on storage.
+def require_retained_files(
+    storage: Storage,
+    timeline: Timeline,
+    as_of: str,
+    *,
+    query: str = "Time travel to",
+    file_groups: Collection[tuple[str, str]] | None = None,
+) -> None:
+    """Fail when the table as of ``as_of`` needs a file no longer on storage (time travel, and
+    incremental queries with an end instant: they read the slices as of their end, of the
+    ``file_groups`` their commits wrote).
 
     Raises:
         QueryError: naming ``as_of``, the missing file and the instant that wrote it.
     """
-    for group_files in _slice_files(timeline, as_of).values():
+    for group, group_files in _slice_files(timeline, as_of).items():
+        if file_groups is not None and group not in file_groups:
+            continue
         for instant, path in group_files:
             if not storage.exists(path):
                 raise QueryError(
-                    f"Time travel to instant {as_of} needs {path}, written by instant "
+                    f"{query} instant {as_of} needs {path}, written by instant "
                     f"{instant.instant_time} ({instant.action.value}), which is no longer on "
                     "storage: the cleaner removed that file slice. Query a later instant, or "
                     "retain more commits (hoodie.cleaner.commits.retained) before cleaning."

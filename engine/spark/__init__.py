@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["register"]
+__all__ = ["register", "register_data_source"]
 
 
 def register(spark: Any) -> None:
@@ -12,3 +12,6 @@ def register(spark: Any) -> None:
     from engine.spark.datasource import HudiDataSource
 
     spark.dataSource.register(HudiDataSource)
+
+
+register_data_source = register  # the public name (``engine.register_data_source``)

@@ -141,7 +141,7 @@ class HudiChangesReader(DataSourceReader):
         index: int | None = partition.value
         if index is None:
             return  # Spark reads one empty partition when the query has no splits
-        storage = Storage(self.plan.base_path)
+        storage = self.plan.storage
         rows = read_split(storage, self.plan.splits[index], self.plan.mode)
         yield from changes_table(rows).to_batches()
 

@@ -23,7 +23,7 @@ from pyspark import StorageLevel, TaskContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from engine.errors import HudiError, RecordKeyError, SchemaError
+from engine.errors import HudiError, NullOrderingValueError, RecordKeyError, SchemaError
 from engine.faults import checkpoint
 from engine.model.keygen import (
     DEFAULT_PARTITION_PATH,
@@ -49,6 +49,7 @@ from engine.write.handles import TaskInfo, WriteContext, write_file_group
 __all__ = [
     "BAD_KEY_COLUMN",
     "FILE_ID_COLUMN",
+    "NULL_ORDERING_COLUMN",
     "add_record_keys",
     "current_task",
     "run_job",
@@ -59,12 +60,15 @@ FILE_ID_COLUMN = "__file_id"
 _TARGET_COLUMN = "__target_file_id"
 _SLOT_COLUMN = "__slot"
 BAD_KEY_COLUMN = "__bad_key"
+NULL_ORDERING_COLUMN = "__null_ordering"
 _HASH_BUCKETS = 1_000_000
 _CASE_ROUTE_LIMIT = 64
 _MAX_WRITE_PARTITIONS = 2_000
-_TASK_ERROR = re.compile(r"(RecordKeyError|SchemaError|HudiError): (.+)")
+_ROW_BITS = 33  # monotonically_increasing_id: row number within the partition
+_TASK_ERROR = re.compile(r"(RecordKeyError|NullOrderingValueError|SchemaError|HudiError): (.+)")
 _ERRORS: dict[str, type[HudiError]] = {
     "RecordKeyError": RecordKeyError,
+    "NullOrderingValueError": NullOrderingValueError,
     "SchemaError": SchemaError,
     "HudiError": HudiError,
 }
@@ -120,12 +124,7 @@ def _expression_keys(df: DataFrame, spec: KeyGenSpec) -> tuple[Column, Column, C
         if types.get(name) not in _EXPRESSION_KEY_TYPES:
             return None
 
-    def text(name: str) -> Column:
-        return F.col(f"`{name}`").cast("string")
-
-    def missing(name: str) -> Column:
-        return text(name).isNull() | (text(name) == F.lit(""))
-
+    text, missing = _text, _missing
     fields = spec.record_key_fields
     if is_single_key(spec):
         key = text(fields[0])
@@ -144,15 +143,70 @@ def _expression_keys(df: DataFrame, spec: KeyGenSpec) -> tuple[Column, Column, C
         bad = missing(fields[0])
         for name in fields[1:]:
             bad = bad & missing(name)
-    if spec.is_partitioned:
-        segments = []
-        for name in spec.partition_fields:
-            value = F.when(missing(name), F.lit(DEFAULT_PARTITION_PATH)).otherwise(text(name))
-            segments.append(F.concat(F.lit(f"{name}="), value) if spec.hive_style else value)
-        path = segments[0] if len(segments) == 1 else F.concat_ws("/", *segments)
+    return key, _path_expression(spec), bad
+
+
+def _text(name: str) -> Column:
+    return F.col(f"`{name}`").cast("string")
+
+
+def _missing(name: str) -> Column:
+    return _text(name).isNull() | (_text(name) == F.lit(""))
+
+
+def _path_expression(spec: KeyGenSpec) -> Column:
+    """The partition path as a Spark expression (plain fields, no timestamp or url-encoding)."""
+    if not spec.is_partitioned:
+        return F.lit("")
+    segments = []
+    for name in spec.partition_fields:
+        value = F.when(_missing(name), F.lit(DEFAULT_PARTITION_PATH)).otherwise(_text(name))
+        segments.append(F.concat(F.lit(f"{name}="), value) if spec.hive_style else value)
+    return segments[0] if len(segments) == 1 else F.concat_ws("/", *segments)
+
+
+def _expression_paths(df: DataFrame, spec: KeyGenSpec) -> bool:
+    """Whether the partition path can be a Spark expression for ``df``."""
+    if spec.kind == "timestamp" or spec.url_encode:
+        return False
+    types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+    return all(types.get(name) in _EXPRESSION_KEY_TYPES for name in spec.partition_fields)
+
+
+def _auto_keyed(df: DataFrame, spec: KeyGenSpec) -> DataFrame:
+    """``df`` with auto-generated record keys (:mod:`engine.model.auto_keys`): the Spark
+    partition id and the row index in it, read off the arrival id (monotonically increasing:
+    partition id in the upper 31 bits, row number in the lower 33), as ``_<partition>_<row>``;
+    the instant time is put in front when the records are located. Persisted: a retried task
+    or a later job sees the same keys."""
+    arrival = F.col(ARRIVAL_COLUMN)
+    suffix = F.concat(
+        F.lit("_"),
+        F.shiftright(arrival, _ROW_BITS).cast("string"),
+        F.lit("_"),
+        arrival.bitwiseAND(F.lit((1 << _ROW_BITS) - 1)).cast("string"),
+    )
+    if _expression_paths(df, spec):
+        path = _path_expression(spec)
+        keyed = df.select("*", suffix.alias(RECORD_KEY_COLUMN), path.alias(PARTITION_PATH_COLUMN))
     else:
-        path = F.lit("")
-    return key, path, bad
+        out_struct = with_string_fields(df.schema, (PARTITION_PATH_COLUMN,))
+
+        def paths(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            for batch in batches:
+                yield pa.RecordBatch.from_arrays(
+                    [*batch.columns, generate_partition_paths(batch, spec)],
+                    names=[*batch.schema.names, PARTITION_PATH_COLUMN],
+                )
+
+        with_paths = df.mapInArrow(paths, out_struct)
+        keyed = with_paths.select(
+            *[F.col(f"`{c}`") for c in df.columns],
+            suffix.alias(RECORD_KEY_COLUMN),
+            F.col(PARTITION_PATH_COLUMN),
+        )
+    keyed = keyed.withColumn(BAD_KEY_COLUMN, F.lit(False))
+    return keyed.persist(StorageLevel.MEMORY_AND_DISK)
 
 
 # plan nodes a re-evaluation of the batch repeats cheaply and identically (scans of files,
@@ -229,12 +283,15 @@ def _evaluate_once(df: DataFrame) -> bool:
     )
 
 
-def add_record_keys(df: DataFrame, spec: KeyGenSpec, *, delete_records: bool) -> DataFrame:
+def add_record_keys(
+    df: DataFrame, spec: KeyGenSpec, *, delete_records: bool, null_ordering: str | None = None
+) -> DataFrame:
     """``df`` (meta columns dropped) plus record key, partition path and arrival order.
 
     Simple, complex and non-partitioned keys of string/integral/boolean/date fields are Spark
     expressions; other key generators run :mod:`engine.model.keygen` in ``mapInArrow``. A
-    ``__bad_key`` column flags null/empty keys for :func:`engine.spark.profile.profile_batch`.
+    ``__bad_key`` column flags null/empty keys for :func:`engine.spark.profile.profile_batch`,
+    and ``__null_ordering`` null values of the ``null_ordering`` field (writes that combine).
 
     Each Spark job of the write reads the batch again when that is a cheap scan giving the same
     rows every time; any other batch (a non-deterministic or costly plan, or ``mapInArrow`` key
@@ -245,7 +302,11 @@ def add_record_keys(df: DataFrame, spec: KeyGenSpec, *, delete_records: bool) ->
     extra = [F.monotonically_increasing_id().alias(ARRIVAL_COLUMN)]
     if delete_records:
         extra.append(F.lit(True).alias(DELETE_RECORD_COLUMN))
+    if null_ordering is not None:  # checked by the profile job, dropped before files are written
+        extra.append(F.col(f"`{null_ordering}`").isNull().alias(NULL_ORDERING_COLUMN))
     df = source.select("*", *extra)
+    if spec.auto_keys:
+        return _auto_keyed(df, spec)
     expressions = _expression_keys(df, spec)
     if expressions is not None:
         key, path, bad = expressions
@@ -346,7 +407,7 @@ def write_buckets(
     slot_of = dict(zip(file_ids, slot_values(len(file_ids), partitions), strict=True))
     bucket_of_slot = {slot_of[f]: plan.buckets[f] for f in file_ids}
     routed = _with_slots(_route(tagged, plan), slot_of).drop(
-        FILE_ID_COLUMN, BAD_KEY_COLUMN, _TARGET_COLUMN
+        FILE_ID_COLUMN, BAD_KEY_COLUMN, _TARGET_COLUMN, NULL_ORDERING_COLUMN
     )
 
     def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -197,7 +197,7 @@ def read_changes(spark: SparkSession, base_path: str, begin: str, end: str | Non
         return spark.createDataFrame([], schema)
 
     def read_splits(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        storage = Storage(base_path)
+        storage = plan.storage
         for batch in batches:
             for index in batch.column(0).to_pylist():
                 yield from changes_table(read_split(storage, splits[index], mode)).to_batches()

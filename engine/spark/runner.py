@@ -60,9 +60,17 @@ class SparkRunner:
         return SparkBatch(data)
 
     def key_records(
-        self, batch: IncomingBatch, spec: KeyGenSpec, *, delete_records: bool
+        self,
+        batch: IncomingBatch,
+        spec: KeyGenSpec,
+        *,
+        delete_records: bool,
+        null_ordering: str | None = None,
     ) -> DataFrame:
-        return jobs.add_record_keys(cast(SparkBatch, batch).df, spec, delete_records=delete_records)
+        df = cast(SparkBatch, batch).df
+        return jobs.add_record_keys(
+            df, spec, delete_records=delete_records, null_ordering=null_ordering
+        )
 
     def locate(
         self, keyed: DataFrame, spec: KeyGenSpec, source: IndexSource | None

@@ -4,14 +4,23 @@ dbt runs models in worker threads where ``SparkSession.getActiveSession()`` is `
 active session is thread-local), so the engine always goes through the builder's
 ``getOrCreate()``, which returns the process's existing session (and its temp views) when there
 is one, or a Spark Connect session when ``SPARK_REMOTE`` is set.
+
+A Spark Connect server fixes its static settings (``spark.sql.warehouse.dir``,
+``spark.driver.memory``, the catalog...) when it starts: asking a session for them again is
+refused, and pyspark warns on every attempt. :func:`get_spark` therefore tries each setting once
+per process, keeps sending the ones the server accepts, and warns once about those it refused
+with a value other than the server's.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
+import warnings
 from collections.abc import Mapping
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 QUIET_LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
@@ -29,12 +38,76 @@ LOCAL_DEFAULTS: Mapping[str, str] = {
 }
 
 
-def get_spark(conf: Mapping[str, str] | None = None) -> SparkSession:
-    """Return the process's SparkSession, creating it with ``conf`` if none exists yet."""
+# what a Spark Connect server refused to set (static settings), tried once per process
+_REFUSED_BY_SERVER: set[str] = set()
+_CONNECT_LOCK = threading.Lock()
+_STATIC_SETTING_ERRORS = ("CANNOT_MODIFY_STATIC_CONFIG", "CANNOT_MODIFY_CONFIG")
+
+
+def get_spark(conf: Mapping[str, str] | None = None, *, hive: bool = False) -> SparkSession:
+    """Return the process's SparkSession, creating it with ``conf`` if none exists yet.
+
+    ``hive`` asks for Hive support as dbt-spark does; over Spark Connect (``SPARK_REMOTE``,
+    ``spark.remote``) the server's catalog is the one there is, and only the settings the server
+    accepts at runtime are sent (see the module notes).
+    """
+    settings = dict(conf or {})
+    if is_connect(settings):
+        return _connect_session(settings)
     builder = SparkSession.builder
-    for key, value in (conf or {}).items():
+    if hive:
+        builder = builder.enableHiveSupport()
+    for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def is_connect(conf: Mapping[str, str] | None = None) -> bool:
+    """Whether the process's session is (or will be) a Spark Connect session."""
+    from pyspark.sql.utils import is_remote
+
+    return "spark.remote" in (conf or {}) or "SPARK_REMOTE" in os.environ or is_remote()
+
+
+def _connect_session(conf: Mapping[str, str]) -> SparkSession:
+    builder = SparkSession.builder
+    if "spark.remote" in conf:
+        builder = builder.remote(conf["spark.remote"])
+    spark = builder.getOrCreate()
+    with _CONNECT_LOCK:
+        refused = _set_runtime_settings(spark, conf)
+    if refused:
+        listed = "; ".join(
+            f"{key}={asked!r} (the server has {server!r})"
+            for key, (asked, server) in refused.items()
+        )
+        warnings.warn(
+            f"The Spark Connect server fixed these settings when it started, so they are not "
+            f"applied: {listed}. Set them where the server starts.",
+            stacklevel=3,
+        )
+    return spark
+
+
+def _set_runtime_settings(
+    spark: SparkSession, conf: Mapping[str, str]
+) -> dict[str, tuple[str, str | None]]:
+    """Set every setting the server has not refused before; those it refuses now whose value
+    differs from the server's, with the server's value."""
+    refused: dict[str, tuple[str, str | None]] = {}
+    for key, value in conf.items():
+        if key == "spark.remote" or key in _REFUSED_BY_SERVER:
+            continue
+        try:
+            spark.conf.set(key, value)
+        except AnalysisException as exc:
+            if exc.getCondition() not in _STATIC_SETTING_ERRORS:
+                raise
+            _REFUSED_BY_SERVER.add(key)
+            server_value = spark.conf.get(key, None)
+            if server_value != value:
+                refused[key] = (value, server_value)
+    return refused
 
 
 def local_session(

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from engine.errors import TimelineError
 from engine.fs.storage import Storage
+from engine.timeline.avro_metadata import NAMESPACE
 from engine.timeline.lsm_history import (
     DATA_FILE_RE,
     MANIFEST_PREFIX,
@@ -42,24 +43,20 @@ __all__ = ["LSMInstant", "append_history", "compact_and_clean"]
 LSM_INSTANT_VERSION = 1
 _SNAPSHOTS_KEPT = 3
 _MAX_COMPACTION_INPUT_BYTES = 1000 * 1024 * 1024
-_NAMESPACE = "org.apache.hudi.avro.model"
-
-
-def _nullable(name: str, type_: str) -> dict[str, object]:
-    return {"name": name, "type": ["null", type_], "default": None}
-
-
+_OPTIONAL_FIELDS = (
+    ("instantTime", "string"),
+    ("completionTime", "string"),
+    ("action", "string"),
+    ("metadata", "bytes"),
+    ("plan", "bytes"),
+)
 # HoodieLSMTimelineInstant.avsc: parquet-avro readers (Hudi's) project it from the footer
 AVRO_SCHEMA: dict[str, object] = {
     "type": "record",
     "name": "HoodieLSMTimelineInstant",
-    "namespace": _NAMESPACE,
+    "namespace": NAMESPACE,
     "fields": [
-        _nullable("instantTime", "string"),
-        _nullable("completionTime", "string"),
-        _nullable("action", "string"),
-        _nullable("metadata", "bytes"),
-        _nullable("plan", "bytes"),
+        *({"name": n, "type": ["null", t], "default": None} for n, t in _OPTIONAL_FIELDS),
         {"name": "version", "type": "int", "default": LSM_INSTANT_VERSION},
     ],
 }

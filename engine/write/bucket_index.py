@@ -38,11 +38,12 @@ import pyarrow.compute as pc
 
 from engine import config
 from engine.config import HoodieConfig, WriteOperation
-from engine.errors import ConfigError, HudiError, RecordKeyError
+from engine.errors import ConfigError, HudiError, NullOrderingValueError, RecordKeyError
 from engine.fs.properties import write_partition_metadata
 from engine.fs.storage import Storage
 from engine.fs.view import list_partition_paths
 from engine.model.keygen import KeyGenSpec
+from engine.model.ordering import naming_ordering_field
 from engine.runner import LocatedRecords
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
@@ -332,7 +333,9 @@ class BucketProfile:
 
     ranges: list[PartitionKeyRange] = field(default_factory=list)
 
-    def locate(self, keyed: object, *, existing_only: bool = False) -> LocatedRecords:
+    def locate(
+        self, keyed: object, *, existing_only: bool = False, key_prefix: str = ""
+    ) -> LocatedRecords:
         raise HudiError("A bucket-index write routes records by hash; nothing is located")
 
     def release(self) -> None:
@@ -345,7 +348,8 @@ class BucketProfile:
 def _write_bucketed(job: WriteJob, action: Action) -> list[HoodieWriteStat]:
     """The data phase of a bucket-index write: plan the buckets, one job writes them.
 
-    A null or empty key fails the job's map stage, before any file is written: the requested
+    A null or empty key (or a null ordering value where the write combines) fails the job's map
+    stage, before any file is written: the requested
     instant is then deleted as if it never was (no rollback instant is needed for nothing).
     """
     batch = job.batch
@@ -355,8 +359,11 @@ def _write_bucketed(job: WriteJob, action: Action) -> list[HoodieWriteStat]:
     )
     job.start_inflight(action, None)
     try:
-        return job.data_runner.write_bucketed(batch.keyed, targets, job.write_context(), batch.spec)
-    except RecordKeyError:
+        with naming_ordering_field(batch.merge_spec.ordering_field, job.storage.base_path):
+            return job.data_runner.write_bucketed(
+                batch.keyed, targets, job.write_context(), batch.spec
+            )
+    except (RecordKeyError, NullOrderingValueError):
         delete_instant_files(job.storage, job.instant_time, action)
         raise
 

@@ -53,8 +53,9 @@ def new_table_properties(cfg: HoodieConfig, keygen_class: str, schema: str) -> d
         config.TABLE_VERSION.key: "6",
         config.TIMELINE_LAYOUT_VERSION.key: "1",
     }
-    record_fields: tuple[str, ...] = cfg.require(config.RECORDKEY_FIELD)
-    props[config.RECORDKEY_FIELDS.key] = ",".join(record_fields)
+    record_fields = cfg.get(config.RECORDKEY_FIELD)
+    if record_fields:  # auto-generated keys persist no record key fields
+        props[config.RECORDKEY_FIELDS.key] = ",".join(record_fields)
     database = cfg.get(config.DATABASE_NAME)
     if database:
         props[config.DATABASE_NAME.key] = database
@@ -88,12 +89,12 @@ def new_table_properties(cfg: HoodieConfig, keygen_class: str, schema: str) -> d
             value = cfg.get(ts_option)
             if value:
                 props[ts_option.key] = config.format_value(value)
-    props.update(bucket_index_properties(cfg))
     if cfg.get(config.TABLE_CDC_ENABLED):
         props[config.TABLE_CDC_ENABLED.key] = "true"
         props[config.CDC_SUPPLEMENTAL_LOGGING_MODE.key] = cfg.get(
             config.CDC_SUPPLEMENTAL_LOGGING_MODE
         )
+    props.update(bucket_index_properties(cfg))
     props[config.CREATE_SCHEMA.key] = schema
     version = cfg.get(config.WRITE_TABLE_VERSION)
     return versioned_properties(

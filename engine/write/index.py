@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from engine.fs.filenames import partition_file_path
 from engine.fs.storage import Storage
-from engine.fs.view import FileSlice, FileSystemView
+from engine.fs.view import FileSlice, FileSystemView, list_partition_paths
 from engine.io.parquet import read_base_file, read_record_key_range
 from engine.model.schema import RECORD_KEY_COLUMN
 from engine.timeline.timeline import Timeline
@@ -129,10 +129,23 @@ def sized_base_file(view: FileSystemView, file_slice: FileSlice) -> SizedBaseFil
 
 @dataclass(frozen=True)
 class IndexSource:
-    """The table state an index lookup reads (picklable: it travels to Spark tasks)."""
+    """The table state an index lookup reads (picklable: it travels to Spark tasks).
+
+    Attributes:
+        global_index: Keys are looked up in every partition (GLOBAL_SIMPLE,
+            :mod:`engine.write.global_index`), not only in the record's own.
+        update_partition_path: Global index: a key arriving in a new partition moves there
+            (else it is updated in its old partition).
+    """
 
     storage: Storage
     timeline: Timeline
+    global_index: bool = False
+    update_partition_path: bool = True
+
+    def all_partitions(self) -> list[str]:
+        """Every partition of the table (a global lookup reads them all)."""
+        return list(list_partition_paths(self.storage))
 
 
 @dataclass

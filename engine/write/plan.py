@@ -102,7 +102,11 @@ class WriteJob:
     def locate(self) -> LocatedRecords:
         """The batch tagged with its file groups (deletes keep only stored keys)."""
         deleting = self.operation == WriteOperation.DELETE
-        return self.batch.profile.locate(self.batch.keyed, existing_only=deleting)
+        # auto-generated keys are <instant_time>_<partition>_<row>: the instant is known now
+        prefix = self.instant_time if self.batch.spec.auto_keys else ""
+        return self.batch.profile.locate(
+            self.batch.keyed, existing_only=deleting, key_prefix=prefix
+        )
 
     def write_context(self, operation: WriteOperation | None = None) -> WriteContext:
         """The tasks' snapshot; ``operation`` overrides the handles' operation (replace writes

@@ -23,7 +23,7 @@ that differs between copy-on-write, merge-on-read, insert overwrite and delete p
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -32,8 +32,10 @@ from engine.config import HoodieConfig, TableType, WriteOperation
 from engine.errors import ConfigError, HudiError, TableNotFoundError
 from engine.faults import checkpoint
 from engine.fs.storage import Storage
+from engine.model.auto_keys import check_auto_keys, write_operation
 from engine.model.keygen import keygen_spec_from_config
 from engine.model.merge import MergeSpec
+from engine.model.ordering import naming_ordering_field, null_ordering_checked
 from engine.runner import BatchProfile, Runner
 from engine.services.heartbeat import Heartbeat, is_write_alive
 from engine.services.inline import run_table_services, validate_service_options
@@ -53,7 +55,7 @@ from engine.write.commit_schema import commit_schema
 from engine.write.conflict import check_write_conflicts, rollback_on_error
 from engine.write.copy_on_write import CopyOnWriteWrite
 from engine.write.create_table import create_table, new_table_properties, take_over_metadata_table
-from engine.write.index import IndexSource
+from engine.write.global_index import check_index_options, index_source
 from engine.write.merge_on_read import MergeOnReadWrite
 from engine.write.plan import PreparedRecords, WriteJob
 from engine.write.replace import (
@@ -135,7 +137,7 @@ class WriteTransaction:
         self.cfg = cfg
         self.props = props
         self._runner = runner
-        self.operation = cfg.get(config.OPERATION)
+        self.operation = write_operation(cfg)  # keyless writes default to bulk_insert
         self.table_type = (
             cfg.get(config.TABLE_TYPE) if props is not None else cfg.get(config.WRITE_TABLE_TYPE)
         )
@@ -205,6 +207,7 @@ class WriteTransaction:
         return self._prepare_records(data)
 
     def _check_options(self) -> None:
+        check_auto_keys(self.cfg, self.operation, self.props, self.storage.base_path)
         if self.props is not None and self.cfg.get(config.POPULATE_META_FIELDS) is False:
             raise ConfigError(
                 f"Table at {self.storage.base_path} has {config.POPULATE_META_FIELDS.key}=false; "
@@ -225,6 +228,8 @@ class WriteTransaction:
                 f"{config.INDEX_TYPE.key}=BUCKET: {self.operation} is not implemented on the "
                 "bucket index (its new file groups would not be named by bucket)"
             )
+        payload = self.cfg.get(config.WRITE_PAYLOAD_CLASS) or self.cfg.get(config.PAYLOAD_CLASS)
+        check_index_options(self.cfg, str(payload))
 
     def _prepare_records(self, data: Any) -> tuple[PreparedRecords, str]:
         runner, cfg = self.runner, self.cfg
@@ -241,11 +246,12 @@ class WriteTransaction:
         for name in (*spec.record_key_fields, *spec.partition_fields):
             if name not in incoming.columns:
                 raise ConfigError(f"Key field {name!r} is not a column of the data")
-        keyed = runner.key_records(incoming, spec, delete_records=deleting)
+        checked = null_ordering_checked(cfg, self.operation, ordering)
+        keyed = runner.key_records(incoming, spec, delete_records=deleting, null_ordering=checked)
         try:
             timeline = Timeline.load(self.storage) if self.props is not None else None
             source = (
-                IndexSource(self.storage, timeline)
+                index_source(self.storage, timeline, cfg)
                 if timeline is not None and self.operation.looks_up_keys
                 else None
             )
@@ -254,7 +260,8 @@ class WriteTransaction:
                 profile: BatchProfile = BucketProfile()
                 source = None
             else:
-                profile = runner.locate(keyed, spec, source)  # RecordKeyError before any write
+                with naming_ordering_field(ordering, self.storage.base_path):
+                    profile = runner.locate(keyed, spec, source)  # key/ordering errors: no write
             records = PreparedRecords(
                 keyed, profile, spec, MergeSpec(str(payload), ordering), source
             )
@@ -305,7 +312,7 @@ class WriteTransaction:
         ):
             return
         records.profile.release()
-        records.source = IndexSource(self.storage, started.timeline)
+        records.source = replace(source, timeline=started.timeline)
         records.profile = self.runner.locate(records.keyed, records.spec, records.source)
 
     # ---- commit: conflict check, completed instant ------------------------------------------

@@ -69,22 +69,28 @@ def _overlaps(results: dict[str, list[dict[str, Any]]]) -> int:
 def test_two_writers_same_and_disjoint_partitions_lose_and_duplicate_nothing(
     spark: Any, tmp_path: Path
 ) -> None:
-    path = tmp_path / "t"
+    run_two_writers(spark, str(tmp_path / "t"), tmp_path, ROUNDS, OPTIONS)
+
+
+def run_two_writers(
+    spark: Any, path: str, tmp_path: Path, rounds: int, options: dict[str, str]
+) -> None:
+    """Two writer processes, ``rounds`` upserts each, on the table at ``path`` (local or S3)."""
     initial = _initial_rows()
-    write_hudi(spark.createDataFrame(initial, SCHEMA), str(path), OPTIONS)
+    write_hudi(spark.createDataFrame(initial, SCHEMA), path, options)
     go = tmp_path / "go"
     procs = {}
     specs = {}
     for name in WRITERS:
         specs[name] = {
-            "table": str(path),
+            "table": path,
             "work": str(tmp_path / f"spark-{name}"),
             "name": name,
-            "rounds": ROUNDS,
+            "rounds": rounds,
             "go": str(go),
             "ready": str(tmp_path / f"ready-{name}"),
             "results": str(tmp_path / f"results-{name}.json"),
-            "options": OPTIONS,
+            "options": options,
         }
         procs[name] = _start(specs[name], tmp_path / f"writer-{name}.log")
     deadline = time.monotonic() + 300
@@ -101,13 +107,13 @@ def test_two_writers_same_and_disjoint_partitions_lose_and_duplicate_nothing(
     results = {n: json.loads(Path(s["results"]).read_text()) for n, s in specs.items()}
     committed: list[tuple[str, list[list[Any]]]] = []
     for name, entries in results.items():
-        assert len(entries) == ROUNDS
+        assert len(entries) == rounds
         for entry in entries:
             assert "instant" in entry, f"writer {name} round {entry['round']} never committed"
             if entry["kind"] == "disjoint":
                 assert not entry["conflicts"], entry["conflicts"]
             committed.append((entry["instant"], entry["rows"]))
-    assert len({t for t, _ in committed}) == 2 * ROUNDS  # one instant per committed write
+    assert len({t for t, _ in committed}) == 2 * rounds  # one instant per committed write
     assert _overlaps(results) > 0, "the writers never ran at the same time"
 
     expected: Rows = {r[0]: (r[1], r[2], r[3]) for r in initial}
@@ -116,9 +122,9 @@ def test_two_writers_same_and_disjoint_partitions_lose_and_duplicate_nothing(
             expected[rid] = (dt, ts, v)
     assert_reads(spark, path, expected, "two concurrent writers")
 
-    storage = Storage(str(path))
+    storage = Storage(path)
     assert not Timeline.load(storage).pending(), "pending instants left"
-    clean(storage, parse_options(OPTIONS))
+    clean(storage, parse_options(options))
     assert_no_orphans(path)
     conflicts = sum(len(e["conflicts"]) for entries in results.values() for e in entries)
-    print(f"\n[concurrency] {2 * ROUNDS} commits, {conflicts} conflicts retried")
+    print(f"\n[concurrency] {2 * rounds} commits, {conflicts} conflicts retried")

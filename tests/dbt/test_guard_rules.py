@@ -65,13 +65,18 @@ def test_parse_model_config_reports_spark_configs_with_the_other_problems() -> N
         parse_model_config(
             "orders",
             "hudi_upsert",
-            {"unique_key": "id", "payload": "newest", "tblproperties": {"a": "b"}, "buckets": 2},
+            {
+                "unique_key": "id",
+                "payload": "newest",
+                "tblproperties": {"a": "b"},
+                "sql_header": "x",
+            },
         )
     assert len(e.value.problems) == 3
     text = str(e.value)
     assert "'newest'" in text
     assert "tblproperties: {'a': 'b'} is not applied by hudi_upsert" in text
-    assert "buckets: 2 is not applied by hudi_upsert" in text
+    assert "sql_header: 'x' is not applied by hudi_upsert" in text
 
 
 def test_grants_refused_only_when_the_platform_has_no_grant() -> None:

@@ -27,7 +27,8 @@ UPSERT_SQL = """
 select id, name, amount, region, updated_at from {{{{ ref('orders_seed') }}}}
 """
 MOR_SQL = """
-{{{{ config(materialized='hudi_mor', unique_key='id', partition_by='region'{extra}) }}}}
+{{{{ config(materialized='hudi_mor', unique_key='id', partition_by='region',
+            precombine_key='updated_at'{extra}) }}}}
 select id, name, amount, region, updated_at from {{{{ ref('orders_seed') }}}}
 """
 OVERWRITE_SQL = """
@@ -152,8 +153,7 @@ class TestGuards:
         changes = {
             "orders.sql": _model(
                 "orders",
-                ", incremental_strategy='append', merge_update_columns=['name'],"
-                " clustered_by='id', buckets=4",
+                ", incremental_strategy='append', merge_update_columns=['name'], clustered_by='id'",
             ),
             "orders_mor.sql": _model(
                 "orders_mor", ", options={'type': 'mor'}, tblproperties={'a': 'b'}"
@@ -165,7 +165,6 @@ class TestGuards:
             "incremental_strategy: 'append' is not applied by hudi_upsert",
             "merge_update_columns: ['name'] is not applied by hudi_upsert",
             "clustered_by: 'id' is not applied by hudi_upsert",
-            "buckets: 4 is not applied by hudi_upsert",
             "options: {'type': 'mor'} is not applied by hudi_mor",
             "tblproperties: {'a': 'b'} is not applied by hudi_mor",
             "incremental_strategy: 'merge' is not applied by hudi_insert_overwrite",

@@ -1,5 +1,6 @@
 """hudi_changes(): a downstream model fed only by an upstream Hudi model's changes, over four
-runs (inserts; updates and deletes; a downstream run killed before its commit; the rerun).
+runs (inserts; updates and deletes; a downstream run killed before its commit; the rerun, with
+a record upserted again unchanged upstream, which is no change downstream).
 
 After every run the downstream table equals a full recompute from the upstream snapshot, and
 its checkpoint (extraMetadata of its commits) names the upstream instant it consumed up to: a run
@@ -32,6 +33,7 @@ SEEDS = [
 4,dave,40.0,us,2,false
 """,
     """id,name,amount,region,updated_at,_hoodie_is_deleted
+1,alice,11.5,eu,2,false
 3,carol,31.0,eu,3,false
 5,erin,50.0,eu,3,false
 4,dave,40.0,us,3,true
@@ -110,6 +112,7 @@ class TestHudiChanges:
         assert spark_rows(spark, f"select * from {schema}.big_orders", COLUMNS) == expected
         assert hudi_rs_rows(downstream, COLUMNS) == expected
         assert checkpoints(downstream)[-1] == latest_commit(upstream)
+        written = dict(hudi_rs_rows(downstream, ["id", "_hoodie_commit_time"]))
 
         # run 3: the upstream commits, the downstream write dies before its commit point
         seed_file.write_text(SEEDS[2])
@@ -135,3 +138,5 @@ class TestHudiChanges:
         assert hudi_rs_rows(downstream, COLUMNS) == expected
         assert checkpoints(downstream)[-1] == latest_commit(upstream)
         assert len(checkpoints(downstream)) == 3
+        # alice was upserted again unchanged upstream: not a change, not rewritten downstream
+        assert dict(hudi_rs_rows(downstream, ["id", "_hoodie_commit_time"]))[1] == written[1]

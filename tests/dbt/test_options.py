@@ -148,7 +148,7 @@ def test_format_base_file_filter_exact_names_escaped_and_empty() -> None:
 
 def test_index_type_and_buckets_become_the_bucket_index_options() -> None:
     cfg = parse_model_config(
-        "m", "hudi_mor", {"unique_key": "id", "index_type": "bucket", "num_buckets": 8}
+        "m", "hudi_mor", {"unique_key": "id", "index_type": "bucket", "buckets": 8}
     )
     opts = cfg.write_options(table_name="m", database=None, operation="upsert")
     assert opts["hoodie.index.type"] == "BUCKET"
@@ -163,10 +163,58 @@ def test_index_config_problems_are_reported() -> None:
             {
                 "unique_key": "id",
                 "index_type": "HASH",
-                "num_buckets": 0,
+                "buckets": 0,
                 "hudi_options": {"hoodie.bucket.index.num.buckets": 4},
             },
         )
     text = str(err.value)
     assert "index_type: 'HASH' is not one of SIMPLE, GLOBAL_SIMPLE, BUCKET" in text
-    assert "num_buckets: expected a positive integer, got 0" in text
+    assert "buckets: expected a positive integer, got 0" in text
+
+
+def test_insert_overwrite_needs_no_unique_key_upsert_and_mor_do() -> None:
+    """Without unique_key an insert overwrite writes auto-generated record keys (no record key
+    option); hudi_upsert and hudi_mor still refuse at compile time."""
+    cfg = parse_model_config("agg", "hudi_insert_overwrite", {"partition_by": "day"})
+    opts = cfg.write_options(table_name="agg", database=None, operation="insert_overwrite")
+    assert "hoodie.datasource.write.recordkey.field" not in opts
+    assert opts["hoodie.datasource.write.partitionpath.field"] == "day"
+    for materialization in ("hudi_upsert", "hudi_mor"):
+        with pytest.raises(ModelConfigError, match="unique_key: required"):
+            parse_model_config("agg", materialization, {"partition_by": "day"})
+
+
+def test_partitioned_upsert_and_mor_default_to_the_global_index_explicit_index_wins() -> None:
+    """dbt's unique_key is unique in the table: partitioned upsert/MOR models look keys up in
+    every partition and move a key whose partition changes; Hudi's SIMPLE stays the engine
+    default, and a model that names an index (or turns the move off) keeps it."""
+    for materialization in ("hudi_upsert", "hudi_mor"):
+        cfg = parse_model_config("m", materialization, {"unique_key": "id", "partition_by": "p"})
+        opts = cfg.write_options(table_name="m", database=None, operation="upsert")
+        assert opts[hc.INDEX_TYPE.key] == "GLOBAL_SIMPLE"
+        assert opts[hc.SIMPLE_INDEX_UPDATE_PARTITION_PATH.key] == "true"
+    flat = parse_model_config("m", "hudi_upsert", {"unique_key": "id"})
+    assert hc.INDEX_TYPE.key not in flat.write_options(
+        table_name="m", database=None, operation="upsert"
+    )
+    for extra in (
+        {"hudi_options": {hc.INDEX_TYPE.key: "SIMPLE"}},
+        {"payload": "event_time", "precombine_key": "ts"},
+    ):
+        cfg = parse_model_config(
+            "m", "hudi_upsert", {"unique_key": "id", "partition_by": "p", **extra}
+        )
+        opts = cfg.write_options(table_name="m", database=None, operation="upsert")
+        assert opts.get(hc.INDEX_TYPE.key, "SIMPLE") == "SIMPLE", extra
+    in_place = parse_model_config(
+        "m",
+        "hudi_upsert",
+        {
+            "unique_key": "id",
+            "partition_by": "p",
+            "hudi_options": {hc.SIMPLE_INDEX_UPDATE_PARTITION_PATH.key: "false"},
+        },
+    )
+    opts = in_place.write_options(table_name="m", database=None, operation="upsert")
+    assert opts[hc.INDEX_TYPE.key] == "GLOBAL_SIMPLE"
+    assert opts[hc.SIMPLE_INDEX_UPDATE_PARTITION_PATH.key] == "false"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import pyarrow.fs as pafs
 
 from engine.faults import FAULT_COUNTER_ENV, FAULT_PID_ENV, FAULT_POINT_ENV
 from engine.fs.filenames import is_base_file, is_log_file, parse_base_file_name, parse_log_file_name
@@ -98,7 +100,7 @@ def _as_rows(records: list[dict[str, Any]], source: str) -> Rows:
     return out
 
 
-def assert_reads(spark: Any, path: Path, expected: Rows, context: str) -> None:
+def assert_reads(spark: Any, path: Path | str, expected: Rows, context: str) -> None:
     """hudi-rs and read_hudi both return exactly ``expected``."""
     from engine import read_hudi
 
@@ -108,16 +110,30 @@ def assert_reads(spark: Any, path: Path, expected: Rows, context: str) -> None:
     assert ours == expected, f"read_hudi after {context}"
 
 
-def completed_writes(path: Path) -> set[str]:
+def copy_table(source: str, target: str) -> None:
+    """Copy every file of the table at ``source`` to ``target`` (a fresh base path, local or on
+    an object store)."""
+    src, dst = Storage(source), Storage(target)
+    if not src.is_object_store and not dst.is_object_store:
+        shutil.copytree(src.root, dst.root)
+        return
+    selector = pafs.FileSelector(src.root, recursive=True)
+    for info in src.fs.get_file_info(selector):
+        if info.type == pafs.FileType.File:
+            rel = info.path[len(src.root) + 1 :]
+            dst.write_bytes(rel, src.read_bytes(rel))
+
+
+def completed_writes(path: Path | str) -> set[str]:
     return {i.instant_time for i in Timeline.load(Storage(str(path))).commits_timeline()}
 
 
-def pending_writes(path: Path) -> list[str]:
+def pending_writes(path: Path | str) -> list[str]:
     timeline = Timeline.load(Storage(str(path)))
     return [i.instant_time for i in timeline.pending([Action.COMMIT, Action.DELTA_COMMIT])]
 
 
-def uncommit(path: Path, instant_time: str) -> None:
+def uncommit(path: Path | str, instant_time: str) -> None:
     """Make a completed write look like one killed just before its commit: markers back, the
     completed instant file gone (requested and inflight stay)."""
     storage = Storage(str(path))
@@ -135,7 +151,7 @@ def uncommit(path: Path, instant_time: str) -> None:
 # ---- leftovers --------------------------------------------------------------------------------
 
 
-def assert_no_orphans(path: Path) -> None:
+def assert_no_orphans(path: Path | str) -> None:
     """No pending instant, no file of an uncommitted instant, no log block of one that no
     rollback command block covers, no marker directory of an uncompleted instant."""
     storage = Storage(str(path))

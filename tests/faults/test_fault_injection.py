@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ import pytest
 from engine import write_hudi
 from engine.config import parse_options
 from engine.fs.storage import Storage
+from engine.fs.view import list_partition_paths
 from engine.services.clean import clean
 from engine.services.compaction import schedule_compaction
 from engine.timeline.timeline import Timeline
@@ -32,6 +34,7 @@ from tests.faults.harness import (
     assert_no_orphans,
     assert_reads,
     completed_writes,
+    copy_table,
     pending_writes,
     run_writer,
     uncommit,
@@ -79,32 +82,40 @@ def _keys(ids: list[int], ts: int, tag: str, day: str | None = None) -> list[Row
 
 @dataclass
 class Baseline:
-    path: Path
+    path: str
     rows: Rows
     options: dict[str, str]
 
 
-def _build(spark: Any, path: Path, options: dict[str, str], batches: list[list[Row]]) -> Baseline:
+def _build(spark: Any, path: str, options: dict[str, str], batches: list[list[Row]]) -> Baseline:
     rows: Rows = {}
     for batch in batches:
-        write_hudi(spark.createDataFrame(batch, SCHEMA), str(path), options)
+        write_hudi(spark.createDataFrame(batch, SCHEMA), path, options)
         rows = _apply(rows, batch)
     return Baseline(path, rows, options)
+
+
+def build_baselines(spark: Any, location: Callable[[str], str]) -> dict[str, Baseline]:
+    """The copy-on-write and merge-on-read tables every chain starts from a copy of."""
+    cow = _build(
+        spark,
+        location("cow"),
+        BASE,
+        [_keys(list(range(8)), 1, "a"), _keys([0, 1], 2, "b"), _keys([2, 3], 3, "c")],
+    )
+    mor = _build(
+        spark,
+        location("mor"),
+        {**BASE, **MOR},
+        [_keys(list(range(8)), 1, "a"), _keys([0, 1], 2, "b")],
+    )
+    return {"cow": cow, "mor": mor}
 
 
 @pytest.fixture(scope="module")
 def baselines(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Baseline]:
     root = tmp_path_factory.mktemp("fault-baselines")
-    cow = _build(
-        spark,
-        root / "cow",
-        BASE,
-        [_keys(list(range(8)), 1, "a"), _keys([0, 1], 2, "b"), _keys([2, 3], 3, "c")],
-    )
-    mor = _build(
-        spark, root / "mor", {**BASE, **MOR}, [_keys(list(range(8)), 1, "a"), _keys([0, 1], 2, "b")]
-    )
-    return {"cow": cow, "mor": mor}
+    return build_baselines(spark, lambda name: str(root / name))
 
 
 @dataclass
@@ -246,33 +257,50 @@ def _service_step(kind: str) -> dict[str, Any]:
     return {"kind": kind, "options": SERVICES}
 
 
-def _assert_torn_file_planned(path: Path) -> None:
+def _assert_torn_file_planned(path: str) -> None:
     """The file a kill tore mid-write is named by its marker, so its rollback deletes it with
-    every other file of the failed write."""
+    every other file of the failed write (on an object store no torn object exists)."""
     [failed] = pending_writes(path)
-    storage = Storage(str(path))
+    storage = Storage(path)
     instant = Timeline.load(storage).get(failed)
     assert instant is not None
     plan = plan_rollback(storage, instant)
     planned = sorted(f for f in plan.files_to_delete if f.endswith(f"_{failed}.parquet"))
-    on_disk = sorted(str(p.relative_to(path)) for p in path.rglob(f"*_{failed}.parquet"))
+    on_disk = sorted(
+        f"{partition}/{e.name}" if partition else e.name
+        for partition, entries in list_partition_paths(storage).items()
+        for e in entries
+        if e.name.endswith(f"_{failed}.parquet")
+    )
     # every base file the failed write left (finished ones of earlier tasks included) is planned
-    assert planned == on_disk and planned, plan
+    assert planned == on_disk, plan
+    if storage.is_object_store:
+        # an object appears whole when its writer closes it: the torn file is not there at all
+        assert all(storage.read_bytes(f)[-4:] == b"PAR1" for f in planned), planned
+        return
     # and among them the one the kill tore (no footer yet)
-    assert any((path / f).read_bytes()[-4:] != b"PAR1" for f in planned), planned
+    assert planned and any(storage.read_bytes(f)[-4:] != b"PAR1" for f in planned), planned
 
 
-def _run_chain(
-    spark: Any, baselines: dict[str, Baseline], root: pytest.TempPathFactory, chain: Chain
+def run_chain(
+    spark: Any,
+    baselines: dict[str, Baseline],
+    root: pytest.TempPathFactory,
+    chain: Chain,
+    location: Callable[[str], str] | None = None,
 ) -> list[str]:
-    """Run ``chain`` (once per session) and judge every state it leaves; the kills it hit."""
-    if chain.name not in _KILLS:
+    """Run ``chain`` (once per session and storage) and judge every state it leaves; the kills
+    it hit. Its table is a copy of the baseline in a temporary folder, or at ``location(name)``
+    when given (a table on the S3 server)."""
+    key = f"{chain.name}@{'local' if location is None else 'located'}"
+    if key not in _KILLS:
         chain_dir = root.mktemp(chain.name)
+        path = location(chain.name) if location is not None else str(chain_dir / "t")
         try:
-            _KILLS[chain.name] = _kill_and_recover(spark, baselines, chain_dir, chain)
+            _KILLS[key] = _kill_and_recover(spark, baselines, chain_dir, chain, path)
         finally:
             shutil.rmtree(chain_dir / "work", ignore_errors=True)
-    return _KILLS[chain.name]
+    return _KILLS[key]
 
 
 @pytest.mark.parametrize("chain", CHAINS, ids=lambda c: c.name)
@@ -282,26 +310,25 @@ def test_fault_injection_kill_then_recover_reads_last_commit(
     tmp_path_factory: pytest.TempPathFactory,
     chain: Chain,
 ) -> None:
-    _run_chain(spark, baselines, tmp_path_factory, chain)
+    run_chain(spark, baselines, tmp_path_factory, chain)
 
 
 def _kill_and_recover(
-    spark: Any, baselines: dict[str, Baseline], chain_dir: Path, chain: Chain
+    spark: Any, baselines: dict[str, Baseline], chain_dir: Path, chain: Chain, path: str
 ) -> list[str]:
     kills: list[str] = []
     base = baselines[chain.table]
-    path = chain_dir / "t"
-    shutil.copytree(base.path, path)
+    copy_table(base.path, path)
     work = chain_dir / "work"
     committed = dict(base.rows)
     context = f"{chain.name} (seed {SEED})"
 
     if chain.prepare == "uncommit":
         extra = _keys([3, 6], 4, "u")
-        t = write_hudi(spark.createDataFrame(extra, SCHEMA), str(path), base.options).instant_time
+        t = write_hudi(spark.createDataFrame(extra, SCHEMA), path, base.options).instant_time
         uncommit(path, t)
     elif chain.prepare == "schedule_compaction":
-        assert schedule_compaction(Storage(str(path)), parse_options({}), force=True)
+        assert schedule_compaction(Storage(path), parse_options({}), force=True)
     assert_reads(spark, path, committed, f"{context}: prepared")
 
     if chain.writer_point is not None:
@@ -331,12 +358,12 @@ def _kill_and_recover(
     leftovers = set(pending_writes(path))
     following = _keys([0], 9, "next") + _keys([10], 9, "next")
     result = write_hudi(
-        spark.createDataFrame(following, SCHEMA), str(path), {**base.options, **SERVICES}
+        spark.createDataFrame(following, SCHEMA), path, {**base.options, **SERVICES}
     )
     assert leftovers <= set(result.rolled_back), f"{context}: {leftovers} not rolled back"
     committed = _apply(committed, following)
     assert_reads(spark, path, committed, f"{context}: next write")
-    storage = Storage(str(path))
+    storage = Storage(path)
     clean(storage, parse_options(SERVICES))
     assert_no_orphans(path)
     assert_reads(spark, path, committed, f"{context}: clean after recovery")
@@ -349,6 +376,6 @@ def test_fault_injection_kill_count_meets_target(
     """Kills that happened over every chain (a chain not run yet by its own test runs here, so
     the count does not depend on which tests ran before)."""
     target = MIN_LONG_KILLS if LONG else 10
-    kills = [k for chain in CHAINS for k in _run_chain(spark, baselines, tmp_path_factory, chain)]
+    kills = [k for chain in CHAINS for k in run_chain(spark, baselines, tmp_path_factory, chain)]
     print(f"\n[faults] {len(kills)} kill points hit (seed {SEED}): {', '.join(kills)}")
     assert len(kills) >= target, kills

@@ -4,13 +4,10 @@ every reader, and what cleaning and rollback do with ``.cdc`` files."""
 
 from __future__ import annotations
 
-import io
 import json
-import struct
 from pathlib import Path
 from typing import Any
 
-import fastavro
 import pytest
 
 from engine import read_hudi, write_hudi
@@ -19,6 +16,7 @@ from engine.read.arrow import read_table
 from tests.hudi_rs import hudi_rs_rows
 from tests.integration.metafolder import instant_metadata, table_properties, write_stats
 from tests.keyed_table import SCHEMA, write_options
+from tests.unit.test_append import avro_records, parse_blocks
 
 pytestmark = pytest.mark.spark
 
@@ -58,40 +56,9 @@ def cdc_files(path: Path) -> list[Path]:
 def decode_cdc_file(data: bytes) -> list[tuple[int, dict[int, str], list[dict[str, Any]]]]:
     """Blocks of a log file as (type, header, records): framing read by hand, records by
     fastavro with the block's SCHEMA header (independent of the engine's decoder)."""
-    blocks = []
-    pos = 0
-    while pos < len(data):
-        assert data[pos : pos + 6] == b"#HUDI#"
-        (block_length,) = struct.unpack_from(">q", data, pos + 6)
-        end = pos + 14 + block_length
-        version, block_type = struct.unpack_from(">ii", data, pos + 14)
-        assert version == 1
-        p = pos + 22
-        header: dict[int, str] = {}
-        (count,) = struct.unpack_from(">i", data, p)
-        p += 4
-        for _ in range(count):
-            key, n = struct.unpack_from(">ii", data, p)
-            header[key] = data[p + 8 : p + 8 + n].decode("utf-8")
-            p += 8 + n
-        (content_length,) = struct.unpack_from(">q", data, p)
-        content = data[p + 8 : p + 8 + content_length]
-        content_version, n_records = struct.unpack_from(">ii", content, 0)
-        assert content_version == 3
-        schema = fastavro.parse_schema(json.loads(header[2]))
-        records, q = [], 8
-        for _ in range(n_records):
-            (size,) = struct.unpack_from(">i", content, q)
-            records.append(
-                fastavro.schemaless_reader(io.BytesIO(content[q + 4 : q + 4 + size]), schema)
-            )
-            q += 4 + size
-        assert q == len(content)
-        (reverse,) = struct.unpack_from(">q", data, end - 8)
-        assert reverse == block_length + 6
-        blocks.append((block_type, header, records))
-        pos = end
-    return blocks
+    blocks = parse_blocks(data)
+    assert all(b["version"] == 1 and b["reverse_ok"] and b["footer_count"] == 0 for b in blocks)
+    return [(b["type"], b["header"], avro_records(b)) for b in blocks]
 
 
 def changes(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -253,7 +220,13 @@ def test_clean_and_rollback_remove_cdc_files(spark, tmp_path, monkeypatch) -> No
     import engine.write.transaction
 
     path = tmp_path / "t"
-    options = opts(**{"hoodie.cleaner.commits.retained": "1"})
+    options = opts(
+        **{
+            "hoodie.cleaner.commits.retained": "1",
+            "hoodie.keep.min.commits": "2",
+            "hoodie.keep.max.commits": "3",
+        }
+    )
     write_hudi(
         spark.createDataFrame([("k1", "p", 1, "a"), ("k2", "p", 1, "b")], SCHEMA),
         str(path),
@@ -281,6 +254,17 @@ def test_clean_and_rollback_remove_cdc_files(spark, tmp_path, monkeypatch) -> No
         file_id, instant = f.name[1:].split(".log.")[0].rsplit("_", 1)
         assert any(n.startswith(file_id) and n.endswith(f"_{instant}.parquet") for n in names)
     assert sorted((r["id"], r["v"]) for r in hudi_rs_rows(str(path))) == [("k1", "a5"), ("k2", "b")]
+    # archived commits cannot be read back: a range reaching before them fails, naming the start
+    assert any((path / ".hoodie" / "archived").iterdir())
+    with pytest.raises(QueryError, match=r"were archived"):
+        read_table(str(path), {**CDC_QUERY, "hoodie.datasource.read.begin.instanttime": "000"})
+    active = sorted(p.name.split(".")[0] for p in (path / ".hoodie").glob("*.commit"))
+    rows = read_table(
+        str(path), {**CDC_QUERY, "hoodie.datasource.read.begin.instanttime": active[0]}
+    )
+    assert changes(rows.to_pylist()) == [
+        ("u", active[-1], ("k1", "p", 4, "a4"), ("k1", "p", 5, "a5"))
+    ]
 
 
 def test_cdc_query_through_the_command(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -20,11 +20,17 @@ from tests.interop.test_services_clean_archive import write_rounds
 
 pytestmark = [pytest.mark.interop, pytest.mark.spark]
 
-ARCHIVING = {
-    "hoodie.archive.automatic": "true",
-    "hoodie.keep.min.commits": "2",
-    "hoodie.keep.max.commits": "3",
-}
+
+def archiving(version: str, more: dict[str, str]) -> dict[str, Any]:
+    """Options of a table in ``version`` archived beyond three commits, and ``more``."""
+    return {
+        **service_options("svc"),
+        "hoodie.archive.automatic": "true",
+        "hoodie.keep.min.commits": "2",
+        "hoodie.keep.max.commits": "3",
+        "hoodie.write.table.version": version,
+        **more,
+    }
 
 
 def ours(path: Path, options: dict[str, str] | None = None) -> dict[str, str]:
@@ -44,13 +50,9 @@ def test_version_9_cow_archives_into_history_and_cleaned_instants_are_named(
     spark: Any, tmp_path: Path
 ) -> None:
     path = tmp_path / "t"
-    options = {
-        **service_options("svc"),
-        **ARCHIVING,
-        "hoodie.write.table.version": "9",
-        "hoodie.clean.automatic": "true",
-        "hoodie.cleaner.commits.retained": "1",
-    }
+    options = archiving(
+        "9", {"hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": "1"}
+    )
     history = write_rounds(spark, path, 6, options)
     timeline = Timeline.load(Storage(str(path)))
     active = [i.instant_time for i in timeline.commits_timeline()]
@@ -67,6 +69,17 @@ def test_version_9_cow_archives_into_history_and_cleaned_instants_are_named(
     # the cleaner kept only the latest slices: time travel into archived instants is refused
     with pytest.raises(QueryError, match=f"Time travel to instant {archived[0]} needs"):
         read_table(str(path), {"as.of.instant": archived[0]})
+    # so is an incremental query ending there: it would read the slices of that instant
+    first_done = timeline.with_history().completion_times()[archived[0]]
+    with pytest.raises(QueryError, match=f"An incremental query ending at instant {archived[0]}"):
+        read_table(
+            str(path),
+            {
+                "hoodie.datasource.query.type": "incremental",
+                "hoodie.datasource.read.begin.instanttime": "0",
+                "hoodie.datasource.read.end.instanttime": first_done,
+            },
+        )
     # incremental queries start before the active timeline: the archived commits are in range
     incremental = read_table(
         str(path),
@@ -83,14 +96,14 @@ def test_version_8_mor_archived_instants_read_by_time_travel_and_incremental(
     spark: Any, tmp_path: Path
 ) -> None:
     path = tmp_path / "t"
-    options = {
-        **service_options("svc"),
-        **ARCHIVING,
-        "hoodie.write.table.version": "8",
-        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
-        "hoodie.compact.inline": "true",
-        "hoodie.compact.inline.max.delta.commits": "3",
-    }
+    options = archiving(
+        "8",
+        {
+            "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+            "hoodie.compact.inline": "true",
+            "hoodie.compact.inline.max.delta.commits": "3",
+        },
+    )
     history = write_rounds(spark, path, 6, options)
     timeline = Timeline.load(Storage(str(path)))
     active = {i.instant_time for i in timeline.commits_timeline()}

@@ -5,7 +5,9 @@ tables in version 9 as a merge mode (event-time, commit-time) with
 ``hoodie.table.partial.update.mode=IGNORE_DEFAULTS`` and the class as the legacy payload class;
 hudi-rs merges such log records field by field, so both readers must fill an update's null
 fields from the stored row, before and after compaction. Hudi 1.0 (version 8) records them as
-merge mode CUSTOM, which hudi-rs refuses: the write is refused with the reason and the way out.
+merge mode CUSTOM with the payload class: hudi-rs reads such a copy-on-write table (its base
+files hold merged rows) but refuses to merge its log records, so a merge-on-read table of
+version 8 is refused with the reason and the way out.
 """
 
 from __future__ import annotations
@@ -85,7 +87,25 @@ def test_version_9_partial_update_tables_read_alike_by_hudi_rs_and_us(
         assert _rows(ro) == expected
 
 
-def test_version_8_partial_update_is_refused_naming_the_reason(spark: Any, tmp_path: Path) -> None:
+def test_version_8_copy_on_write_partial_update_is_written_as_hudi_1_0_does(
+    spark: Any, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "t")
+    options = _options(config.PARTIAL_UPDATE_PAYLOAD, "COPY_ON_WRITE", "8")
+    for rows in WRITES:
+        write_hudi(spark.createDataFrame(rows, SCHEMA), path, options)
+    props = read_properties(Storage(path))
+    assert props[config.RECORD_MERGE_MODE.key] == "CUSTOM"
+    assert props[config.PAYLOAD_CLASS.key] == config.PARTIAL_UPDATE_PAYLOAD
+    assert props[config.RECORD_MERGE_STRATEGY_ID.key] == "00000000-0000-0000-0000-000000000000"
+    expected = EXPECTED[config.PARTIAL_UPDATE_PAYLOAD]
+    assert _rows(hudi_rs_rows(path)) == expected
+    assert _rows(read_table(path).to_pylist()) == expected
+
+
+def test_version_8_merge_on_read_partial_update_is_refused_naming_the_reason(
+    spark: Any, tmp_path: Path
+) -> None:
     path = tmp_path / "t"
     options = _options(config.PARTIAL_UPDATE_PAYLOAD, "MERGE_ON_READ", "8")
     with pytest.raises(ConfigError, match=r"CUSTOM.*hudi-rs.*table version 9"):

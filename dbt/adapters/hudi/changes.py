@@ -11,7 +11,8 @@ What the view holds (the upstream's data columns, plus ``change_op`` and ``chang
 
     first run / --full-refresh   the upstream snapshot as of its latest instant, change_op 'i'
     upstream with CDC            the CDC query (checkpoint, latest]: the after image of 'i'/'u',
-                                 the before image of 'd'
+                                 the before image of 'd'; an update whose data is unchanged
+                                 (a record upserted again as it was) is left out
     upstream without CDC         the incremental query (checkpoint, latest], change_op 'u'
                                  (no deletes: the table kept no change log)
 
@@ -91,10 +92,19 @@ def changes_frame(
     query[hoodie.QUERY_INCREMENTAL_FORMAT.key] = "cdc"
     cdc = read_hudi(spark, upstream_path, query)
     image_schema = snapshot.select(*data).schema
-    image = F.from_json(F.coalesce(F.col("after"), F.col("before")), image_schema)
-    frame = cdc.select(
-        image.alias("image"), F.col("op").alias(CHANGE_OP), F.col("ts_ms").alias(CHANGE_INSTANT)
-    ).select(*[F.col(f"image.{c}").alias(c) for c in data], CHANGE_OP, CHANGE_INSTANT)
+    before = F.from_json(F.col("before"), image_schema)
+    after = F.from_json(F.col("after"), image_schema)
+    # a record upserted again with the same values is an update to Hudi, not a change here
+    rewritten = (F.col("op") == "u") & (before == after)
+    frame = (
+        cdc.where(~rewritten)
+        .select(
+            F.coalesce(after, before).alias("image"),
+            F.col("op").alias(CHANGE_OP),
+            F.col("ts_ms").alias(CHANGE_INSTANT),
+        )
+        .select(*[F.col(f"image.{c}").alias(c) for c in data], CHANGE_OP, CHANGE_INSTANT)
+    )
     return _latest_per_record(frame, upstream)
 
 

@@ -4,14 +4,27 @@ Everything dbt-spark connects with keeps working (``method: session``, ``thrift`
 ``odbc``, and Spark Connect through ``session`` with ``SPARK_REMOTE``); a Hudi write additionally
 needs the SparkSession to live in the dbt process, which only ``session`` provides.
 
+Opening a ``session`` connection registers the engine's ``hudi`` data source in the session,
+so hooks, run-operations and ``dbt show`` can read any Hudi table by path
+(``CREATE TEMPORARY VIEW v USING hudi OPTIONS (path '...')``, ``spark.read.format("hudi")``).
+
 Before a statement runs, the connection registers the snapshot views of the merge-on-read Hudi
 models the statement names (see ``relation.py``), so SQL rendered in one process and run in a
-fresh one (``dbt run -s downstream_only``) reads the latest committed snapshot.
+fresh one (``dbt run -s downstream_only``) reads the latest committed snapshot; and it
+re-registers the views of the Hudi sources it names (``sources.py``), so each statement reads
+the snapshot committed when it starts.
+
+With ``method: session`` every statement finds its session through the adapter's
+``publish.get_session``, as dbt-spark's cursor does, except that over Spark Connect the
+server's static settings (its catalog, warehouse, memory) are not asked for again on every
+statement: pyspark would warn each time.
 """
 
 from __future__ import annotations
 
 import re
+import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,8 +36,25 @@ from dbt.adapters.spark.connections import (
 )
 
 from dbt.adapters.hudi.relation import SNAPSHOT_VIEW_PREFIX
+from dbt.adapters.hudi.sources import SOURCE_VIEW_PREFIX
 
 _SNAPSHOT_VIEW_RE = re.compile(rf"`({re.escape(SNAPSHOT_VIEW_PREFIX)}[^`]+)`")
+_SOURCE_VIEW_RE = re.compile(rf"`({re.escape(SOURCE_VIEW_PREFIX)}[^`]+)`")
+# sessions the data source is registered in (a registration lasts as long as its session)
+_REGISTERED: weakref.WeakSet[Any] = weakref.WeakSet()
+_REGISTER_LOCK = threading.Lock()
+
+
+def register_data_source(server_side_parameters: dict[str, str] | None) -> None:
+    """Register the engine's ``hudi`` data source in the process's session, once per session."""
+    from dbt.adapters.hudi.publish import get_session
+    from engine import register_data_source as register
+
+    spark = get_session(server_side_parameters)
+    with _REGISTER_LOCK:
+        if spark not in _REGISTERED:
+            register(spark)
+            _REGISTERED.add(spark)
 
 
 @dataclass
@@ -56,12 +86,29 @@ class HudiConnectionManager(SparkConnectionManager):
 
     TYPE = "hudi"
 
+    @classmethod
+    def open(cls, connection: Connection) -> Connection:
+        opened: Connection = super().open(connection)
+        credentials = opened.credentials
+        if isinstance(credentials, HudiCredentials) and credentials.has_session:
+            from dbt.adapters.hudi.session_cursor import HudiSessionConnection, session_handle
+
+            if not isinstance(getattr(opened.handle, "handle", None), HudiSessionConnection):
+                opened.handle = session_handle(credentials.server_side_parameters)
+            register_data_source(credentials.server_side_parameters)
+        return opened
+
     def add_query(self, sql: str, *args: Any, **kwargs: Any) -> tuple[Connection, Any]:
         names = set(_SNAPSHOT_VIEW_RE.findall(sql)) if SNAPSHOT_VIEW_PREFIX in sql else set()
-        if names:
+        sources = set(_SOURCE_VIEW_RE.findall(sql)) if SOURCE_VIEW_PREFIX in sql else set()
+        if names or sources:
             credentials = self.get_thread_connection().credentials
             if isinstance(credentials, HudiCredentials) and credentials.has_session:
-                from dbt.adapters.hudi.publish import ensure_snapshot_views
+                from dbt.adapters.hudi.publish import ensure_snapshot_views, get_session
+                from dbt.adapters.hudi.sources import register_source_views
 
                 ensure_snapshot_views(sorted(names), credentials.server_side_parameters)
+                if sources:
+                    spark = get_session(credentials.server_side_parameters)
+                    register_source_views(spark, sorted(sources))
         return super().add_query(sql, *args, **kwargs)

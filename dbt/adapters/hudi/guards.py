@@ -67,10 +67,12 @@ SPARK_CONFIGS: Mapping[str, SparkConfigRule] = {
         "every commit); Hudi's table configs go in hudi_options",
     ),
     "clustered_by": SparkConfigRule(
-        "refused", "Spark bucketing does not apply: Hudi's index decides the file groups"
+        "refused",
+        "Spark bucketing by columns does not apply: Hudi's index decides the file groups "
+        "(index_type='BUCKET' with buckets=N hashes the record key)",
     ),
     "buckets": SparkConfigRule(
-        "refused", "Spark bucketing does not apply: Hudi's index decides the file groups"
+        "mapped", "with index_type='BUCKET': file groups per partition of the bucket index"
     ),
     "merge_update_columns": SparkConfigRule(
         "refused",
@@ -101,17 +103,23 @@ SPARK_CONFIGS: Mapping[str, SparkConfigRule] = {
 }
 
 
-class GuardError(ConfigError):
-    """A model cannot run as configured; nothing has been written."""
+class ModelProblems(ConfigError):
+    """A model cannot run: ``problems`` lists each reason, all reported at once."""
 
-    def __init__(self, model: str, materialization: str, problems: Sequence[str]) -> None:
+    def __init__(self, model: str, headline: str, problems: Sequence[str]) -> None:
         self.model = model
         self.problems = list(problems)
         lines = "\n".join(f"  - {p}" for p in self.problems)
-        super().__init__(
-            f"{materialization} model '{model}' was not run, nothing was written "
-            f"({len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}):\n{lines}"
-        )
+        count = len(self.problems)
+        super().__init__(f"{headline} ({count} problem{'s' if count != 1 else ''}):\n{lines}")
+
+
+class GuardError(ModelProblems):
+    """A model cannot run as configured; nothing has been written."""
+
+    def __init__(self, model: str, materialization: str, problems: Sequence[str]) -> None:
+        headline = f"{materialization} model '{model}' was not run, nothing was written"
+        super().__init__(model, headline, problems)
 
 
 def _is_set(value: Any) -> bool:

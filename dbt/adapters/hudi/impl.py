@@ -206,12 +206,14 @@ class HudiAdapter(SparkAdapter):
         materialization: str,
         config: Mapping[str, Any],
         full_refresh: bool = False,
+        operation: str | None = None,
     ) -> dict[str, Any]:
         """Write the rows of temporary view ``source_view`` to the model's Hudi table.
 
         Validates first (config, then the SELECT's columns), so bad input leaves the table
         untouched; ``full_refresh`` recreates the table and restores the old one if the write
-        fails.
+        fails; ``operation`` replaces the materialization's operation on a continued table
+        (``file_format='hudi'`` models, see ``spark_compat.py``).
         """
         started = time.monotonic()
         cfg = self._parse(relation, materialization, config)
@@ -231,12 +233,66 @@ class HudiAdapter(SparkAdapter):
 
         checkpoints = take_checkpoints((str(relation.schema), str(relation.identifier)))
         result, operation = _write(
-            table, df, cfg, relation, full_refresh=full_refresh, extra_options=checkpoints
+            table,
+            df,
+            cfg,
+            relation,
+            full_refresh=full_refresh,
+            extra_options=checkpoints,
+            operation=operation,
         )
         published = self._publish(relation, base_path, cfg.table_type)
         summary = _summary(result, operation, published, time.monotonic() - started)
         logger.debug(f"hudi_write {relation}: {summary}")
         return summary
+
+    # ---- dbt-spark's file_format='hudi' ------------------------------------------------------
+
+    @available
+    def hudi_file_format_plan(
+        self,
+        relation: HudiRelation,
+        kind: str,
+        config: Mapping[str, Any],
+        snapshot_key: str = "dbt_scd_id",
+    ) -> dict[str, Any]:
+        """How ``hudi_write`` writes a ``file_format='hudi'`` table, seed or incremental model
+        or snapshot (``spark_compat.py``): the ``hudi_*`` materialization, config, operation.
+
+        A run that leaves ``options.type`` out continues an existing table in its own type.
+        """
+        from dbt.adapters.hudi.spark_compat import CompatConfigError, plan_node
+
+        name = _model_name(relation)
+        raw = dict(config or {})
+        try:
+            plan = plan_node(name, kind, raw, snapshot_key=snapshot_key)
+            if not plan.full_refresh:
+                cfg = self._parse(relation, plan.materialization, plan.config)
+                table = HudiTable(self._base_path(relation, cfg, self._spark()))
+                if table.exists:
+                    persisted = table.table_type()
+                    plan = plan_node(
+                        name, kind, raw, persisted_table_type=persisted, snapshot_key=snapshot_key
+                    )
+        except CompatConfigError as e:
+            raise CompilationError(str(e)) from None
+        return plan.as_dict()
+
+    @available
+    def hudi_stage_seed(self, agate_table: Any, column_types: Mapping[str, str], view: str) -> str:
+        """Register a seed's CSV rows as temporary view ``view``, typed as dbt-spark types them."""
+        from dbt.adapters.hudi.seeds import stage_seed
+
+        types = {
+            name: (column_types or {}).get(name) or self.convert_type(agate_table, i)
+            for i, name in enumerate(agate_table.column_names)
+        }
+        try:
+            stage_seed(self._spark(), agate_table, types, view)
+        except ValueError as e:
+            raise CompilationError(str(e)) from None
+        return view
 
     # ---- consuming an upstream model's changes ------------------------------------------------
 
@@ -427,24 +483,30 @@ def _write(
     *,
     full_refresh: bool,
     extra_options: Mapping[str, str] | None = None,
+    operation: str | None = None,
 ) -> tuple[WriteResult, WriteOperation]:
     """Write the model, its columns reconciled with a continued table's; ``full_refresh``
     recreates the table (restored if the write fails). ``extra_options`` (checkpoints of
-    ``hudi_changes``) go to the commit's extraMetadata."""
+    ``hudi_changes``) go to the commit's extraMetadata; ``operation`` overrides the
+    materialization's operation on a continued table."""
     with table.recreate() if full_refresh else nullcontext(False) as recreated:
         continued = table.exists and not recreated
-        operation = cfg.operation(table_exists=continued)
+        chosen = (
+            WriteOperation(operation)
+            if continued and operation
+            else cfg.operation(table_exists=continued)
+        )
         options = cfg.write_options(
-            table_name=str(relation.identifier), database=relation.schema, operation=operation
+            table_name=str(relation.identifier), database=relation.schema, operation=chosen
         )
         options = {**options, **(extra_options or {})}
         if continued:
             df = _reconcile_columns(cfg, table, df, options)
         try:
-            return table.write(df, options), operation
+            return table.write(df, options), chosen
         except HudiError as e:
             raise DbtRuntimeError(
-                f"Hudi {operation} of model '{relation.identifier}' failed: {e}"
+                f"Hudi {chosen} of model '{relation.identifier}' failed: {e}"
             ) from e
 
 

@@ -8,7 +8,8 @@ into a dbt compiler error naming the model.
 
 Mapping (Hudi's own keys live in ``engine.config``)::
 
-    unique_key (str | list)       -> record key field(s)
+    unique_key (str | list)       -> record key field(s); none (hudi_insert_overwrite only):
+                                     auto-generated record keys
     partition_by (str | list)     -> partition path field(s)
     precombine_key                -> ordering (precombine) field
     payload                       -> payload class: overwrite_latest | event_time | partial_update
@@ -17,9 +18,12 @@ Mapping (Hudi's own keys live in ``engine.config``)::
     overwrite_scope               -> partitions | table (hudi_insert_overwrite)
     on_schema_change              -> the schema evolution keys of schema_change.mode_options
     index_type                    -> hoodie.index.type: SIMPLE | GLOBAL_SIMPLE | BUCKET
-    num_buckets                   -> hoodie.bucket.index.num.buckets (index_type='BUCKET'; not
-                                     dbt-spark's `buckets`, which is Spark bucketing)
+    buckets                       -> hoodie.bucket.index.num.buckets (index_type='BUCKET' only)
     hudi_options (dict)           -> raw hoodie.* keys, parsed by engine.config
+    (default)                     -> partitioned hudi_upsert / hudi_mor models with the default
+                                     payload: hoodie.index.type=GLOBAL_SIMPLE with
+                                     hoodie.simple.index.update.partition.path=true (a unique_key
+                                     is unique in the table); an explicit index type wins
 """
 
 from __future__ import annotations
@@ -28,12 +32,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dbt.adapters.hudi.guards import spark_config_problems
+from dbt.adapters.hudi.guards import ModelProblems, spark_config_problems
 from dbt.adapters.hudi.schema_change import mode_options, option_conflicts
 from engine import IS_DELETED_COLUMN
 from engine import config as hc
 from engine.config import TableType, WriteOperation
-from engine.errors import ConfigError, HudiError
+from engine.errors import HudiError
 
 Materialization = Literal["hudi_upsert", "hudi_insert_overwrite", "hudi_mor"]
 MATERIALIZATIONS: tuple[str, ...] = ("hudi_upsert", "hudi_insert_overwrite", "hudi_mor")
@@ -58,17 +62,12 @@ _RESERVED = {
 }
 
 
-class ModelConfigError(ConfigError):
+class ModelConfigError(ModelProblems):
     """One or more config values of a model are invalid; ``problems`` lists each one."""
 
     def __init__(self, model: str, materialization: str, problems: Sequence[str]) -> None:
-        self.model = model
-        self.problems = list(problems)
-        lines = "\n".join(f"  - {p}" for p in self.problems)
-        super().__init__(
-            f"Invalid config for {materialization} model '{model}' "
-            f"({len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}):\n{lines}"
-        )
+        headline = f"Invalid config for {materialization} model '{model}'"
+        super().__init__(model, headline, problems)
 
 
 @dataclass(frozen=True)
@@ -121,7 +120,8 @@ class HudiModelConfig:
             opts[hc.DATABASE_NAME.key] = database
         opts[hc.OPERATION.key] = operation
         opts[hc.WRITE_TABLE_TYPE.key] = self.table_type
-        opts[hc.RECORDKEY_FIELD.key] = ",".join(self.record_key_fields)
+        if self.record_key_fields:  # else keyless: auto-generated record keys
+            opts[hc.RECORDKEY_FIELD.key] = ",".join(self.record_key_fields)
         if self.partition_fields:
             opts[hc.PARTITIONPATH_FIELD.key] = ",".join(self.partition_fields)
         if self.ordering_field:
@@ -133,10 +133,28 @@ class HudiModelConfig:
             opts[hc.INDEX_TYPE.key] = self.index_type
         if self.buckets is not None:
             opts[hc.BUCKET_INDEX_NUM_BUCKETS.key] = str(self.buckets)
+        opts.update(self.default_index(opts))
         if self.materialization == "hudi_mor":
             opts.setdefault(hc.INLINE_COMPACT.key, "true")
             opts[hc.INLINE_COMPACT_NUM_DELTA_COMMITS.key] = str(self.compaction_delta_commits)
         return opts
+
+    def default_index(self, opts: Mapping[str, str]) -> dict[str, str]:
+        """dbt's default index where ``opts`` name none: GLOBAL_SIMPLE with
+        update.partition.path for partitioned ``hudi_upsert``/``hudi_mor`` models with the
+        default payload, so a ``unique_key`` is unique in the whole table, as dbt means it (a
+        key whose partition value changes moves instead of being duplicated). The engine's own
+        default stays Hudi's SIMPLE; an explicit ``hoodie.index.type`` wins."""
+        if hc.INDEX_TYPE.key in opts or self.materialization == "hudi_insert_overwrite":
+            return {}
+        if not self.partition_fields or self.payload != "overwrite_latest":
+            return {}
+        return {
+            hc.INDEX_TYPE.key: "GLOBAL_SIMPLE",
+            hc.SIMPLE_INDEX_UPDATE_PARTITION_PATH.key: opts.get(
+                hc.SIMPLE_INDEX_UPDATE_PARTITION_PATH.key, "true"
+            ),
+        }
 
     def check_columns(self, columns: Mapping[str, str]) -> list[str]:
         """Problems with the model's SELECT columns (``name -> simple type``)."""
@@ -284,7 +302,7 @@ def _conflicts(cfg: HudiModelConfig, problems: list[str]) -> None:
     if cfg.index_type:
         given[hc.INDEX_TYPE.key] = ("index_type", cfg.index_type)
     if cfg.buckets is not None:
-        given[hc.BUCKET_INDEX_NUM_BUCKETS.key] = ("num_buckets", str(cfg.buckets))
+        given[hc.BUCKET_INDEX_NUM_BUCKETS.key] = ("buckets", str(cfg.buckets))
     for key, raw in cfg.hudi_options.items():
         if key in given:
             config_key, value = given[key]
@@ -342,7 +360,7 @@ INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BUCKET")
 
 
 def _index(config: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
-    """``index_type`` (upper-cased) and ``num_buckets`` (only with ``index_type='BUCKET'``)."""
+    """``index_type`` (upper-cased) and ``buckets`` (only with ``index_type='BUCKET'``)."""
     raw = config.get("index_type")
     index_type = None
     if raw is not None:
@@ -351,16 +369,42 @@ def _index(config: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
         else:
             problems.append(f"index_type: {raw!r} is not one of {', '.join(INDEX_TYPES)}")
     buckets = None
-    if config.get("num_buckets") is not None:
-        buckets = _positive_int(config.get("num_buckets"), "num_buckets", 1, problems)
+    if config.get("buckets") is not None:
+        buckets = _positive_int(config.get("buckets"), "buckets", 1, problems)
         if index_type != "BUCKET":
             problems.append(
-                f"num_buckets: only applies with index_type='BUCKET', not {index_type!r}"
+                f"buckets: only applies with index_type='BUCKET', not {index_type!r}"
             )
     return {"index_type": index_type, "buckets": buckets}
 
 
-# size: one step per model config key, every problem collected before any is raised
+def _materialization_configs(
+    config: Mapping[str, Any], materialization: str, problems: list[str]
+) -> tuple[str, int]:
+    """``overwrite_scope`` and ``compaction_delta_commits``, each valid for one materialization."""
+    scope = _choice(
+        config.get("overwrite_scope"), "overwrite_scope", OVERWRITE_SCOPES, "partitions", problems
+    )
+    _only_for(config, "overwrite_scope", "hudi_insert_overwrite", materialization, problems)
+    compaction = _positive_int(
+        config.get("compaction_delta_commits"),
+        "compaction_delta_commits",
+        DEFAULT_COMPACTION_DELTA_COMMITS,
+        problems,
+    )
+    _only_for(config, "compaction_delta_commits", "hudi_mor", materialization, problems)
+    return scope, compaction
+
+
+def _unique_key(
+    config: Mapping[str, Any], materialization: str, problems: list[str]
+) -> tuple[str, ...]:
+    """The record key fields; an insert overwrite needs none (Hudi then generates the keys),
+    an upsert or merge-on-read model cannot do without."""
+    required = materialization != "hudi_insert_overwrite"
+    return _names(config.get("unique_key"), "unique_key", problems, required=required)
+
+
 def parse_model_config(
     model: str, materialization: str, config: Mapping[str, Any]
 ) -> HudiModelConfig:
@@ -373,7 +417,7 @@ def parse_model_config(
     if materialization not in MATERIALIZATIONS:
         allowed = ", ".join(MATERIALIZATIONS)
         problems.append(f"materialized: {materialization!r} is not one of {allowed}")
-    keys = _names(config.get("unique_key"), "unique_key", problems, required=True)
+    keys = _unique_key(config, materialization, problems)
     parts = _names(config.get("partition_by"), "partition_by", problems, required=False)
     ordering = _text(config.get("precombine_key"), "precombine_key", problems)
     payload = _payload(config, ordering, problems)
@@ -384,17 +428,7 @@ def parse_model_config(
     on_schema_change = _choice(
         config.get("on_schema_change"), "on_schema_change", ON_SCHEMA_CHANGE, "ignore", problems
     )
-    scope = _choice(
-        config.get("overwrite_scope"), "overwrite_scope", OVERWRITE_SCOPES, "partitions", problems
-    )
-    _only_for(config, "overwrite_scope", "hudi_insert_overwrite", materialization, problems)
-    compaction = _positive_int(
-        config.get("compaction_delta_commits"),
-        "compaction_delta_commits",
-        DEFAULT_COMPACTION_DELTA_COMMITS,
-        problems,
-    )
-    _only_for(config, "compaction_delta_commits", "hudi_mor", materialization, problems)
+    scope, compaction = _materialization_configs(config, materialization, problems)
     _check_file_format(config, problems)
     problems.extend(spark_config_problems(materialization, config))
     raw = _hudi_options(config.get("hudi_options"), problems)

@@ -64,13 +64,11 @@ class PublishedTable:
 
 
 def get_session(server_side_parameters: Mapping[str, str] | None = None) -> SparkSession:
-    """The process's SparkSession, built exactly as dbt-spark's session cursor builds it."""
-    from pyspark.sql import SparkSession
+    """The process's SparkSession, built as dbt-spark's session cursor builds it (Hive support,
+    the profile's parameters); over Spark Connect only the settings the server accepts."""
+    from engine import get_spark
 
-    builder = SparkSession.builder.enableHiveSupport()
-    for key, value in (server_side_parameters or {}).items():
-        builder = builder.config(key, value)
-    return builder.getOrCreate()
+    return get_spark(server_side_parameters, hive=True)
 
 
 def _quote_identifier(name: str) -> str:

@@ -25,6 +25,8 @@ from typing import Any, cast
 
 from dbt.adapters.spark.relation import SparkRelation
 
+from dbt.adapters.hudi.sources import hudi_source_location, remember_source_view
+
 MOR_MATERIALIZATION = "hudi_mor"
 HUDI_MATERIALIZATIONS = ("hudi_upsert", "hudi_insert_overwrite", MOR_MATERIALIZATION)
 SNAPSHOT_VIEW_PREFIX = "hudi_snapshot__"
@@ -60,6 +62,7 @@ class HudiRelation(SparkRelation):
     """
 
     hudi_snapshot: bool = False
+    hudi_source_location: str | None = None
 
     @classmethod
     def create_from(cls, quoting: Any, relation_config: Any, **kwargs: Any) -> HudiRelation:
@@ -70,6 +73,9 @@ class HudiRelation(SparkRelation):
         """
         is_ref = "event_time_filter" in kwargs
         relation = super().create_from(quoting, relation_config, **kwargs)
+        location = hudi_source_location(relation_config)
+        if location is not None:  # a Hudi table another pipeline writes (sources.py)
+            return cast(HudiRelation, relation.incorporate(hudi_source_location=location))  # type: ignore[no-untyped-call]
         if is_ref and _materialized(relation_config) == MOR_MATERIALIZATION:
             return cast(HudiRelation, relation.incorporate(hudi_snapshot=True))  # type: ignore[no-untyped-call]
         return relation
@@ -80,6 +86,11 @@ class HudiRelation(SparkRelation):
         return format_snapshot_view_name(self.schema or "", self.identifier or "")
 
     def render(self) -> str:
+        if self.hudi_source_location and self.identifier:
+            name = remember_source_view(
+                self.schema or "", self.identifier, self.hudi_source_location
+            )
+            return str(self.quoted(name))  # type: ignore[no-untyped-call]
         if not self.hudi_snapshot or not self.identifier:
             return super().render()
         name = self.snapshot_view_name

@@ -10,22 +10,27 @@
     5. drop the staging view, record the result, post-hooks, grants, docs
 #}
 
-{% macro dbt_hudi_materialize(materialization) %}
+{#- `plan` (file_format='hudi' nodes, see dbt_hudi_materialize_file_format) replaces the model's
+    config, operation and SELECT; without it the node is a hudi_* model. -#}
+{% macro dbt_hudi_materialize(materialization, plan=none) %}
   {%- do adapter.hudi_require_session() -%}
-  {%- do dbt_hudi_validate_config(materialization) -%}
+  {%- set hudi_config = plan['config'] if plan else model.config -%}
+  {%- do dbt_hudi_validate_config(materialization, hudi_config) -%}
   {%- do dbt_hudi_guard(materialization) -%}
 
   {%- set target_relation = adapter.hudi_catalog_relation(this) -%}
   {%- set existing_relation = load_cached_relation(target_relation) -%}
-  {%- set full_refresh = should_full_refresh() -%}
+  {%- set full_refresh = should_full_refresh() or (plan and plan['full_refresh']) -%}
   {%- set grant_config = config.get('grants') -%}
 
   {{ dbt_hudi_run_hooks(pre_hooks) }}
 
   {%- set sql = get_select_subquery(compiled_code) if config.get('contract').enforced else compiled_code -%}
-  {%- set source_view = dbt_hudi_stage_source(target_relation, sql) -%}
+  {%- set source_sql = plan['sql'] if plan and plan.get('sql') else sql -%}
+  {%- set source_view = dbt_hudi_stage_source(target_relation, source_sql) -%}
   {%- set result = adapter.hudi_write(target_relation, source_view.identifier, materialization,
-                                      model.config, full_refresh) -%}
+                                      hudi_config, full_refresh,
+                                      plan['operation'] if plan else none) -%}
   {%- do dbt_hudi_drop_source(source_view) -%}
   {%- do log(dbt_hudi_format_progress(target_relation, result), info=True) -%}
   {%- do store_raw_result(name='main', message='HUDI ' ~ result['code'] ~ ' ' ~ result['rows_affected'],

@@ -1,6 +1,7 @@
 {#- Every config error of a Hudi model, at once, as a compiler error naming the model. -#}
-{% macro dbt_hudi_validate_config(materialization) %}
-  {{ return(adapter.hudi_validate_config(this, materialization, model.config)) }}
+{% macro dbt_hudi_validate_config(materialization, hudi_config=none) %}
+  {{ return(adapter.hudi_validate_config(this, materialization,
+                                         model.config if hudi_config is none else hudi_config)) }}
 {% endmacro %}
 
 
@@ -14,6 +15,14 @@
         ~ "keep a persistent view over a merge-on-read snapshot (it is read by the engine in "
         ~ "each session). Materialize '" ~ relation.identifier ~ "' as 'table' (or "
         ~ "'ephemeral'), or make the upstream model hudi_upsert, whose catalog table a view can read."
+    ) -%}
+  {%- endif -%}
+  {%- if 'hudi_source__' in sql -%}
+    {%- do exceptions.raise_compiler_error(
+        "View model '" ~ relation.identifier ~ "' selects from a Hudi source (external.file_format "
+        ~ "'hudi'). Spark cannot keep a persistent view over it (the source is read by the engine "
+        ~ "in each session, at its latest snapshot). Materialize '" ~ relation.identifier
+        ~ "' as 'table', 'incremental' or a hudi_* materialization (or 'ephemeral')."
     ) -%}
   {%- endif -%}
   {{ spark__create_view_as(relation, sql) }}

@@ -1,0 +1,50 @@
+"""Null ordering values: which writes refuse them, and how the refusal reads.
+
+Hudi orders the versions of a record by its ordering (precombine) field whenever a write
+combines records: upserts, and inserts with ``hoodie.combine.before.insert``. Its payloads cannot
+be built without that value (``BaseAvroPayload``: "Ordering value is null for record"), so such a
+write with a null ordering value fails before anything is written. Inserts, bulk inserts and
+overwrites that do not combine never read the field and take nulls, as Hudi's do.
+
+The check rides on the first job of the write (the batch profile): the keyed batch carries a
+flag per record, and the profile reports one sample record key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from engine import config
+from engine.config import HoodieConfig, WriteOperation
+from engine.errors import NullOrderingValueError
+
+__all__ = ["naming_ordering_field", "null_ordering_checked"]
+
+
+def null_ordering_checked(
+    cfg: HoodieConfig, operation: WriteOperation, ordering: str | None
+) -> str | None:
+    """The ordering field whose null values the write refuses, ``None`` when it takes them."""
+    if not ordering:
+        return None
+    if operation == WriteOperation.UPSERT:
+        return ordering
+    writes_new = operation.is_insert or operation in (
+        WriteOperation.INSERT_OVERWRITE,
+        WriteOperation.INSERT_OVERWRITE_TABLE,
+    )
+    return ordering if writes_new and cfg.get(config.COMBINE_BEFORE_INSERT) else None
+
+
+@contextmanager
+def naming_ordering_field(ordering: str | None, base_path: str) -> Iterator[None]:
+    """Re-raise a null ordering value refusal naming the field, its config key and the table."""
+    try:
+        yield
+    except NullOrderingValueError as e:
+        raise NullOrderingValueError(
+            f"Ordering field {ordering!r} ({config.WRITE_PRECOMBINE_FIELD.key}): {e}; Hudi "
+            f"refuses null ordering values in writes that combine records (upsert, "
+            f"{config.COMBINE_BEFORE_INSERT.key}); nothing was written to {base_path}"
+        ) from None

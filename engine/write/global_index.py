@@ -1,0 +1,204 @@
+"""The global simple index: a record key is unique in the whole table, whatever its partition.
+
+``hoodie.index.type=GLOBAL_SIMPLE`` (Hudi's ``HoodieGlobalSimpleIndex``) looks every incoming key
+up in the latest base files of **every** partition, not only the record's own. A key found in
+another partition than the one it arrives with has moved;
+``hoodie.simple.index.update.partition.path`` (default true) decides what happens, as
+``HoodieIndexUtils.tagGlobalLocationBackToRecords`` / ``mergeForPartitionUpdatesIfNeeded`` do::
+
+    flag on    the stored record is deleted from its old file group (a delete record: the copy-
+               on-write merge drops it, merge-on-read appends a delete block) and the incoming
+               record is inserted into its new partition
+    flag off   the incoming record updates the stored one in place: it is written to the old
+               file group, with the old partition path
+    deletes    (operation delete, or a flag-on delete record) reach the key where it lives
+
+Hudi merges a moving record with the stored one before placing it; with
+``OverwriteWithLatestAvroPayload`` the incoming record always wins, so placing the incoming record
+is that merge. The payloads whose merge can keep the stored record or take its values
+(event-time ordering, partial updates) are refused with the flag on rather than placed wrongly.
+
+One lookup task reads the key column of every latest base file once (pruned by footer key
+range) and looks the whole batch up, so it also sees a key arriving in two partitions of one
+batch: Hudi keeps one of them by precombining across partitions; here the batch is refused,
+naming the key (a key is unique in a table under this index).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine import config
+from engine.config import HoodieConfig
+from engine.errors import ConfigError, RecordKeyError
+from engine.fs.storage import Storage
+from engine.io.parquet import read_base_file
+from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
+from engine.timeline.timeline import Timeline
+from engine.write.index import (
+    IndexCandidate,
+    IndexSource,
+    PartitionKeyRange,
+    latest_base_files,
+    plan_index_lookup,
+)
+
+__all__ = [
+    "FOUND_FILE_ID_COLUMN",
+    "STORED_PARTITION_COLUMN",
+    "check_index_options",
+    "cross_partition_duplicate",
+    "index_source",
+    "lookup_global",
+]
+
+STORED_PARTITION_COLUMN = "__stored_partition"
+FOUND_FILE_ID_COLUMN = "file_id"
+_READ_THREADS = 4
+_FOUND_SCHEMA = pa.schema(
+    [
+        (RECORD_KEY_COLUMN, pa.string()),
+        (PARTITION_PATH_COLUMN, pa.string()),
+        (STORED_PARTITION_COLUMN, pa.string()),
+        (FOUND_FILE_ID_COLUMN, pa.string()),
+    ]
+)
+
+
+def index_source(storage: Storage, timeline: Timeline, cfg: HoodieConfig) -> IndexSource:
+    """The table state a write's keys are looked up in, with the index the options choose."""
+    return IndexSource(
+        storage,
+        timeline,
+        global_index=cfg.get(config.INDEX_TYPE) == "GLOBAL_SIMPLE",
+        update_partition_path=cfg.get(config.SIMPLE_INDEX_UPDATE_PARTITION_PATH),
+    )
+
+
+def check_index_options(cfg: HoodieConfig, payload: str) -> None:
+    """Refuse a global index setting this engine would not apply exactly.
+
+    Raises:
+        ConfigError: GLOBAL_SIMPLE with update.partition.path on and a payload whose merge with
+            the stored record decides where a moving record lands.
+    """
+    if cfg.get(config.INDEX_TYPE) != "GLOBAL_SIMPLE":
+        return
+    if cfg.get(config.SIMPLE_INDEX_UPDATE_PARTITION_PATH) and (
+        payload != config.OVERWRITE_WITH_LATEST_PAYLOAD
+    ):
+        raise ConfigError(
+            f"{config.INDEX_TYPE.key}=GLOBAL_SIMPLE with "
+            f"{config.SIMPLE_INDEX_UPDATE_PARTITION_PATH.key}=true moves records between "
+            f"partitions only with {config.OVERWRITE_WITH_LATEST_PAYLOAD} (payload {payload} "
+            "merges a moving record with the stored one, which is not implemented); set "
+            f"{config.SIMPLE_INDEX_UPDATE_PARTITION_PATH.key}=false to update moved keys in "
+            "their old partition"
+        )
+
+
+def cross_partition_duplicate(keys: pa.Table) -> tuple[str, str, str] | None:
+    """A record key the batch carries in two partitions: (key, partition, other partition)."""
+    pairs = keys.select([RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN])
+    counts = pairs.group_by(RECORD_KEY_COLUMN).aggregate(
+        [(PARTITION_PATH_COLUMN, "count_distinct")]
+    )
+    several = counts.filter(pc.greater(counts[f"{PARTITION_PATH_COLUMN}_count_distinct"], 1))
+    if not several.num_rows:
+        return None
+    key = sorted(several[RECORD_KEY_COLUMN].to_pylist())[0]
+    partitions = pairs.filter(pc.equal(pairs[RECORD_KEY_COLUMN], key))[PARTITION_PATH_COLUMN]
+    first, second = sorted(set(partitions.to_pylist()))[:2]
+    return key, first, second
+
+
+def lookup_global(keys: pa.Table, source: IndexSource) -> pa.Table:
+    """Where the batch's keys are stored, in any partition.
+
+    Args:
+        keys: The batch's ``_hoodie_record_key`` and ``_hoodie_partition_path``.
+        source: The table state (a global index source).
+
+    Returns:
+        One row per (incoming record key and partition, file group holding the key):
+        ``_hoodie_record_key``, ``_hoodie_partition_path`` (incoming), ``__stored_partition``,
+        ``file_id``.
+
+    Raises:
+        RecordKeyError: the batch carries a key in two partitions.
+    """
+    duplicate = cross_partition_duplicate(keys)
+    if duplicate is not None:
+        key, first, second = duplicate
+        raise RecordKeyError(
+            f"Record key {key!r} arrives in partitions {first!r} and {second!r} of one batch; "
+            f"with {config.INDEX_TYPE.key}=GLOBAL_SIMPLE a key is unique in the table "
+            "(deduplicate the batch by key)"
+        )
+    incoming = (
+        keys.select([RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN])
+        .group_by([RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN])
+        .aggregate([])
+    )
+    distinct = pc.unique(incoming[RECORD_KEY_COLUMN].combine_chunks())
+    if not len(distinct):
+        return _FOUND_SCHEMA.empty_table()
+    bounds = pc.min_max(distinct)
+    everywhere = latest_base_files(source.timeline, source.all_partitions())
+    whole_range = [
+        PartitionKeyRange(p, len(distinct), bounds["min"].as_py(), bounds["max"].as_py())
+        for p in sorted({p for p, _ in everywhere})
+    ]
+    candidates = plan_index_lookup(source.storage, everywhere, whole_range)
+    with ThreadPoolExecutor(max_workers=min(_READ_THREADS, max(1, len(candidates)))) as pool:
+        found = [
+            t
+            for t in pool.map(lambda c: _keys_found(source, c, distinct), candidates)
+            if t.num_rows
+        ]
+    if not found:
+        return _FOUND_SCHEMA.empty_table()
+    joined = incoming.join(pa.concat_tables(found), RECORD_KEY_COLUMN, join_type="inner")
+    base_instants = {fid: base.instant_time for (_, fid), base in everywhere.items()}
+    return _one_location(joined.select(_FOUND_SCHEMA.names), base_instants)
+
+
+def _keys_found(source: IndexSource, candidate: IndexCandidate, keys: pa.Array) -> pa.Table:
+    """The ``keys`` stored in one candidate base file, with its partition and file group."""
+    stored = read_base_file(source.storage, candidate.rel_path, [RECORD_KEY_COLUMN])
+    stored_keys = stored.column(RECORD_KEY_COLUMN).combine_chunks()
+    hits = pc.unique(stored_keys.filter(pc.is_in(stored_keys, value_set=keys)))
+    return pa.table(
+        {
+            RECORD_KEY_COLUMN: hits,
+            STORED_PARTITION_COLUMN: pa.repeat(
+                pa.scalar(candidate.partition_path, pa.string()), len(hits)
+            ),
+            FOUND_FILE_ID_COLUMN: pa.repeat(pa.scalar(candidate.file_id, pa.string()), len(hits)),
+        }
+    )
+
+
+def _one_location(found: pa.Table, base_instants: dict[str, str]) -> pa.Table:
+    """One stored location per incoming (key, partition).
+
+    A merge-on-read base file still holds a key its log files deleted (a key that moved away,
+    until compaction), so a key can be found twice: the live copy is the one in the incoming
+    partition, else the one in the newest base file (written when the key moved, after the
+    stale base file)."""
+    best: dict[tuple[str, str], dict[str, str]] = {}
+    for row in found.to_pylist():
+        slot = (row[RECORD_KEY_COLUMN], row[PARTITION_PATH_COLUMN])
+        rank = _rank(row, base_instants)
+        if slot not in best or rank > _rank(best[slot], base_instants):
+            best[slot] = row
+    rows = [best[k] for k in sorted(best)]
+    return pa.Table.from_pylist(rows, schema=_FOUND_SCHEMA) if rows else found.slice(0, 0)
+
+
+def _rank(row: dict[str, str], base_instants: dict[str, str]) -> tuple[bool, str]:
+    stays = row[STORED_PARTITION_COLUMN] == row[PARTITION_PATH_COLUMN]
+    return stays, base_instants.get(row[FOUND_FILE_ID_COLUMN], "")
