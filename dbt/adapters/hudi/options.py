@@ -372,9 +372,7 @@ def _index(config: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
     if config.get("buckets") is not None:
         buckets = _positive_int(config.get("buckets"), "buckets", 1, problems)
         if index_type != "BUCKET":
-            problems.append(
-                f"buckets: only applies with index_type='BUCKET', not {index_type!r}"
-            )
+            problems.append(f"buckets: only applies with index_type='BUCKET', not {index_type!r}")
     return {"index_type": index_type, "buckets": buckets}
 
 
