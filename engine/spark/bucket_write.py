@@ -58,7 +58,9 @@ def write_bucketed(
 
     struct = T.StructType([*keyed.schema.fields, T.StructField(_BUCKET_COLUMN, T.IntegerType())])
     routed = keyed.mapInArrow(assign, struct).drop(BAD_KEY_COLUMN, NULL_ORDERING_COLUMN)
-    shuffled = routed.repartition(targets.tasks, PARTITION_PATH_COLUMN, _BUCKET_COLUMN)
+    # no partition count: the session's shuffle partitions, which adaptive execution coalesces
+    # (a (partition, bucket) is never split), so a batch touching few buckets runs few tasks
+    shuffled = routed.repartition(PARTITION_PATH_COLUMN, _BUCKET_COLUMN)
     rows = run_job(shuffled.mapInArrow(_write_task(targets, ctx), "stat string").collect)
     return [HoodieWriteStat.from_dict(json.loads(r["stat"])) for r in rows]
 

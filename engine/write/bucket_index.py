@@ -74,7 +74,6 @@ __all__ = [
 _INT_MASK = 0xFFFFFFFF
 _INT_MAX = 0x7FFFFFFF
 _BUCKET_FILE_ID = re.compile(r"^(\d{8})-")
-_MAX_TASKS = 2_000
 
 
 # ---- Java's hashing ---------------------------------------------------------------------------
@@ -227,7 +226,6 @@ class BucketTargets:
         existing: (partition, bucket) -> the bucket's file group and latest base file.
         slices: (partition, bucket) -> the slice a merge-on-read append writes to.
         log_config: Log block and file sizing.
-        tasks: Shuffle partitions of the write job.
     """
 
     spec: BucketSpec
@@ -235,7 +233,6 @@ class BucketTargets:
     existing: Mapping[tuple[str, int], _Existing] = field(default_factory=dict)
     slices: Mapping[tuple[str, int], AppendSlice] = field(default_factory=dict)
     log_config: LogWriteConfig | None = None
-    tasks: int = 1
 
     def write(
         self,
@@ -284,9 +281,7 @@ def plan_bucket_targets(
     """
     spec = bucket_spec(cfg, keygen)
     if timeline.last_completed() is None:
-        return BucketTargets(
-            spec, merge_on_read, log_config=log_write_config(cfg), tasks=spec.num_buckets
-        )
+        return BucketTargets(spec, merge_on_read, log_config=log_write_config(cfg))
     partitions = sorted(list_partition_paths(storage))
     current = latest_table_slices(storage, timeline, partitions)
     existing: dict[tuple[str, int], _Existing] = {}
@@ -295,8 +290,7 @@ def plan_bucket_targets(
         key = (partition, _checked_bucket(storage, partition, file_id, spec, existing))
         existing[key] = _Existing(file_id, file_slice.base_file, file_slice.base_instant_time)
         slices[key] = file_slice
-    tasks = max(1, min(_MAX_TASKS, spec.num_buckets * max(1, len(partitions))))
-    return BucketTargets(spec, merge_on_read, existing, slices, log_write_config(cfg), tasks)
+    return BucketTargets(spec, merge_on_read, existing, slices, log_write_config(cfg))
 
 
 def _checked_bucket(
