@@ -36,6 +36,7 @@ its children: the JVM and Python workers) and the 1-minute load average.
 the work directory.
 
     BENCH_ROWS=200000 BENCH_REPS=2 python bench/run.py      # a quick run
+    python bench/run.py --summarize run.log                 # medians of a run's JSON lines
 """
 
 from __future__ import annotations
@@ -181,11 +182,15 @@ class Bench:
     def timed(
         self, name: str, op: Callable[[], Any], rep: int, meta: dict[str, Any]
     ) -> dict[str, Any]:
-        load = loadavg()
         rec = self.anchors.timed(
-            name, meta["expected_rows_after_upsert"], op, rep=rep, update_rows=meta["updates"]
+            name,
+            meta["expected_rows_after_upsert"],
+            op,
+            rep=rep,
+            update_rows=meta["updates"],
+            load=loadavg(),  # at the start, in the JSON line too
         )
-        return {**rec, "load": load}
+        return dict(rec)
 
     # ---- hudi -------------------------------------------------------------------------------
 
@@ -462,7 +467,36 @@ def scan_section(bench: Bench, meta: dict[str, Any]) -> list[str]:
     ]
 
 
+def summarize(log: Path) -> None:
+    """Medians and ratios from the JSON lines of a run (also of one cut short)."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for line in log.read_text().splitlines():
+        if line.startswith("{") and '"seconds"' in line:
+            rec = json.loads(line)
+            if rec.get("rep", 0) >= 0 and rec["name"] != "spark-session-start":
+                runs.setdefault(rec["name"], []).append(rec)
+    print("| run | n | median s | peak RSS MB | load | / spark-io | / delta-merge |")
+    print("|---|---|---|---|---|---|---|")
+    for name, recs in runs.items():
+        shape = name.rsplit("-", 1)[-1]
+        med = statistics.median(r["seconds"] for r in recs)
+        ratios = []
+        for anchor in (f"spark-io-{shape}", f"delta-merge-{shape}"):
+            other = runs.get(anchor)
+            ratios.append(
+                f"{med / statistics.median(r['seconds'] for r in other):.2f}x" if other else "-"
+            )
+        rss = statistics.median(r["peak_rss_mb"] for r in recs)
+        load = statistics.median(r.get("load", 0) for r in recs)
+        print(
+            f"| {name} | {len(recs)} | {med:.2f} | {rss:.0f} | {load:.1f} | {' | '.join(ratios)} |"
+        )
+
+
 def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "--summarize":
+        summarize(Path(sys.argv[2]))
+        return
     bench_dir = shared_bench_dir()
     anchors = load_anchors(bench_dir)
     WORK.mkdir(parents=True, exist_ok=True)

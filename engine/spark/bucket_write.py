@@ -2,7 +2,8 @@
 
 ::
 
-    keyed ──mapInArrow: bucket of every record (a null or empty key fails the map stage)──►
+    keyed ──mapInArrow: bucket of every record (a null or empty key, or a null ordering value
+      where the write combines, fails the map stage)──►
       repartition(partition path, bucket) ──mapInArrow: one (partition, bucket) at a time──►
       write stats
 
@@ -21,14 +22,14 @@ from pyspark import TaskContext
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from engine.errors import RecordKeyError
+from engine.errors import NullOrderingValueError, RecordKeyError
 from engine.faults import checkpoint
 from engine.model.keygen import KeyGenSpec, invalid_record_key_message
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
-from engine.spark.jobs import BAD_KEY_COLUMN, run_job
+from engine.spark.jobs import BAD_KEY_COLUMN, NULL_ORDERING_COLUMN, current_task, run_job
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.bucket_index import BucketTargets, bucket_ids
-from engine.write.handles import TaskInfo, WriteContext
+from engine.write.handles import WriteContext
 
 __all__ = ["write_bucketed"]
 
@@ -47,6 +48,7 @@ def write_bucketed(
         for batch in batches:
             if pc.any(batch.column(BAD_KEY_COLUMN)).as_py():
                 raise RecordKeyError(bad_key)
+            _refuse_null_ordering(batch)
             buckets = bucket_ids(
                 batch.column(RECORD_KEY_COLUMN), bucket_spec.hash_fields, bucket_spec.num_buckets
             )
@@ -55,10 +57,25 @@ def write_bucketed(
             )
 
     struct = T.StructType([*keyed.schema.fields, T.StructField(_BUCKET_COLUMN, T.IntegerType())])
-    routed = keyed.mapInArrow(assign, struct).drop(BAD_KEY_COLUMN)
-    shuffled = routed.repartition(targets.tasks, PARTITION_PATH_COLUMN, _BUCKET_COLUMN)
+    routed = keyed.mapInArrow(assign, struct).drop(BAD_KEY_COLUMN, NULL_ORDERING_COLUMN)
+    # no partition count: the session's shuffle partitions, which adaptive execution coalesces
+    # (a (partition, bucket) is never split), so a batch touching few buckets runs few tasks
+    shuffled = routed.repartition(PARTITION_PATH_COLUMN, _BUCKET_COLUMN)
     rows = run_job(shuffled.mapInArrow(_write_task(targets, ctx), "stat string").collect)
     return [HoodieWriteStat.from_dict(json.loads(r["stat"])) for r in rows]
+
+
+def _refuse_null_ordering(batch: pa.RecordBatch) -> None:
+    """A record flagged ``__null_ordering`` (writes that combine) fails the map stage."""
+    if NULL_ORDERING_COLUMN not in batch.schema.names:
+        return
+    flagged = batch.filter(batch.column(NULL_ORDERING_COLUMN))
+    if flagged.num_rows:
+        key = flagged.column(RECORD_KEY_COLUMN)[0].as_py()
+        partition = flagged.column(PARTITION_PATH_COLUMN)[0].as_py()
+        raise NullOrderingValueError(
+            f"Ordering value is null for record key {key!r} (partition {partition!r})"
+        )
 
 
 def _write_task(
@@ -73,10 +90,7 @@ def _write_task(
         table = pa.Table.from_batches(received)
         context = TaskContext.get()
         partition_id = context.partitionId() if context else 0
-        task = TaskInfo(
-            stage_id=context.stageId() if context else 0,
-            task_attempt_id=context.taskAttemptId() if context else 0,
-        )
+        task = current_task()
         groups = table.select([PARTITION_PATH_COLUMN, _BUCKET_COLUMN]).group_by(
             [PARTITION_PATH_COLUMN, _BUCKET_COLUMN]
         )

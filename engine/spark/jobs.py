@@ -23,7 +23,7 @@ from pyspark import StorageLevel, TaskContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from engine.errors import HudiError, RecordKeyError, SchemaError
+from engine.errors import HudiError, NullOrderingValueError, RecordKeyError, SchemaError
 from engine.faults import checkpoint
 from engine.model.keygen import (
     DEFAULT_PARTITION_PATH,
@@ -51,6 +51,7 @@ __all__ = [
     "FILE_ID_COLUMN",
     "NULL_ORDERING_COLUMN",
     "add_record_keys",
+    "current_task",
     "run_job",
     "write_buckets",
 ]
@@ -64,9 +65,10 @@ _HASH_BUCKETS = 1_000_000
 _CASE_ROUTE_LIMIT = 64
 _MAX_WRITE_PARTITIONS = 2_000
 _ROW_BITS = 33  # monotonically_increasing_id: row number within the partition
-_TASK_ERROR = re.compile(r"(RecordKeyError|SchemaError|HudiError): (.+)")
+_TASK_ERROR = re.compile(r"(RecordKeyError|NullOrderingValueError|SchemaError|HudiError): (.+)")
 _ERRORS: dict[str, type[HudiError]] = {
     "RecordKeyError": RecordKeyError,
+    "NullOrderingValueError": NullOrderingValueError,
     "SchemaError": SchemaError,
     "HudiError": HudiError,
 }
@@ -76,6 +78,15 @@ T = TypeVar("T")
 GroupWriter = Callable[
     [pa.Table, Bucket, WriteContext, TaskInfo], HoodieWriteStat | list[HoodieWriteStat]
 ]
+
+
+def current_task() -> TaskInfo:
+    """The Spark task attempt running this code (write tokens name it)."""
+    context = TaskContext.get()
+    return TaskInfo(
+        stage_id=context.stageId() if context else 0,
+        task_attempt_id=context.taskAttemptId() if context else 0,
+    )
 
 
 def run_job(action: Callable[[], T]) -> T:
@@ -404,11 +415,7 @@ def write_buckets(
         if not received:
             return
         table = pa.Table.from_batches(received)
-        context = TaskContext.get()
-        task = TaskInfo(
-            stage_id=context.stageId() if context else 0,
-            task_attempt_id=context.taskAttemptId() if context else 0,
-        )
+        task = current_task()
         slots = pc.unique(table[_SLOT_COLUMN]).to_pylist()
         stats: list[HoodieWriteStat] = []
         if None in slots:

@@ -38,11 +38,12 @@ import pyarrow.compute as pc
 
 from engine import config
 from engine.config import HoodieConfig, WriteOperation
-from engine.errors import ConfigError, HudiError, RecordKeyError
+from engine.errors import ConfigError, HudiError, NullOrderingValueError, RecordKeyError
 from engine.fs.properties import write_partition_metadata
 from engine.fs.storage import Storage
 from engine.fs.view import list_partition_paths
 from engine.model.keygen import KeyGenSpec
+from engine.model.ordering import naming_ordering_field
 from engine.runner import LocatedRecords
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
@@ -73,7 +74,6 @@ __all__ = [
 _INT_MASK = 0xFFFFFFFF
 _INT_MAX = 0x7FFFFFFF
 _BUCKET_FILE_ID = re.compile(r"^(\d{8})-")
-_MAX_TASKS = 2_000
 
 
 # ---- Java's hashing ---------------------------------------------------------------------------
@@ -226,7 +226,6 @@ class BucketTargets:
         existing: (partition, bucket) -> the bucket's file group and latest base file.
         slices: (partition, bucket) -> the slice a merge-on-read append writes to.
         log_config: Log block and file sizing.
-        tasks: Shuffle partitions of the write job.
     """
 
     spec: BucketSpec
@@ -234,7 +233,6 @@ class BucketTargets:
     existing: Mapping[tuple[str, int], _Existing] = field(default_factory=dict)
     slices: Mapping[tuple[str, int], AppendSlice] = field(default_factory=dict)
     log_config: LogWriteConfig | None = None
-    tasks: int = 1
 
     def write(
         self,
@@ -283,9 +281,7 @@ def plan_bucket_targets(
     """
     spec = bucket_spec(cfg, keygen)
     if timeline.last_completed() is None:
-        return BucketTargets(
-            spec, merge_on_read, log_config=log_write_config(cfg), tasks=spec.num_buckets
-        )
+        return BucketTargets(spec, merge_on_read, log_config=log_write_config(cfg))
     partitions = sorted(list_partition_paths(storage))
     current = latest_table_slices(storage, timeline, partitions)
     existing: dict[tuple[str, int], _Existing] = {}
@@ -294,8 +290,7 @@ def plan_bucket_targets(
         key = (partition, _checked_bucket(storage, partition, file_id, spec, existing))
         existing[key] = _Existing(file_id, file_slice.base_file, file_slice.base_instant_time)
         slices[key] = file_slice
-    tasks = max(1, min(_MAX_TASKS, spec.num_buckets * max(1, len(partitions))))
-    return BucketTargets(spec, merge_on_read, existing, slices, log_write_config(cfg), tasks)
+    return BucketTargets(spec, merge_on_read, existing, slices, log_write_config(cfg))
 
 
 def _checked_bucket(
@@ -347,7 +342,8 @@ class BucketProfile:
 def _write_bucketed(job: WriteJob, action: Action) -> list[HoodieWriteStat]:
     """The data phase of a bucket-index write: plan the buckets, one job writes them.
 
-    A null or empty key fails the job's map stage, before any file is written: the requested
+    A null or empty key (or a null ordering value where the write combines) fails the job's map
+    stage, before any file is written: the requested
     instant is then deleted as if it never was (no rollback instant is needed for nothing).
     """
     batch = job.batch
@@ -357,8 +353,11 @@ def _write_bucketed(job: WriteJob, action: Action) -> list[HoodieWriteStat]:
     )
     job.start_inflight(action, None)
     try:
-        return job.data_runner.write_bucketed(batch.keyed, targets, job.write_context(), batch.spec)
-    except RecordKeyError:
+        with naming_ordering_field(batch.merge_spec.ordering_field, job.storage.base_path):
+            return job.data_runner.write_bucketed(
+                batch.keyed, targets, job.write_context(), batch.spec
+            )
+    except (RecordKeyError, NullOrderingValueError):
         delete_instant_files(job.storage, job.instant_time, action)
         raise
 

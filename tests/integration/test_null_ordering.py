@@ -20,12 +20,18 @@ def _timeline(path: Path) -> list[str]:
     return sorted(p.name for p in (path / ".hoodie").iterdir() if p.is_file())
 
 
-@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize(
+    ("table_type", "index"),
+    [("COPY_ON_WRITE", "SIMPLE"), ("MERGE_ON_READ", "SIMPLE"), ("MERGE_ON_READ", "BUCKET")],
+)
 def test_upsert_with_null_ordering_value_is_refused_table_untouched(
-    spark: Any, tmp_path: Path, table_type: str
+    spark: Any, tmp_path: Path, table_type: str, index: str
 ) -> None:
+    """On the bucket index the write job's map stage refuses it, before any task writes."""
     path = tmp_path / "t"
-    opts = write_options("nulls", {"hoodie.datasource.write.table.type": table_type})
+    opts = write_options(
+        "nulls", {"hoodie.datasource.write.table.type": table_type, "hoodie.index.type": index}
+    )
     rows = [("a", "p1", 1, "x"), ("b", "p2", None, "y")]
     # an insert does not combine: the null ordering value is taken, as Hudi takes it
     write_hudi(

@@ -115,6 +115,9 @@ def scratch_table(prefix: str, location: Callable[[str], str] | None = None) -> 
 # (``make test``: 40 each for 6, 8 and 9; ``make test-long``: 400 each).
 VERSIONS_1X = ("8", "9")
 SEQUENCES_1X = SEQUENCES
+# the bucket index (version 6, two buckets per partition): a tenth as many sequences again
+SEQUENCES_BUCKET = max(GROUP, SEQUENCES // 10)
+BUCKET_INDEX = {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": 2}
 _MERGE_MODE_PAYLOADS = {PARTIAL: DEFAULT, NON_DEFAULTS: OVERWRITE}
 
 

@@ -5,7 +5,7 @@ deletes by key, and keys landing in new partitions (null ordering values are ref
 tests/integration/test_null_ordering.py). After every commit hudi-rs must read
 exactly the model's rows (data and commit times); after the last one ``read_hudi`` (Spark) must
 agree too. ``make test`` runs 40 sequences in each of table versions 6, 8 and 9, ``make
-test-long`` ten times as many.
+test-long`` ten times as many; a tenth of them again on the bucket index.
 """
 
 from __future__ import annotations
@@ -37,10 +37,11 @@ def run_sequence(
     batches: list[tuple[str, list[dict[str, Any]]]],
     version: str = "6",
     location: Callable[[str], str] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> None:
     payload = runner.versioned_payload(payload, version)
     with runner.scratch_table("cow-property-", location) as path:
-        options = runner.table_options(payload, version=version)
+        options = runner.table_options(payload, extra or {}, version=version)
         oracle = runner.model(payload)
         for operation, rows in batches:
             if operation == "delete" and not oracle.history:
@@ -64,3 +65,8 @@ def test_cow_random_sequences_hudi_rs_read_hudi_and_model_agree_1x(spark, group,
 @runner.sequence_groups(sequence, runner.SEQUENCES_S3)
 def test_cow_random_sequences_on_s3(spark, s3, group) -> None:  # type: ignore[no-untyped-def]
     runner.run_group(spark, group, partial(run_sequence, location=s3.table_uri))
+
+
+@runner.sequence_groups(sequence, runner.SEQUENCES_BUCKET)
+def test_cow_random_sequences_on_the_bucket_index(spark, group) -> None:  # type: ignore[no-untyped-def]
+    runner.run_group(spark, group, partial(run_sequence, extra=runner.BUCKET_INDEX))

@@ -63,6 +63,7 @@ def run_sequence(
     steps: list[tuple[str, list[Any], bool]],
     version: str = "6",
     location: Callable[[str], str] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> None:
     payload = runner.versioned_payload(payload, version)
     with runner.scratch_table("mor-property-", location) as path:
@@ -72,6 +73,7 @@ def run_sequence(
             {
                 "hoodie.datasource.write.table.type": "MERGE_ON_READ",
                 "hoodie.logfile.data.block.max.size": 300,
+                **(extra or {}),
             },
             version=version,
         )
@@ -133,3 +135,9 @@ def test_mor_random_sequences_with_compaction_hudi_rs_and_model_agree_1x(
 @runner.sequence_groups(sequence, runner.SEQUENCES_S3)
 def test_mor_random_sequences_on_s3(spark, s3, group) -> None:  # type: ignore[no-untyped-def]
     runner.run_group(spark, group, partial(run_sequence, location=s3.table_uri))
+
+
+@runner.sequence_groups(sequence, runner.SEQUENCES_BUCKET)
+def test_mor_random_sequences_on_the_bucket_index(spark, group) -> None:  # type: ignore[no-untyped-def]
+    """Inserts and updates of existing buckets become log blocks; compaction folds them."""
+    runner.run_group(spark, group, partial(run_sequence, extra=runner.BUCKET_INDEX))

@@ -18,7 +18,7 @@ Mapping (Hudi's own keys live in ``engine.config``)::
     overwrite_scope               -> partitions | table (hudi_insert_overwrite)
     on_schema_change              -> the schema evolution keys of schema_change.mode_options
     index_type                    -> hoodie.index.type: SIMPLE | GLOBAL_SIMPLE | BUCKET
-    buckets                       -> hoodie.bucket.index.num.buckets (index_type='BUCKET')
+    buckets                       -> hoodie.bucket.index.num.buckets (index_type='BUCKET' only)
     hudi_options (dict)           -> raw hoodie.* keys, parsed by engine.config
     (default)                     -> partitioned hudi_upsert / hudi_mor models with the default
                                      payload: hoodie.index.type=GLOBAL_SIMPLE with
