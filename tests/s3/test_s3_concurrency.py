@@ -1,13 +1,10 @@
 """Two writer processes on one S3 table under optimistic concurrency control with the
 conditional-write lock: no lost and no duplicated rows, conflicts fail and are retried cleanly
-(the local run of the same test: ``tests/concurrency``), 10 rounds each. It runs under
-``make test-long`` (two writer JVMs on S3 cost ~2.5 min even for two rounds on 2 cores); in
-``make test`` the lock itself is raced by concurrent writers against the same server
-(``test_s3_lock.py``) and the writer processes by the local run."""
+(the local run of the same test: ``tests/concurrency``), 10 rounds each; the lock itself is also
+raced by concurrent writers against the same server (``test_s3_lock.py``)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +16,6 @@ from tests.s3.server import S3Server
 pytestmark = [
     pytest.mark.spark,
     pytest.mark.interop,
-    pytest.mark.long,
-    pytest.mark.skipif(
-        not os.environ.get("HUDI_TEST_LONG"), reason="two writer JVMs on S3: make test-long"
-    ),
 ]
 
 ROUNDS = 10

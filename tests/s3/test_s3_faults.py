@@ -1,9 +1,9 @@
 """SIGKILL fault injection on S3 tables of the local server: the chains of
 ``tests/faults/test_fault_injection.py`` run on ``s3://`` copies of S3 baselines, judged by
 hudi-rs (through its S3 support) and ``read_hudi`` after every kill, then recovered with no
-orphan left. ``make test`` runs one chain (2 kill points, no writer JVM); ``make test-long`` adds
-four, among them Spark writers killed (9 kill points at least). A write killed mid-file leaves no
-object on S3 (an object appears whole on close), so its rollback has nothing to delete."""
+orphan left: five chains, among them Spark writers killed (9 kill points at least). A write
+killed mid-file leaves no object on S3 (an object appears whole on close), so its rollback has
+nothing to delete."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pytest
 
 from tests.faults.test_fault_injection import (
     FIXED,
-    LONG,
     Baseline,
     Chain,
     build_baselines,
@@ -23,7 +22,7 @@ from tests.s3.server import S3Server
 
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
 
-_LONG = ("mor-compaction", "cow-failed-write-rollback-then-clean", "cow-after-commit")
+_WRITER_CHAINS = ("mor-compaction", "cow-failed-write-rollback-then-clean", "cow-after-commit")
 S3_CHAINS = [
     Chain(  # a failed write's files on S3, its rollback killed mid-delete, then killed again
         "s3-cow-rollback-mid-delete",
@@ -32,21 +31,15 @@ S3_CHAINS = [
         prepare="uncommit",
         follow_ups=[("rollback", "rollback.mid_delete"), ("rollback", "rollback.before_complete")],
     ),
-    *(
-        [
-            Chain(  # the writer JVM killed mid-file: no object appears on S3
-                "s3-cow-killed-mid-file",
-                "cow",
-                "file.mid_write",
-                follow_ups=[("rollback", "rollback.before_complete")],
-            ),
-            *(c for c in FIXED if c.name in _LONG),
-        ]
-        if LONG
-        else []
+    Chain(  # the writer JVM killed mid-file: no object appears on S3
+        "s3-cow-killed-mid-file",
+        "cow",
+        "file.mid_write",
+        follow_ups=[("rollback", "rollback.before_complete")],
     ),
+    *(c for c in FIXED if c.name in _WRITER_CHAINS),
 ]
-MIN_KILLS = 9 if LONG else 2
+MIN_KILLS = 9
 
 
 @pytest.fixture(scope="module")
