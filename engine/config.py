@@ -649,9 +649,10 @@ LOGFILE_MAX_SIZE = _option(
     1024 * 1024 * 1024,
     "A log file past this size rolls over to the next log version.",
 )
+INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BUCKET")
 INDEX_TYPE = _option(
     "hoodie.index.type",
-    choice("SIMPLE", "GLOBAL_SIMPLE", "BUCKET"),
+    choice(*INDEX_TYPES),
     "SIMPLE",
     "How a write finds the file group of a stored key: SIMPLE joins the batch with the record "
     "keys of the touched partitions' latest base files; GLOBAL_SIMPLE with those of every "

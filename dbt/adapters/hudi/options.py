@@ -356,7 +356,7 @@ def _payload(config: Mapping[str, Any], ordering: str | None, problems: list[str
     return payload
 
 
-INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BUCKET")
+INDEX_TYPES = hc.INDEX_TYPES  # the dbt config takes the values of hoodie.index.type
 
 
 def _index(config: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
