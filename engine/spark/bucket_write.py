@@ -39,6 +39,7 @@ from engine.faults import checkpoint
 from engine.model.keygen import KeyGenSpec, invalid_record_key_message
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 from engine.spark.jobs import (
+    _CHEAP_PLAN_NODES,
     BAD_KEY_COLUMN,
     NULL_ORDERING_COLUMN,
     current_task,
@@ -55,21 +56,10 @@ __all__ = ["write_bucketed"]
 
 _BUCKET_COLUMN = "__bucket"
 _TASK_BUCKETS = 1_000  # seqno/write-token numbers: task partition * this + group ordinal
-# logical plan nodes that add no exchange (a plan of these alone is planned without running)
-_NO_EXCHANGE_NODES = frozenset(
-    {
-        "Project",
-        "Filter",
-        "Union",
-        "Relation",
-        "HiveTableRelation",
-        "RelationV2",
-        "LocalRelation",
-        "LogicalRDD",
-        "Range",
-        "MapInArrow",
-    }
-)
+# logical plan nodes that add no exchange (a plan of these alone is planned without running):
+# the cheap scans and projections, less a cache (whose own plan may shuffle), plus the key
+# generation and local rows
+_NO_EXCHANGE_NODES = (_CHEAP_PLAN_NODES - {"InMemoryRelation"}) | {"LogicalRDD", "MapInArrow"}
 _COALESCE = re.compile(r"^[\s:|+-]*Repartition \d+, false\b")
 
 
