@@ -69,10 +69,11 @@ def check_cdc_options(
     cfg: HoodieConfig, props: dict[str, str] | None, table_type: TableType, base_path: str
 ) -> None:
     """CDC is a table property: set when the table is created, never switched on later (its
-    change stream would start in the middle), and written on copy-on-write tables.
+    change stream would start in the middle).
 
     Raises:
-        ConfigError: CDC asked on an existing table created without it, or on merge-on-read.
+        ConfigError: CDC asked on an existing table created without it, or on a merge-on-read
+            table with the bucket index.
     """
     if not cfg.get(config.TABLE_CDC_ENABLED):
         return
@@ -93,10 +94,11 @@ def check_cdc_options(
             f"{key}=true on a table version {version} table at {base_path}: CDC logging is "
             f"written for table version {config.TABLE_VERSION.default} only"
         )
-    if table_type == TableType.MERGE_ON_READ:
+    if table_type == TableType.MERGE_ON_READ and cfg.get(config.INDEX_TYPE) == "BUCKET":
         raise ConfigError(
-            f"{key}=true on a MERGE_ON_READ table at {base_path}: CDC logging is written for "
-            "COPY_ON_WRITE tables only"
+            f"{key}=true with {config.INDEX_TYPE.key}=BUCKET on the MERGE_ON_READ table at "
+            f"{base_path}: Hudi writes the .cdc files of bucket-index merge-on-read tables at "
+            "compaction, which is not implemented; use another index type or COPY_ON_WRITE"
         )
 
 

@@ -207,10 +207,6 @@ def test_cdc_is_refused_where_it_would_be_short_and_query_fails_without_cdc(
     ).to_pylist()
     assert [(r["id"], r["_hoodie_commit_time"]) for r in rows] == [("k1", t1)]
 
-    mor = opts(**{"hoodie.datasource.write.table.type": "MERGE_ON_READ"})
-    with pytest.raises(ConfigError, match=r"MERGE_ON_READ"):
-        write_hudi(df, str(tmp_path / "mor"), mor)
-    assert not (tmp_path / "mor").exists()
     with pytest.raises(ConfigError, match=r"table version 8"):
         write_hudi(df, str(tmp_path / "v8"), opts(**{"hoodie.write.table.version": "8"}))
     assert not (tmp_path / "v8").exists()
