@@ -185,9 +185,13 @@ def test_mor_cdc_rollback_and_clean_remove_cdc_files(spark, tmp_path, monkeypatc
     assert snapshot(path) == [("k1", "a5"), ("k2", "b")]
 
 
-def test_mor_cdc_with_the_bucket_index_is_refused(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_mor_cdc_with_the_bucket_index_or_on_1x_versions_is_refused(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     df = spark.createDataFrame([("k1", "p", 1, "a")], SCHEMA)
     bucket = mor_opts("DATA_BEFORE_AFTER", **{"hoodie.index.type": "BUCKET"})
     with pytest.raises(ConfigError, match=r"hoodie\.index\.type=BUCKET.*compaction"):
         write_hudi(df, str(tmp_path / "b"), bucket)
     assert not (tmp_path / "b").exists()
+    v8 = mor_opts("DATA_BEFORE_AFTER", **{"hoodie.write.table.version": "8"})
+    with pytest.raises(ConfigError, match=r"MERGE_ON_READ table version 8"):
+        write_hudi(df, str(tmp_path / "v8"), v8)
+    assert not (tmp_path / "v8").exists()
