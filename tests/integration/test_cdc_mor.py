@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import engine.spark
 from engine import SparkRunner, config, read_hudi, write_hudi
 from engine.errors import ConfigError, QueryError
 from engine.fs.storage import Storage
@@ -148,10 +149,12 @@ def test_mor_cdc_files_log_file_changes_compaction_and_overwrite(spark, tmp_path
     assert query(path, "000") == expected
     assert query(path, t4, c) == []  # the compaction changed nothing
     assert query(path, t2, t4) == [e for e in expected if e[1] in (t3, t4)]
-    spark_rows = read_hudi(
-        spark, str(path), {**CDC_QUERY, "hoodie.datasource.read.begin.instanttime": "000"}
-    )
+    everything = {**CDC_QUERY, "hoodie.datasource.read.begin.instanttime": "000"}
+    spark_rows = read_hudi(spark, str(path), everything)
     assert changes([r.asDict() for r in spark_rows.collect()]) == expected
+    engine.spark.register(spark)
+    frame = spark.read.format("hudi").options(**everything).load(str(path))
+    assert changes([r.asDict() for r in frame.collect()]) == expected
     # a log file's images are rows of the file slice, meta columns included
     (update,) = [
         r

@@ -241,14 +241,17 @@ def test_cdc_query_on_table_versions_8_and_9_ranges_on_completion_time(spark, ve
     check()
 
 
+MOR_SETTINGS = settings(
+    max_examples=30 if LONG else 2,
+    deadline=None,
+    derandomize=not LONG,
+    suppress_health_check=list(HealthCheck),
+    database=None,
+)
+
+
 def test_mor_cdc_query_between_any_two_instants_equals_the_model(spark) -> None:  # type: ignore[no-untyped-def]
-    @settings(
-        max_examples=30 if LONG else 2,
-        deadline=None,
-        derandomize=not LONG,
-        suppress_health_check=list(HealthCheck),
-        database=None,
-    )
+    @MOR_SETTINGS
     @given(st.sampled_from(MODES), mor_sequence)
     @example(
         "OP_KEY_ONLY",
