@@ -35,7 +35,7 @@ WRITER_TIMEOUT = 300
 Rows = dict[str, tuple[str, int, str]]  # id -> (dt, ts, v)
 
 
-def _reap(pid: int) -> None:
+def reap(pid: int) -> None:
     """Kill whatever the writer left running: its process group (driver, JVM) and the Spark
     Python daemon and workers (their own group; found by the inherited HUDI_FAULT_PID)."""
     try:
@@ -82,7 +82,7 @@ def run_writer(
         try:
             proc.wait(timeout=WRITER_TIMEOUT)
         finally:
-            _reap(proc.pid)
+            reap(proc.pid)
     text = log.read_text(errors="replace")
     if proc.returncode not in (0, -signal.SIGKILL):
         raise AssertionError(f"writer failed ({proc.returncode}) at {fault}:\n{text[-3000:]}")
