@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ from engine.fs.storage import Storage
 from engine.spark.session import LOCAL_DEFAULTS
 from engine.timeline.timeline import Timeline
 from tests.dbt.hudi_checks import base_path_of, hudi_rs_rows, rows_of, spark_rows
-from tests.faults.harness import reap
+from tests.faults.harness import run_in_own_group
 
 pytestmark = [pytest.mark.dbt, pytest.mark.spark, pytest.mark.interop]
 
@@ -142,22 +141,11 @@ def killed_build(project: Any, spark: Any, work: Path) -> str:
     args = ["build", "--project-dir", str(project.project_root)]
     args += ["--profiles-dir", str(work / "profiles"), "--log-path", str(work / "logs")]
     log = work / "dbt.log"
-    with open(log, "wb") as out:
-        # the shell names its pid (kept by exec) as the writer, leader of its own group
-        proc = subprocess.Popen(
-            ["sh", "-c", f'{FAULT_PID_ENV}=$$ exec "$0" "$@"', dbt, *args],
-            cwd=work,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            proc.wait(timeout=KILL_TIMEOUT)
-        finally:
-            reap(proc.pid)
+    # the shell names its pid (kept by exec) as the writer, leader of its own group
+    argv = ["sh", "-c", f'{FAULT_PID_ENV}=$$ exec "$0" "$@"', dbt, *args]
+    returncode = run_in_own_group(argv, cwd=work, env=env, log=log, timeout=KILL_TIMEOUT)
     text = log.read_text(errors="replace")
-    assert proc.returncode == -signal.SIGKILL, f"dbt was not killed ({proc.returncode}):\n{text}"
+    assert returncode == -signal.SIGKILL, f"dbt was not killed ({returncode}):\n{text}"
     return text
 
 

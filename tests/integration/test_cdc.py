@@ -264,6 +264,10 @@ def test_clean_and_rollback_remove_cdc_files(spark, tmp_path, monkeypatch) -> No
     ]
 
 
+def _fail_at_the_commit_point(*args: object, **kwargs: object) -> None:
+    raise RuntimeError("the writer failed at its commit point")
+
+
 def test_cdc_on_table_version_9_stats_rollback_clean_and_archival(
     spark, tmp_path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
@@ -296,13 +300,10 @@ def test_cdc_on_table_version_9_stats_rollback_clean_and_archival(
     (stat,) = record["partitionToWriteStats"]["p"]
     assert stat["cdcStats"] == {f"p/{first_cdc[0].name}": first_cdc[0].stat().st_size}
 
-    def die(*args: object, **kwargs: object) -> None:
-        raise RuntimeError("killed before the commit")
-
-    monkeypatch.setattr(engine.write.transaction, "commit_write", die)
-    with pytest.raises(RuntimeError):
-        write_hudi(spark.createDataFrame([("k2", "p", 3, "b3")], SCHEMA), str(path), options)
-    monkeypatch.undo()
+    failing = spark.createDataFrame([("k2", "p", 3, "b3")], SCHEMA)
+    with monkeypatch.context() as m, pytest.raises(RuntimeError, match="commit point"):
+        m.setattr(engine.write.transaction, "commit_write", _fail_at_the_commit_point)
+        write_hudi(failing, str(path), options)
     assert cdc_files(path) == first_cdc  # the failed write's .cdc file was rolled back
 
     for ts in (4, 5, 6):
