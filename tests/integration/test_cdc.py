@@ -330,7 +330,7 @@ def test_cdc_on_table_version_9_stats_rollback_clean_and_archival(
 
     # merge-on-read CDC is not written on the 1.x versions: refused before anything is written
     mor = {**options, "hoodie.datasource.write.table.type": "MERGE_ON_READ"}
-    with pytest.raises(ConfigError, match=r"MERGE_ON_READ table of table version 9"):
+    with pytest.raises(ConfigError, match=r"MERGE_ON_READ"):
         write_hudi(spark.createDataFrame(rows, SCHEMA), str(tmp_path / "mor"), mor)
     assert not (tmp_path / "mor").exists()
 

@@ -9,9 +9,7 @@ is queried with the Arrow reader; the full range also through ``read_hudi``; and
 read the snapshot the model holds. The tables write ``_hoodie_operation``
 (``hoodie.allow.operation.metadata.field``): the snapshot's values are the model's (``I`` for a
 key a write inserted, ``U`` for one it replaced). ``make test`` runs five sequences (the logging
-mode drawn with them, one DATA_BEFORE sequence given), ``make test-long`` thirty; on table
-versions 8 and 9 (ranges of completion times) two sequences each, sixteen under
-``make test-long``.
+mode drawn with them, one DATA_BEFORE sequence given), ``make test-long`` thirty.
 """
 
 from __future__ import annotations
@@ -156,26 +154,54 @@ def run_sequence(
 MODES = ("OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER")
 
 
-# sequences in make test (generated, plus the given one) and under make test-long, and the
-# given sequence's logging mode, per table version (8 and 9 range on completion times)
-EXAMPLES = {6: (4, 30, "DATA_BEFORE"), 8: (1, 15, "OP_KEY_ONLY"), 9: (1, 15, "DATA_BEFORE_AFTER")}
-GIVEN = [("upsert", ["a", "e"]), ("upsert", ["a", "b"]), ("delete", ["e"]), ("insert", ["f"])]
-GIVEN_1X = [*GIVEN[:3], ("insert_overwrite", ["b"])]
-
-
-@pytest.mark.parametrize("version", [6, 8, 9])
-def test_cdc_query_between_any_two_instants_equals_the_model(spark, version) -> None:  # type: ignore[no-untyped-def]
-    examples, long_examples, given_mode = EXAMPLES[version]
-
-    @settings(
+def quick_settings(examples: int, long_examples: int) -> Any:
+    """Hypothesis settings of a property run on the shared session: ``examples`` generated
+    sequences (``long_examples`` under ``make test-long``), reproducible outside it."""
+    return settings(
         max_examples=long_examples if LONG else examples,
         deadline=None,
         derandomize=not LONG,
         suppress_health_check=list(HealthCheck),
         database=None,
     )
+
+
+def test_cdc_query_between_any_two_instants_equals_the_model(spark) -> None:  # type: ignore[no-untyped-def]
+    @settings(
+        max_examples=30 if LONG else 4,
+        deadline=None,
+        derandomize=not LONG,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
     @given(st.sampled_from(MODES), sequence)
-    @example(given_mode, GIVEN if version == 6 else GIVEN_1X)
+    @example(
+        "DATA_BEFORE",
+        [("upsert", ["a", "e"]), ("upsert", ["a", "b"]), ("delete", ["e"]), ("insert", ["f"])],
+    )
+    def check(mode: str, steps: list[tuple[str, list[str]]]) -> None:
+        run_sequence(spark, mode, steps)
+
+    check()
+
+
+@pytest.mark.parametrize("version", [8, 9])
+def test_cdc_query_on_table_versions_8_and_9_ranges_on_completion_time(spark, version) -> None:  # type: ignore[no-untyped-def]
+    """The same property on the 1.x table versions (Avro write stats with ``cdcStats``,
+    layout-2 instants): the range ``(begin, end]`` is one of completion times. Two sequences
+    each in ``make test`` (one given), sixteen under ``make test-long``."""
+
+    @quick_settings(1, 15)
+    @given(st.sampled_from(MODES), sequence)
+    @example(
+        "OP_KEY_ONLY",
+        [
+            ("upsert", ["a", "e"]),
+            ("upsert", ["a", "b"]),
+            ("delete", ["e"]),
+            ("insert_overwrite", ["b"]),
+        ],
+    )
     def check(mode: str, steps: list[tuple[str, list[str]]]) -> None:
         run_sequence(spark, mode, steps, version)
 
