@@ -96,15 +96,16 @@ def plan_index_lookup(
 
 
 def latest_base_files(
-    timeline: Timeline, partition_paths: Iterable[str]
+    timeline: Timeline, partition_paths: Iterable[str] | None
 ) -> dict[tuple[str, str], SizedBaseFile]:
-    """Latest committed base file of every live file group in ``partition_paths``.
+    """Latest committed base file of every live file group in ``partition_paths`` (``None``:
+    every partition of the table, listed once).
 
     Returns:
         (partition_path, file_id) -> the base file with its size.
     """
-    partitions = sorted(set(partition_paths))
-    if not partitions or timeline.last_completed() is None:
+    partitions = None if partition_paths is None else sorted(set(partition_paths))
+    if partitions == [] or timeline.last_completed() is None:
         return {}
     view = FileSystemView(timeline.storage, timeline, partition_paths=partitions)
     out: dict[tuple[str, str], SizedBaseFile] = {}

@@ -48,7 +48,6 @@ from engine.faults import checkpoint
 from engine.fs.filenames import new_file_id
 from engine.fs.properties import write_partition_metadata
 from engine.fs.storage import Storage
-from engine.fs.view import list_partition_paths
 from engine.model.keygen import KeyGenSpec
 from engine.model.ordering import naming_ordering_field
 from engine.model.schema import RECORD_KEY_COLUMN
@@ -291,21 +290,20 @@ def plan_partition_targets(
 ) -> PartitionTargets:
     """List the table's latest file slices once and size the inserts, as of ``timeline``."""
     mor = table_type == TableType.MERGE_ON_READ
-    partitions = sorted(list_partition_paths(storage))
     estimate = cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE)
     small_file_limit = cfg.get(config.PARQUET_SMALL_FILE_LIMIT)
-    base_files: dict[str, dict[tuple[str, str], SizedBaseFile]] = {p: {} for p in partitions}
+    base_files: dict[str, dict[tuple[str, str], SizedBaseFile]] = {}
     slices: dict[str, dict[tuple[str, str], AppendSlice]] = {}
-    if mor:
-        current = merge_on_read.latest_table_slices(storage, timeline, partitions)
+    if mor:  # every partition listed once (a partition without file groups counts as new)
+        current = merge_on_read.latest_table_slices(storage, timeline, None)
         for key, base in current.base_files.items():
-            base_files[key[0]][key] = base
+            base_files.setdefault(key[0], {})[key] = base
         for key, file_slice in current.slices.items():
             slices.setdefault(key[0], {})[key] = file_slice
         avg = merge_on_read.average_record_size(timeline, estimate, small_file_limit)
     else:
-        for key, base in latest_base_files(timeline, partitions).items():
-            base_files[key[0]][key] = base
+        for key, base in latest_base_files(timeline, None).items():
+            base_files.setdefault(key[0], {})[key] = base
         avg = average_record_size(timeline, estimate)
     sizing = _Sizing(
         avg_record_size=avg,
