@@ -48,12 +48,21 @@ def write_partitions(
     # jobs of the two-job write) would only cost a job of its own to build
     keyed = keyed.unpersist()
     known = targets.partitions
-    tasks = max(1, min(len(known), MAX_PARTITION_TASKS))
+    conf = keyed.sparkSession.conf
+    shuffle = int(conf.get("spark.sql.shuffle.partitions") or 1)
+    # adaptive execution coalesces the shuffle's empty partitions away: a task per touched
+    # partition (an empty task still costs a Python worker round); without it, few tasks
+    adaptive = all(
+        str(conf.get(key, "true")).lower() == "true"
+        for key in ("spark.sql.adaptive.enabled", "spark.sql.adaptive.coalescePartitions.enabled")
+    )
+    tasks = shuffle if adaptive else max(1, min(len(known), shuffle, MAX_PARTITION_TASKS))
     slot = _checked_slot(keyed, known, tasks, spec)
     routed = keyed.select(*[c for c in keyed.columns if c not in _FLAGS], slot.alias(_SLOT_COLUMN))
-    result = routed.repartition(tasks, _SLOT_COLUMN).mapInArrow(
-        _write_task(targets, ctx), "stat string"
+    shuffled = (
+        routed.repartition(_SLOT_COLUMN) if adaptive else routed.repartition(tasks, _SLOT_COLUMN)
     )
+    result = shuffled.mapInArrow(_write_task(targets, ctx), "stat string")
     rows = run_job(result.collect)
     return [HoodieWriteStat.from_dict(json.loads(r["stat"])) for r in rows]
 

@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 
 from engine import write_hudi
 from engine.errors import RecordKeyError
+from engine.write import partition_write
 from tests.hudi_rs import hudi_rs_rows
 from tests.keyed_table import SCHEMA, write_options
 
@@ -126,3 +127,30 @@ def test_partition_larger_than_a_task_takes_the_two_job_write(
         write_hudi(spark.createDataFrame([("k0", "p0", 2, "b")], SCHEMA), str(path), small)
     assert count()[0] > _ONE_JOB
     assert ("k0", "p0", 2, "b") in _rows(path)
+
+
+def test_commit_between_listing_and_request_is_listed_again(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver lists the table before the instant is requested; a commit landing in between
+    (inserting the very key the batch updates) makes the write list it again, so the key is
+    found in the new base file (a stale listing would merge the old one and conflict)."""
+    path = tmp_path / "t"
+    opts = write_options("relist")
+    write_hudi(spark.createDataFrame([("a", "p", 1, "x")], SCHEMA), str(path), opts)
+    original = partition_write.plan_partition_targets
+    listings: list[object] = []
+
+    def list_then_other_writer(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        listings.append(result)
+        if len(listings) == 1:
+            monkeypatch.setattr(partition_write, "plan_partition_targets", original)
+            write_hudi(spark.createDataFrame([("k", "p", 1, "y")], SCHEMA), str(path), opts)
+            monkeypatch.setattr(partition_write, "plan_partition_targets", list_then_other_writer)
+        return result
+
+    monkeypatch.setattr(partition_write, "plan_partition_targets", list_then_other_writer)
+    write_hudi(spark.createDataFrame([("k", "p", 2, "z")], SCHEMA), str(path), opts)
+    assert _rows(path) == [("a", "p", 1, "x"), ("k", "p", 2, "z")]
+    assert len(listings) == 2
