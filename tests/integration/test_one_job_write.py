@@ -108,8 +108,12 @@ def test_null_key_fails_the_map_stage_table_untouched(spark: SparkSession, tmp_p
     before = sorted(p.name for p in (path / ".hoodie").iterdir() if p.is_file())
     files = sorted(str(p) for p in path.rglob("*.parquet"))
     batch = [("k0", "p0", 2, "b"), (None, "p9", 2, "b")]
-    with pytest.raises(RecordKeyError):
+    with pytest.raises(RecordKeyError) as caught:
         write_hudi(spark.createDataFrame(batch, SCHEMA), str(path), opts)
+    assert str(caught.value) == (
+        "recordKey value for field 'id' cannot be null or empty "
+        "(config 'hoodie.datasource.write.recordkey.field')"
+    )
     assert sorted(p.name for p in (path / ".hoodie").iterdir() if p.is_file()) == before
     assert sorted(str(p) for p in path.rglob("*.parquet")) == files
     assert not (path / "p9").exists()
