@@ -20,7 +20,7 @@ from engine.model.keygen import KeyGenSpec
 from engine.read.plan import QueryPlan
 from engine.runner import GroupWriter, IncomingBatch, LocatedRecords
 from engine.services.compaction import CompactionContext, CompactionOperation
-from engine.spark import bucket_write, compaction, evolution, jobs, profile, reader
+from engine.spark import bucket_write, compaction, evolution, jobs, partition_write, profile, reader
 from engine.spark.schema import data_arrow_schema
 from engine.spark.session import get_spark
 from engine.timeline.commit_metadata import HoodieWriteStat
@@ -28,6 +28,7 @@ from engine.write.bucket_index import BucketTargets
 from engine.write.bucketing import BucketPlan
 from engine.write.handles import WriteContext, write_file_group
 from engine.write.index import IndexSource
+from engine.write.partition_write import PartitionTargets
 
 __all__ = ["SparkBatch", "SparkRunner"]
 
@@ -93,6 +94,11 @@ class SparkRunner:
         self, keyed: DataFrame, targets: BucketTargets, ctx: WriteContext, spec: KeyGenSpec
     ) -> list[HoodieWriteStat]:
         return bucket_write.write_bucketed(keyed, targets, ctx, spec)
+
+    def write_partitions(
+        self, keyed: DataFrame, targets: PartitionTargets, ctx: WriteContext, spec: KeyGenSpec
+    ) -> list[HoodieWriteStat]:
+        return partition_write.write_partitions(keyed, targets, ctx, spec)
 
     def release(self, keyed: DataFrame) -> None:
         keyed.unpersist()
