@@ -132,7 +132,7 @@ class Runner(Protocol):
         ...
 
     def write_unrouted(
-        self, located: LocatedRecords, ctx: WriteContext, rows_per_file: int
+        self, located: LocatedRecords, ctx: WriteContext, rows_per_file: int, spec: KeyGenSpec
     ) -> list[HoodieWriteStat]:
         """bulk_insert: every task writes the records it reads into new file groups, at most
         ``rows_per_file`` rows each (:mod:`engine.write.bulk_insert`); no shuffle."""

@@ -147,7 +147,9 @@ class BaseFileWriter:
 
     Args:
         first: The first rows (or a sample of them): the dictionary-encoded columns are chosen
-            from them; the schema of every later table must equal theirs.
+            from them unless ``dictionary`` names them; every later table has their schema.
+        dictionary: The columns to dictionary-encode (``dictionary`` of an earlier writer of
+            similar rows), instead of sampling ``first``.
     """
 
     def __init__(
@@ -158,6 +160,7 @@ class BaseFileWriter:
         *,
         avro_schema_with_meta: str,
         compression: str = PARQUET_COMPRESSION_CODEC.default,
+        dictionary: bool | list[str] | None = None,
     ) -> None:
         self._storage = storage
         self.rel_path = rel_path
@@ -167,6 +170,7 @@ class BaseFileWriter:
         self.num_rows = 0
         self.size = 0
         schema = first.schema.remove_metadata()
+        self.dictionary = dictionary_columns(first) if dictionary is None else dictionary
         codec = "none" if compression == "uncompressed" else compression
         self._out = storage.open_output(rel_path)
         try:
@@ -174,7 +178,7 @@ class BaseFileWriter:
                 self._out,
                 schema,
                 compression=codec,
-                use_dictionary=dictionary_columns(first),
+                use_dictionary=self.dictionary,
                 coerce_timestamps="us",
                 allow_truncated_timestamps=False,
                 store_schema=False,

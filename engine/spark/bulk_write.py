@@ -19,7 +19,9 @@ from pyspark import TaskContext
 from pyspark.sql import DataFrame
 
 from engine.faults import checkpoint
+from engine.model.keygen import KeyGenSpec
 from engine.model.merge import ARRIVAL_COLUMN
+from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 from engine.spark.jobs import (
     BAD_KEY_COLUMN,
     FILE_ID_COLUMN,
@@ -35,12 +37,22 @@ __all__ = ["write_unrouted"]
 
 
 def write_unrouted(
-    tagged: DataFrame, ctx: WriteContext, rows_per_file: int
+    tagged: DataFrame, ctx: WriteContext, rows_per_file: int, spec: KeyGenSpec
 ) -> list[HoodieWriteStat]:
-    """Write every task's records into new file groups; the write stats of every file."""
+    """Write every task's records into new file groups; the write stats of every file.
+
+    Keys made from the records' fields are made again in the task by the Arrow key generator
+    (the same text, checked by the profile job already) rather than carried from the JVM:
+    two string columns fewer to convert. Auto-generated keys come from Spark's partitioning
+    and travel as they are.
+    """
     checkpoint("write.before_files")
     # the arrival order only orders duplicates a combining write keeps one of: not needed here
-    records = tagged.drop(FILE_ID_COLUMN, BAD_KEY_COLUMN, NULL_ORDERING_COLUMN, ARRIVAL_COLUMN)
+    dropped = [FILE_ID_COLUMN, BAD_KEY_COLUMN, NULL_ORDERING_COLUMN, ARRIVAL_COLUMN]
+    keys_in_task = not spec.auto_keys
+    if keys_in_task:
+        dropped += [RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN]
+    records = tagged.drop(*dropped)
 
     def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         context = TaskContext.get()
@@ -51,6 +63,7 @@ def write_unrouted(
             current_task(),
             partition_id=partition_id,
             rows_per_file=rows_per_file,
+            keygen=spec if keys_in_task else None,
         )
         if stats:
             yield pa.RecordBatch.from_pydict({"stat": [json.dumps(s.to_dict()) for s in stats]})

@@ -101,10 +101,10 @@ class SparkRunner:
         return jobs.write_buckets(tagged, plan, ctx, write_group=write_group or write_file_group)
 
     def write_unrouted(
-        self, located: LocatedRecords, ctx: WriteContext, rows_per_file: int
+        self, located: LocatedRecords, ctx: WriteContext, rows_per_file: int, spec: KeyGenSpec
     ) -> list[HoodieWriteStat]:
         tagged = cast(profile.LocatedRecords, located).tagged
-        return bulk_write.write_unrouted(tagged, ctx, rows_per_file)
+        return bulk_write.write_unrouted(tagged, ctx, rows_per_file, spec)
 
     def write_bucketed(
         self, keyed: DataFrame, targets: BucketTargets, ctx: WriteContext, spec: KeyGenSpec

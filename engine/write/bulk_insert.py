@@ -37,12 +37,14 @@ from engine.fs.filenames import (
 from engine.fs.properties import write_partition_metadata
 from engine.fs.storage import Storage
 from engine.io.parquet import ROW_GROUP_ROWS, BaseFileWriter
+from engine.model.keygen import KeyGenSpec, generate_partition_paths, generate_record_keys
 from engine.model.merge import INTERNAL_COLUMNS
 from engine.model.schema import (
     COMMIT_SEQNO_COLUMN,
     COMMIT_TIME_COLUMN,
     FILE_NAME_COLUMN,
     PARTITION_PATH_COLUMN,
+    RECORD_KEY_COLUMN,
 )
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
@@ -81,7 +83,8 @@ def write_bulk_insert(job: WriteJob, action: Action, record_size: int) -> list[H
     for partition in sorted(set(job.touched_partitions)):
         write_partition_metadata(job.storage, partition, job.instant_time)
     rows_per_file = max(1, job.cfg.get(config.PARQUET_MAX_FILE_SIZE) // max(1, record_size))
-    return job.data_runner.write_unrouted(located, job.write_context(), rows_per_file)
+    ctx = job.write_context()
+    return job.data_runner.write_unrouted(located, ctx, rows_per_file, job.batch.spec)
 
 
 @dataclass
@@ -117,6 +120,7 @@ class _TaskWriter:
         self.opened = 0
         self.open: dict[str, _FileGroup] = {}
         self.stats: list[HoodieWriteStat] = []
+        self.dictionary: bool | list[str] | None = None  # chosen from the task's first rows
 
     def add(self, chunk: pa.Table) -> None:
         """Stamp and buffer a chunk of records, cut per partition path."""
@@ -178,7 +182,9 @@ class _TaskWriter:
                 rows,
                 avro_schema_with_meta=self.ctx.avro_schema_with_meta,
                 compression=self.ctx.compression,
+                dictionary=self.dictionary,
             )
+            self.dictionary = group.writer.dictionary  # the task's files share the choice
         try:
             group.writer.write(rows)
         except BaseException:
@@ -222,19 +228,26 @@ def write_task_records(
     *,
     partition_id: int,
     rows_per_file: int,
+    keygen: KeyGenSpec | None = None,
 ) -> list[HoodieWriteStat]:
     """Write the records one task reads as new file groups; their write stats.
 
     Args:
-        batches: The task's records (data columns, record key, partition path and optional
-            internal columns), in arrival order.
+        batches: The task's records (data columns, record key and partition path unless
+            ``keygen`` is given, optional internal columns), in arrival order.
         ctx: Write snapshot.
         task: The task attempt (write token).
         partition_id: The task's partition (write token, seqnos).
         rows_per_file: Rows after which a file group is closed and another one opened.
+        keygen: When given, the batches carry no record key and partition path: they are
+            generated here from the records' fields.
     """
     writer = _TaskWriter(ctx, task, partition_id, rows_per_file)
     for chunk in _chunks(batches):
+        if keygen is not None:
+            chunk = chunk.append_column(RECORD_KEY_COLUMN, generate_record_keys(chunk, keygen))
+            paths = generate_partition_paths(chunk, keygen)
+            chunk = chunk.append_column(PARTITION_PATH_COLUMN, paths)
         writer.add(chunk)
     return writer.finish()
 
