@@ -176,6 +176,15 @@ class HudiTable:
         commits = self.timeline().commits_timeline()
         return commits[-1].instant_time if commits else None
 
+    def latest_completion_time(self) -> str | None:
+        """When the latest completed write completed: the end of an incremental range that
+        includes every completed write (table versions 8 and 9 range on completion time; on
+        version 6 an instant completes at its instant time). ``None`` before the first commit."""
+        if not self.exists:
+            return None
+        done = self.timeline().commits_timeline()
+        return max((i.completion_time or i.instant_time for i in done), default=None)
+
     def latest_extra_metadata(self, key: str) -> str | None:
         """``key`` in the extraMetadata of the latest completed commit that carries it (how a
         consumer finds its checkpoint, as Hudi's streamer does); ``None`` when none does."""

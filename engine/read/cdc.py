@@ -13,6 +13,10 @@ and, per write stat, where its changes are::
     BASE_FILE_DELETE  a delete that emptied the file group: the previous base file's rows are 'd'
     REPLACE_COMMIT    a file group a replacecommit replaced: its last slice's rows are 'd'
 
+The range is one of instant (requested) times on table version 6 and of completion times on
+versions 8 and 9, as every incremental query there (``engine.read.plan``); ``ts_ms`` is the
+instant time of the write either way, as Hudi's writers log it.
+
 Images read from .cdc records carry the data columns; images read from base files carry the meta
 columns too (as Hudi's relation returns them). A table created without CDC fails the query, as
 Hudi's does.
@@ -55,6 +59,7 @@ from engine.model.cdc_schema import (
 from engine.model.schema import RECORD_KEY_COLUMN
 from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.timeline.instant import Action, Instant
+from engine.timeline.lsm_history import read_history
 from engine.timeline.timeline import Timeline
 
 __all__ = ["CdcSplit", "plan_changes", "read_changes", "read_split"]
@@ -132,6 +137,9 @@ def _require_cdc(storage: Storage) -> SupplementalLoggingMode:
 def _require_active(storage: Storage, timeline: Timeline, begin: str) -> None:
     """The range must start inside the active timeline: archived commits (and the files the
     cleaner removed with them) cannot be read back, and a stream short of them would be wrong."""
+    if timeline.layout.version >= 2:
+        _require_unarchived(storage, timeline, begin)
+        return
     first = timeline.first_commit_time()
     if first is None or begin >= first:
         return
@@ -144,6 +152,35 @@ def _require_active(storage: Storage, timeline: Timeline, begin: str) -> None:
             f"{first} were archived, so the changes since {begin} can no longer be read; "
             f"start at {first} or later (or read the snapshot)"
         )
+
+
+def _require_unarchived(storage: Storage, timeline: Timeline, begin: str) -> None:
+    """Layout 2: no commit of the LSM history may have completed after ``begin``."""
+    history = read_history(storage, timeline.layout.table_format.history_dir)
+    late = [
+        a.instant
+        for a in history
+        if a.instant.action in _ACTIONS and (a.instant.completion_time or "") > begin
+    ]
+    if late:
+        raise QueryError(
+            f"CDC query from {begin} on the table at {storage.base_path}: commit "
+            f"{late[-1].instant_time} (completed {late[-1].completion_time}) was archived, so "
+            f"the changes since {begin} can no longer be read; start at "
+            f"{max(str(i.completion_time) for i in late)} or later (or read the snapshot)"
+        )
+
+
+def _in_range(timeline: Timeline, begin: str, end: str | None) -> list[Instant]:
+    """The completed writes of ``(begin, end]``: by instant (requested) time on table version 6,
+    by completion time on versions 8 and 9 (layout 2), as Hudi 1.x ranges incremental queries."""
+    if timeline.layout.version >= 2:
+        return [i for i in timeline.completed_in(begin, end) if i.action in _ACTIONS]
+    return [
+        i
+        for i in timeline.completed(_ACTIONS)
+        if begin < i.instant_time and (end is None or i.instant_time <= end)
+    ]
 
 
 class _BaseFiles:
@@ -185,10 +222,7 @@ def plan_changes(storage: Storage, begin: str, end: str | None) -> CdcPlan:
     _require_active(storage, timeline, begin)
     files = _BaseFiles(storage)
     splits: list[CdcSplit] = []
-    for instant in timeline.completed(_ACTIONS):
-        t = instant.instant_time
-        if t <= begin or (end is not None and t > end):
-            continue
+    for instant in _in_range(timeline, begin, end):
         metadata = timeline.read_commit_metadata(instant)
         if metadata.operation_type not in _DATA_CHANGE_OPERATIONS:
             continue

@@ -126,6 +126,7 @@ _WRITE_STAT_SCHEMA: dict[str, Any] = {
         *(_nullable(n, "long") for n in _LONG_STATS),
         _nullable("logVersion", "int"),
         _nullable("logFiles", {"type": "array", "items": "string"}),
+        _nullable("cdcStats", {"type": "map", "values": "long"}),
         _nullable("prevBaseFile", "string"),
     ],
 }

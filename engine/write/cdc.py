@@ -69,7 +69,8 @@ def check_cdc_options(
     cfg: HoodieConfig, props: dict[str, str] | None, table_type: TableType, base_path: str
 ) -> None:
     """CDC is a table property: set when the table is created, never switched on later (its
-    change stream would start in the middle), and written on copy-on-write tables.
+    change stream would start in the middle), and written on copy-on-write tables (of every
+    table version: 1.x writes the same ``.cdc`` files, listed in its Avro write stats).
 
     Raises:
         ConfigError: CDC asked on an existing table created without it, or on merge-on-read.
@@ -82,16 +83,6 @@ def check_cdc_options(
             f"{key}=true on the table at {base_path}, created without CDC: CDC is set when a "
             "table is created (its change stream cannot start in the middle of its history); "
             "recreate the table (--full-refresh) to enable it"
-        )
-    version = (
-        int(props.get(config.TABLE_VERSION.key) or config.TABLE_VERSION.default)
-        if props is not None
-        else cfg.get(config.WRITE_TABLE_VERSION)
-    )
-    if version != config.TABLE_VERSION.default:
-        raise ConfigError(
-            f"{key}=true on a table version {version} table at {base_path}: CDC logging is "
-            f"written for table version {config.TABLE_VERSION.default} only"
         )
     if table_type == TableType.MERGE_ON_READ:
         raise ConfigError(

@@ -211,9 +211,6 @@ def test_cdc_is_refused_where_it_would_be_short_and_query_fails_without_cdc(
     with pytest.raises(ConfigError, match=r"MERGE_ON_READ"):
         write_hudi(df, str(tmp_path / "mor"), mor)
     assert not (tmp_path / "mor").exists()
-    with pytest.raises(ConfigError, match=r"table version 8"):
-        write_hudi(df, str(tmp_path / "v8"), opts(**{"hoodie.write.table.version": "8"}))
-    assert not (tmp_path / "v8").exists()
 
 
 def test_clean_and_rollback_remove_cdc_files(spark, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -265,6 +262,70 @@ def test_clean_and_rollback_remove_cdc_files(spark, tmp_path, monkeypatch) -> No
     assert changes(rows.to_pylist()) == [
         ("u", active[-1], ("k1", "p", 4, "a4"), ("k1", "p", 5, "a5"))
     ]
+
+
+def test_cdc_on_table_version_9_stats_rollback_clean_and_archival(
+    spark, tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Version 9: the Avro write stat lists the ``.cdc`` file (``cdcStats``, a map of path to
+    size, read back with fastavro); rollback and cleaning remove ``.cdc`` files; commits archived
+    into the LSM history cannot be read back, and ranges are completion times."""
+    import fastavro
+
+    import engine.write.transaction
+    from engine.fs.storage import Storage
+    from engine.timeline.timeline import Timeline
+
+    path = tmp_path / "t"
+    options = opts(
+        **{
+            "hoodie.write.table.version": "9",
+            "hoodie.cleaner.commits.retained": "1",
+            "hoodie.keep.min.commits": "2",
+            "hoodie.keep.max.commits": "3",
+        }
+    )
+    rows = [("k1", "p", 1, "a"), ("k2", "p", 1, "b")]
+    write_hudi(spark.createDataFrame(rows, SCHEMA), str(path), options)
+    t2 = write_hudi(spark.createDataFrame([("k1", "p", 2, "a2")], SCHEMA), str(path), options)
+    first_cdc = cdc_files(path)
+    assert len(first_cdc) == 1 and f"_{t2.instant_time}.log.1_" in first_cdc[0].name
+    (commit_file,) = (path / ".hoodie" / "timeline").glob(f"{t2.instant_time}_*.commit")
+    with open(commit_file, "rb") as f:
+        (record,) = list(fastavro.reader(f))
+    (stat,) = record["partitionToWriteStats"]["p"]
+    assert stat["cdcStats"] == {f"p/{first_cdc[0].name}": first_cdc[0].stat().st_size}
+
+    def die(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("killed before the commit")
+
+    monkeypatch.setattr(engine.write.transaction, "commit_write", die)
+    with pytest.raises(RuntimeError):
+        write_hudi(spark.createDataFrame([("k2", "p", 3, "b3")], SCHEMA), str(path), options)
+    monkeypatch.undo()
+    assert cdc_files(path) == first_cdc  # the failed write's .cdc file was rolled back
+
+    for ts in (4, 5, 6):
+        write_hudi(spark.createDataFrame([("k1", "p", ts, f"a{ts}")], SCHEMA), str(path), options)
+    assert first_cdc[0] not in cdc_files(path)  # cleaned with its file slice
+    assert sorted((r["id"], r["v"]) for r in hudi_rs_rows(str(path))) == [("k1", "a6"), ("k2", "b")]
+    timeline = Timeline.load(Storage(str(path)))
+    assert any((path / ".hoodie" / "timeline" / "history").iterdir())
+    with pytest.raises(QueryError, match=r"was archived"):
+        read_table(str(path), {**CDC_QUERY, "hoodie.datasource.read.begin.instanttime": "000"})
+    active = timeline.commits_timeline()
+    begin = active[-2].completion_time
+    assert begin is not None
+    got = read_table(str(path), {**CDC_QUERY, "hoodie.datasource.read.begin.instanttime": begin})
+    assert changes(got.to_pylist()) == [
+        ("u", active[-1].instant_time, ("k1", "p", 5, "a5"), ("k1", "p", 6, "a6"))
+    ]
+    # a bound between the last write's instant and completion times: completion time decides
+    between = read_table(
+        str(path),
+        {**CDC_QUERY, "hoodie.datasource.read.begin.instanttime": active[-1].instant_time},
+    )
+    assert changes(between.to_pylist()) == changes(got.to_pylist())
 
 
 def test_cdc_query_through_the_command(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]

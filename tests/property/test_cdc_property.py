@@ -23,7 +23,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from engine import read_hudi, write_hudi
+from engine.fs.storage import Storage
 from engine.read.arrow import read_table
+from engine.timeline.timeline import Timeline
 from tests.hudi_rs import hudi_rs_rows
 from tests.keyed_table import SCHEMA, write_options
 from tests.property.runner import scratch_table
@@ -103,7 +105,12 @@ def cdc_query(begin: str, end: str | None = None) -> dict[str, str]:
     return options
 
 
-def run_sequence(spark: Any, mode: str, steps: list[tuple[str, list[str]]]) -> None:
+def run_sequence(
+    spark: Any, mode: str, steps: list[tuple[str, list[str]]], version: int = 6
+) -> None:
+    """Write ``steps`` on a table of table version ``version`` and check every range. On
+    versions 8 and 9 the range bounds are completion times (the changes keep the instant time
+    of their write in ``ts_ms``)."""
     with scratch_table("cdc-property-") as path:
         options = write_options(
             "orders",
@@ -113,6 +120,7 @@ def run_sequence(spark: Any, mode: str, steps: list[tuple[str, list[str]]]) -> N
                 # several small files: inserts land in existing file groups (merges) too
                 "hoodie.parquet.small.file.limit": "104857600",
                 "hoodie.allow.operation.metadata.field": "true",
+                "hoodie.write.table.version": str(version),
             },
         )
         model = Model()
@@ -123,10 +131,15 @@ def run_sequence(spark: Any, mode: str, steps: list[tuple[str, list[str]]]) -> N
             t = write_hudi(df, path, {**options, "hoodie.datasource.write.operation": operation})
             model.apply(operation, rows, t.instant_time)
             instants.append(t.instant_time)
-        bounds = ["000", *instants]
+        completion = Timeline.load(Storage(path)).completion_times()
+        if version == 6:
+            assert all(completion[t] == t for t in instants)
+        else:
+            assert all(completion[t] > t for t in instants)  # the range is on completion
+        bounds = ["000", *(completion[t] for t in instants)]
         for i, begin in enumerate(bounds):
             for end in bounds[i + 1 :]:
-                expected = sorted(c for c in model.changes if begin < c[1] <= end)
+                expected = sorted(c for c in model.changes if begin < completion[c[1]] <= end)
                 got = query_changes(read_table(path, cdc_query(begin, end)).to_pylist())
                 assert got == expected, (mode, steps, begin, end)
         spark_rows = [r.asDict() for r in read_hudi(spark, path, cdc_query("000")).collect()]
@@ -156,5 +169,33 @@ def test_cdc_query_between_any_two_instants_equals_the_model(spark) -> None:  # 
     )
     def check(mode: str, steps: list[tuple[str, list[str]]]) -> None:
         run_sequence(spark, mode, steps)
+
+    check()
+
+
+@pytest.mark.parametrize("version", [8, 9])
+def test_cdc_query_on_table_versions_8_and_9_ranges_on_completion_time(spark, version) -> None:  # type: ignore[no-untyped-def]
+    """The same property on the 1.x table versions (Avro write stats with ``cdcStats``,
+    layout-2 instants): the range ``(begin, end]`` is one of completion times."""
+
+    @settings(
+        max_examples=15 if LONG else 2,
+        deadline=None,
+        derandomize=not LONG,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
+    @given(st.sampled_from(MODES), sequence)
+    @example(
+        "OP_KEY_ONLY",
+        [
+            ("upsert", ["a", "e"]),
+            ("upsert", ["a", "b"]),
+            ("delete", ["e"]),
+            ("insert_overwrite", ["b"]),
+        ],
+    )
+    def check(mode: str, steps: list[tuple[str, list[str]]]) -> None:
+        run_sequence(spark, mode, steps, version)
 
     check()

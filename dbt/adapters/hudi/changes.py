@@ -1,11 +1,12 @@
 """``{{ hudi_changes(ref('orders')) }}``: the upstream Hudi model's changes since this model's
 last successful commit.
 
-The checkpoint is the upstream instant this model has consumed up to. It lives in this model's
-own commits, in extraMetadata under ``_dbt_hudi.checkpoint.<schema>.<upstream>`` (a write option
-under Hudi's ``commitmeta.key.prefix``, as Hudi's streamer keeps ``deltastreamer.checkpoint.key``),
-so it advances exactly when this model's commit succeeds: a failed or killed run leaves it where
-it was and the next run reads the same changes again.
+The checkpoint is the upstream instant this model has consumed up to (on table versions 8 and
+9 the completion time of that upstream write, as incremental queries there range on it). It lives
+in this model's own commits, in extraMetadata under ``_dbt_hudi.checkpoint.<schema>.<upstream>``
+(a write option under Hudi's ``commitmeta.key.prefix``, as Hudi's streamer keeps
+``deltastreamer.checkpoint.key``), so it advances exactly when this model's commit succeeds: a
+failed or killed run leaves it where it was and the next run reads the same changes again.
 
 What the view holds (the upstream's data columns, plus ``change_op`` and ``change_instant``)::
 
@@ -63,13 +64,15 @@ def _normal(model: tuple[str, str]) -> tuple[str, str]:
 
 
 def changes_frame(
-    spark: SparkSession, upstream_path: str, begin: str | None, end: str
+    spark: SparkSession, upstream_path: str, begin: str | None, end: str, as_of: str
 ) -> DataFrame:
-    """The upstream's changes in ``(begin, end]`` (``begin`` None: its snapshot at ``end``)."""
+    """The upstream's changes in ``(begin, end]`` (``begin`` None: its snapshot as of
+    ``as_of``, the instant of its latest write; ``end`` is when that write completed, the
+    bound incremental queries take on table versions 8 and 9)."""
     from pyspark.sql import functions as F
 
     upstream = HudiTable(upstream_path)
-    snapshot = read_hudi(spark, upstream_path, {"as.of.instant": end})
+    snapshot = read_hudi(spark, upstream_path, {"as.of.instant": as_of})
     data = [c for c in snapshot.columns if c not in HOODIE_META_COLUMNS]
     if begin is None:
         frame = snapshot.select(

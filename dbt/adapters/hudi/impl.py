@@ -318,8 +318,10 @@ class HudiAdapter(SparkAdapter):
         spark = self._spark()
         schema, name = str(upstream.schema), str(upstream.identifier)
         upstream_path = catalog_base_path(spark, schema, name)
-        end = HudiTable(upstream_path).latest_instant() if upstream_path else None
-        if upstream_path is None or end is None:
+        upstream_table = HudiTable(upstream_path) if upstream_path else None
+        as_of = upstream_table.latest_instant() if upstream_table else None
+        end = upstream_table.latest_completion_time() if upstream_table else None
+        if upstream_path is None or as_of is None or end is None:
             raise CompilationError(
                 f"hudi_changes: {schema}.{name} is not a Hudi model with a commit; build it first"
             )
@@ -329,7 +331,7 @@ class HudiAdapter(SparkAdapter):
         )
         begin = None if full_refresh else HudiTable(own_path).latest_extra_metadata(key)
         try:
-            frame = changes_frame(spark, upstream_path, begin, end)
+            frame = changes_frame(spark, upstream_path, begin, end, as_of)
         except HudiError as e:
             raise DbtRuntimeError(f"hudi_changes of {schema}.{name} failed: {e}") from e
         view = f"{relation.identifier}__dbt_hudi_changes_{name}"
