@@ -64,8 +64,13 @@ _NO_STORED_KEYS = pa.array([], pa.string())
 
 
 def streams_bulk_insert(job: WriteJob) -> bool:
-    """Whether the write is a bulk_insert that needs no routing (it does not combine keys)."""
-    return job.operation == WriteOperation.BULK_INSERT and not job.write_context().combine
+    """Whether the write is a bulk_insert that needs no routing: it does not combine keys and
+    its sort mode is ``NONE`` (the other modes route records to sorted file groups)."""
+    return (
+        job.operation == WriteOperation.BULK_INSERT
+        and job.cfg.get(config.BULKINSERT_SORT_MODE) == "NONE"
+        and not job.write_context().combine
+    )
 
 
 def write_bulk_insert(job: WriteJob, action: Action, record_size: int) -> list[HoodieWriteStat]:

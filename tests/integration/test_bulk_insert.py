@@ -14,7 +14,7 @@ import pytest
 
 from engine import write_hudi
 from engine.config import WriteOperation
-from engine.errors import RecordKeyError
+from engine.errors import ConfigError, RecordKeyError
 from engine.fs.storage import Storage
 from engine.io.parquet import avro_schema_with_meta, table_arrow_schema
 from engine.model.merge import MergeSpec
@@ -165,3 +165,22 @@ def test_task_writer_streams_row_groups_within_its_buffer(
         assert table.column("_hoodie_commit_seqno").to_pylist() == [
             f"20240101000000000_3_{i}" for i in range(len(expected))
         ]
+
+
+def test_bulk_insert_sort_modes(spark: Any, tmp_path: Path) -> None:
+    """The PARTITION_* modes route records to one file group per partition path, keys sorted;
+    GLOBAL_SORT is refused before anything is written."""
+    rows = _rows(30)
+    df = spark.createDataFrame(rows, SCHEMA).repartition(2)
+    path = tmp_path / "t"
+    write_hudi(df, str(path), _options(**{"hoodie.bulkinsert.sort.mode": "PARTITION_SORT"}))
+    files = _data_files(path)
+    assert sorted(f.parent.name for f in files) == ["p0", "p1", "p2"]
+    for f in files:
+        keys = pq.read_table(f).column("_hoodie_record_key").to_pylist()
+        assert keys == sorted(keys)
+    assert sorted(r["id"] for r in hudi_rs_rows(path)) == [r[0] for r in rows]
+    refused = tmp_path / "g"
+    with pytest.raises(ConfigError, match=r"hoodie\.bulkinsert\.sort\.mode"):
+        write_hudi(df, str(refused), _options(**{"hoodie.bulkinsert.sort.mode": "GLOBAL_SORT"}))
+    assert not refused.exists()
