@@ -522,6 +522,21 @@ COMBINE_BEFORE_INSERT = _option(
     False,
     "Precombine duplicate keys within an insert batch.",
 )
+BULKINSERT_SORT_MODE = _option(
+    "hoodie.bulkinsert.sort.mode",
+    choice(
+        "NONE",
+        "GLOBAL_SORT",
+        "PARTITION_SORT",
+        "PARTITION_PATH_REPARTITION",
+        "PARTITION_PATH_REPARTITION_AND_SORT",
+    ),
+    "NONE",
+    "How bulk_insert lays records out. NONE (Hudi's default): each Spark task writes the "
+    "records it reads, no shuffle, as Spark's own Parquet write. The PARTITION_* modes "
+    "shuffle the records to file groups of one partition path each, keys sorted in every "
+    "file. GLOBAL_SORT (disjoint key ranges across files) is not implemented.",
+)
 COMBINE_BEFORE_UPSERT = _option(
     "hoodie.combine.before.upsert",
     parse_bool,
