@@ -20,7 +20,17 @@ from engine.model.keygen import KeyGenSpec
 from engine.read.plan import QueryPlan
 from engine.runner import GroupWriter, IncomingBatch, LocatedRecords
 from engine.services.compaction import CompactionContext, CompactionOperation
-from engine.spark import bucket_write, compaction, evolution, jobs, profile, reader
+from engine.spark import (
+    bucket_write,
+    bulk_write,
+    compaction,
+    evolution,
+    insert_profile,
+    jobs,
+    partition_write,
+    profile,
+    reader,
+)
 from engine.spark.schema import data_arrow_schema
 from engine.spark.session import get_spark
 from engine.timeline.commit_metadata import HoodieWriteStat
@@ -28,6 +38,7 @@ from engine.write.bucket_index import BucketTargets
 from engine.write.bucketing import BucketPlan
 from engine.write.handles import WriteContext, write_file_group
 from engine.write.index import IndexSource
+from engine.write.partition_write import PartitionTargets
 
 __all__ = ["SparkBatch", "SparkRunner"]
 
@@ -76,6 +87,8 @@ class SparkRunner:
     def locate(
         self, keyed: DataFrame, spec: KeyGenSpec, source: IndexSource | None
     ) -> profile.BatchProfile:
+        if source is None:  # nothing to look up: Spark's own aggregation profiles the batch
+            return insert_profile.profile_inserts(keyed, spec)
         return profile.profile_batch(keyed, spec, source)
 
     def write_buckets(
@@ -89,10 +102,21 @@ class SparkRunner:
         tagged = cast(profile.LocatedRecords, located).tagged
         return jobs.write_buckets(tagged, plan, ctx, write_group=write_group or write_file_group)
 
+    def write_unrouted(
+        self, located: LocatedRecords, ctx: WriteContext, rows_per_file: int, spec: KeyGenSpec
+    ) -> list[HoodieWriteStat]:
+        tagged = cast(profile.LocatedRecords, located).tagged
+        return bulk_write.write_unrouted(tagged, ctx, rows_per_file, spec)
+
     def write_bucketed(
         self, keyed: DataFrame, targets: BucketTargets, ctx: WriteContext, spec: KeyGenSpec
     ) -> list[HoodieWriteStat]:
         return bucket_write.write_bucketed(keyed, targets, ctx, spec)
+
+    def write_partitions(
+        self, keyed: DataFrame, targets: PartitionTargets, ctx: WriteContext, spec: KeyGenSpec
+    ) -> list[HoodieWriteStat]:
+        return partition_write.write_partitions(keyed, targets, ctx, spec)
 
     def release(self, keyed: DataFrame) -> None:
         keyed.unpersist()

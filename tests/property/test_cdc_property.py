@@ -194,6 +194,18 @@ def run_sequence(
 MODES = ("OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER")
 
 
+def quick_settings(examples: int, long_examples: int) -> Any:
+    """Hypothesis settings of a property run on the shared session: ``examples`` generated
+    sequences (``long_examples`` under ``make test-long``), reproducible outside it."""
+    return settings(
+        max_examples=long_examples if LONG else examples,
+        deadline=None,
+        derandomize=not LONG,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
+
+
 def test_cdc_query_between_any_two_instants_equals_the_model(spark) -> None:  # type: ignore[no-untyped-def]
     @settings(
         max_examples=30 if LONG else 4,
@@ -216,15 +228,10 @@ def test_cdc_query_between_any_two_instants_equals_the_model(spark) -> None:  # 
 @pytest.mark.parametrize("version", [8, 9])
 def test_cdc_query_on_table_versions_8_and_9_ranges_on_completion_time(spark, version) -> None:  # type: ignore[no-untyped-def]
     """The same property on the 1.x table versions (Avro write stats with ``cdcStats``,
-    layout-2 instants): the range ``(begin, end]`` is one of completion times."""
+    layout-2 instants): the range ``(begin, end]`` is one of completion times. Two sequences
+    each in ``make test`` (one given), sixteen under ``make test-long``."""
 
-    @settings(
-        max_examples=15 if LONG else 2,
-        deadline=None,
-        derandomize=not LONG,
-        suppress_health_check=list(HealthCheck),
-        database=None,
-    )
+    @quick_settings(1, 15)
     @given(st.sampled_from(MODES), sequence)
     @example(
         "OP_KEY_ONLY",
