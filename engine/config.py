@@ -522,6 +522,21 @@ COMBINE_BEFORE_INSERT = _option(
     False,
     "Precombine duplicate keys within an insert batch.",
 )
+BULKINSERT_SORT_MODE = _option(
+    "hoodie.bulkinsert.sort.mode",
+    choice(
+        "NONE",
+        "GLOBAL_SORT",
+        "PARTITION_SORT",
+        "PARTITION_PATH_REPARTITION",
+        "PARTITION_PATH_REPARTITION_AND_SORT",
+    ),
+    "NONE",
+    "How bulk_insert lays records out. NONE (Hudi's default): each Spark task writes the "
+    "records it reads, no shuffle, as Spark's own Parquet write. The PARTITION_* modes "
+    "shuffle the records to file groups of one partition path each, keys sorted in every "
+    "file. GLOBAL_SORT (disjoint key ranges across files) is not implemented.",
+)
 COMBINE_BEFORE_UPSERT = _option(
     "hoodie.combine.before.upsert",
     parse_bool,
@@ -909,6 +924,15 @@ def known_options() -> list[ConfigOption[Any]]:
     return list(seen.values())
 
 
+# keys of Hudi's other writers naming behaviour this batch writer does not have: refused when
+# turned on, never passed through as if they did something
+_OTHER_WRITERS_KEYS = {
+    "changelog.enabled": "Flink's changelog mode, whose rows carry _hoodie_operation -U and D; "
+    "this engine writes as Hudi's Spark writers do (I and U; a deleted record is removed, or "
+    "put in a DELETE block on merge-on-read)",
+}
+
+
 def parse_options(raw: Mapping[str, Any] | None) -> HoodieConfig:
     """Validate and parse user options.
 
@@ -924,6 +948,8 @@ def parse_options(raw: Mapping[str, Any] | None) -> HoodieConfig:
         if opt is None:
             if key.startswith("hoodie."):
                 problems.append(f"Unknown config {key!r} (value {_to_text(value)!r})")
+            elif key in _OTHER_WRITERS_KEYS and _to_text(value).strip().lower() != "false":
+                problems.append(f"{key}={_to_text(value)!r}: {_OTHER_WRITERS_KEYS[key]}")
             else:
                 extra[key] = _to_text(value)
             continue

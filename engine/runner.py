@@ -134,6 +134,13 @@ class Runner(Protocol):
         """Write every bucket of ``plan`` in its own task; the tasks' write stats."""
         ...
 
+    def write_unrouted(
+        self, located: LocatedRecords, ctx: WriteContext, rows_per_file: int, spec: KeyGenSpec
+    ) -> list[HoodieWriteStat]:
+        """bulk_insert: every task writes the records it reads into new file groups, at most
+        ``rows_per_file`` rows each (:mod:`engine.write.bulk_insert`); no shuffle."""
+        ...
+
     def write_bucketed(
         self, keyed: Any, targets: BucketTargets, ctx: WriteContext, spec: KeyGenSpec
     ) -> list[HoodieWriteStat]:

@@ -40,6 +40,7 @@ __all__ = [
     "AVRO_SCHEMA_KEY",
     "MAX_RECORD_KEY",
     "MIN_RECORD_KEY",
+    "BaseFileWriter",
     "align_to_schema",
     "read_base_file",
     "read_record_key_range",
@@ -124,31 +125,110 @@ def write_base_file(
         avro_schema_with_meta: Writer schema recorded in the footer.
         compression: Parquet codec (``hoodie.parquet.compression.codec``).
     """
-    keys = table.column(RECORD_KEY_COLUMN)
-    metadata: dict[bytes, bytes] = {AVRO_SCHEMA_KEY: avro_schema_with_meta.encode()}
-    if table.num_rows:
-        bounds = pc.min_max(keys)
-        metadata[MIN_RECORD_KEY] = str(bounds["min"].as_py()).encode()
-        metadata[MAX_RECORD_KEY] = str(bounds["max"].as_py()).encode()
-    table = table.replace_schema_metadata(None)
-    codec = "none" if compression == "uncompressed" else compression
-    with (
-        storage.open_output(rel_path) as out,
-        pq.ParquetWriter(
-            out,
-            table.schema,
-            compression=codec,
-            use_dictionary=dictionary_columns(table),
-            coerce_timestamps="us",
-            allow_truncated_timestamps=False,
-            store_schema=False,
-        ) as writer,
-    ):
-        writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+    writer = BaseFileWriter(
+        storage,
+        rel_path,
+        table,
+        avro_schema_with_meta=avro_schema_with_meta,
+        compression=compression,
+    )
+    with writer:
+        writer.write(table)
         checkpoint("file.mid_write")  # fault tests: a torn file (no footer)
-        # footer key/values as Hudi writes them (no ARROW:schema blob)
-        writer.add_key_value_metadata({k.decode(): v.decode() for k, v in metadata.items()})
-    return storage.size(rel_path)
+    return writer.size
+
+
+class BaseFileWriter:
+    """One base file written as its rows arrive, in row groups of at most ``ROW_GROUP_ROWS``;
+    the footer (Avro schema, min/max record key) is written at the end.
+
+    A writer that streams rows (bulk_insert) holds one row group at a time instead of the
+    file's rows; given the rows as one table, the file is what :func:`write_base_file` writes.
+
+    Args:
+        first: The first rows (or a sample of them): the dictionary-encoded columns are chosen
+            from them unless ``dictionary`` names them; every later table has their schema.
+        dictionary: The columns to dictionary-encode (``dictionary`` of an earlier writer of
+            similar rows), instead of sampling ``first``.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        rel_path: str,
+        first: pa.Table,
+        *,
+        avro_schema_with_meta: str,
+        compression: str = PARQUET_COMPRESSION_CODEC.default,
+        dictionary: bool | list[str] | None = None,
+    ) -> None:
+        self._storage = storage
+        self.rel_path = rel_path
+        self._avro = avro_schema_with_meta
+        self._min: str | None = None
+        self._max: str | None = None
+        self.num_rows = 0
+        self.size = 0
+        schema = first.schema.remove_metadata()
+        self.dictionary = dictionary_columns(first) if dictionary is None else dictionary
+        codec = "none" if compression == "uncompressed" else compression
+        self._out = storage.open_output(rel_path)
+        try:
+            self._writer = pq.ParquetWriter(
+                self._out,
+                schema,
+                compression=codec,
+                use_dictionary=self.dictionary,
+                coerce_timestamps="us",
+                allow_truncated_timestamps=False,
+                store_schema=False,
+            )
+        except BaseException:
+            self._out.close()
+            raise
+
+    def write(self, table: pa.Table) -> None:
+        """Append rows (meta columns first, aligned to the table schema)."""
+        if table.num_rows == 0:
+            return
+        bounds = pc.min_max(table.column(RECORD_KEY_COLUMN))
+        lo, hi = str(bounds["min"].as_py()), str(bounds["max"].as_py())
+        self._min = lo if self._min is None else min(self._min, lo)
+        self._max = hi if self._max is None else max(self._max, hi)
+        self._writer.write_table(table.replace_schema_metadata(None), row_group_size=ROW_GROUP_ROWS)
+        self.num_rows += table.num_rows
+
+    def close(self) -> int:
+        """Write the footer (key/values as Hudi writes them, no ARROW:schema blob) and return
+        the file's size in bytes."""
+        metadata = {AVRO_SCHEMA_KEY.decode(): self._avro}
+        if self._min is not None and self._max is not None:
+            metadata[MIN_RECORD_KEY.decode()] = self._min
+            metadata[MAX_RECORD_KEY.decode()] = self._max
+        try:
+            self._writer.add_key_value_metadata(metadata)
+            self._writer.close()
+        finally:
+            self._out.close()
+        self.size = self._storage.size(self.rel_path)
+        return self.size
+
+    def abort(self) -> None:
+        """Stop after an error: the file has no Hudi footer keys (its marker names it for the
+        rollback, which deletes it)."""
+        try:
+            self._writer.close()
+        finally:
+            self._out.close()
+
+    def __enter__(self) -> BaseFileWriter:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
 
 def dictionary_columns(table: pa.Table) -> bool | list[str]:

@@ -20,7 +20,17 @@ from engine.model.keygen import KeyGenSpec
 from engine.read.plan import QueryPlan
 from engine.runner import GroupWriter, IncomingBatch, LocatedRecords
 from engine.services.compaction import CompactionContext, CompactionOperation
-from engine.spark import bucket_write, compaction, evolution, jobs, partition_write, profile, reader
+from engine.spark import (
+    bucket_write,
+    bulk_write,
+    compaction,
+    evolution,
+    insert_profile,
+    jobs,
+    partition_write,
+    profile,
+    reader,
+)
 from engine.spark.schema import data_arrow_schema
 from engine.spark.session import get_spark
 from engine.timeline.commit_metadata import HoodieWriteStat
@@ -77,6 +87,8 @@ class SparkRunner:
     def locate(
         self, keyed: DataFrame, spec: KeyGenSpec, source: IndexSource | None
     ) -> profile.BatchProfile:
+        if source is None:  # nothing to look up: Spark's own aggregation profiles the batch
+            return insert_profile.profile_inserts(keyed, spec)
         return profile.profile_batch(keyed, spec, source)
 
     def write_buckets(
@@ -89,6 +101,12 @@ class SparkRunner:
     ) -> list[HoodieWriteStat]:
         tagged = cast(profile.LocatedRecords, located).tagged
         return jobs.write_buckets(tagged, plan, ctx, write_group=write_group or write_file_group)
+
+    def write_unrouted(
+        self, located: LocatedRecords, ctx: WriteContext, rows_per_file: int, spec: KeyGenSpec
+    ) -> list[HoodieWriteStat]:
+        tagged = cast(profile.LocatedRecords, located).tagged
+        return bulk_write.write_unrouted(tagged, ctx, rows_per_file, spec)
 
     def write_bucketed(
         self, keyed: DataFrame, targets: BucketTargets, ctx: WriteContext, spec: KeyGenSpec

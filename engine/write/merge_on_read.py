@@ -43,6 +43,7 @@ from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline
 from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
 from engine.write.bucketing import Bucket, BucketPlan, SizedBaseFile, plan_buckets
+from engine.write.bulk_insert import streams_bulk_insert, write_bulk_insert
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
 from engine.write.index import sized_base_file
 from engine.write.plan import WriteJob
@@ -231,10 +232,13 @@ class MergeOnReadWrite(WriteStrategy):
 def write_merge_on_read(job: WriteJob) -> list[HoodieWriteStat]:
     """Write the data of a requested deltacommit; returns the write stats to commit."""
     cfg = job.cfg
-    table_slices = latest_table_slices(job.storage, job.timeline, job.touched_partitions)
-    located = job.locate()
     small_file_limit = cfg.get(config.PARQUET_SMALL_FILE_LIMIT)
     estimate = cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE)
+    if streams_bulk_insert(job):  # new base files only, as on copy-on-write
+        record_size = average_record_size(job.timeline, estimate, small_file_limit)
+        return write_bulk_insert(job, Action.DELTA_COMMIT, record_size)
+    table_slices = latest_table_slices(job.storage, job.timeline, job.touched_partitions)
+    located = job.locate()
     plan, small_file_ids = plan_merge_on_read_buckets(
         update_counts=located.update_counts,
         insert_counts=located.insert_counts,

@@ -74,6 +74,7 @@ __all__ = ["UNSUPPORTED_VALUES", "WriteResult", "WriteTransaction", "strategy_fo
 UNSUPPORTED_VALUES: tuple[tuple[config.ConfigOption[Any], Any, str], ...] = (
     (config.PARTITION_METAFILE_USE_BASE_FORMAT, True, "partition metafiles are written as text"),
     (config.COMBINE_BEFORE_UPSERT, False, "upserts always precombine duplicate keys"),
+    (config.BULKINSERT_SORT_MODE, "GLOBAL_SORT", "bulk_insert does not sort across files"),
 )
 
 

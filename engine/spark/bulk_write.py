@@ -1,0 +1,72 @@
+"""The Spark side of a bulk_insert: one job, no shuffle (:mod:`engine.write.bulk_insert`).
+
+::
+
+    keyed (+ _hoodie_record_key, _hoodie_partition_path) ──mapInArrow(task writer)──► write stats
+
+Each task of the batch's own partitioning writes what it reads, as ``df.write.parquet`` does;
+the records are never routed, sorted or shuffled. The profile job before it checks the keys,
+so a null key fails before a file is written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql import DataFrame
+
+from engine.faults import checkpoint
+from engine.model.keygen import KeyGenSpec
+from engine.model.merge import ARRIVAL_COLUMN
+from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
+from engine.spark.jobs import (
+    BAD_KEY_COLUMN,
+    FILE_ID_COLUMN,
+    NULL_ORDERING_COLUMN,
+    current_task,
+    run_job,
+)
+from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.write.bulk_insert import write_task_records
+from engine.write.handles import WriteContext
+
+__all__ = ["write_unrouted"]
+
+
+def write_unrouted(
+    tagged: DataFrame, ctx: WriteContext, rows_per_file: int, spec: KeyGenSpec
+) -> list[HoodieWriteStat]:
+    """Write every task's records into new file groups; the write stats of every file.
+
+    Keys made from the records' fields are made again in the task by the Arrow key generator
+    (the same text, checked by the profile job already) rather than carried from the JVM:
+    two string columns fewer to convert. Auto-generated keys come from Spark's partitioning
+    and travel as they are.
+    """
+    checkpoint("write.before_files")
+    # the arrival order only orders duplicates a combining write keeps one of: not needed here
+    dropped = [FILE_ID_COLUMN, BAD_KEY_COLUMN, NULL_ORDERING_COLUMN, ARRIVAL_COLUMN]
+    keys_in_task = not spec.auto_keys
+    if keys_in_task:
+        dropped += [RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN]
+    records = tagged.drop(*dropped)
+
+    def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        context = TaskContext.get()
+        partition_id = context.partitionId() if context else 0
+        stats = write_task_records(
+            batches,
+            ctx,
+            current_task(),
+            partition_id=partition_id,
+            rows_per_file=rows_per_file,
+            keygen=spec if keys_in_task else None,
+        )
+        if stats:
+            yield pa.RecordBatch.from_pydict({"stat": [json.dumps(s.to_dict()) for s in stats]})
+
+    rows = run_job(records.mapInArrow(write_partition, "stat string").collect)
+    return [HoodieWriteStat.from_dict(json.loads(r["stat"])) for r in rows]
