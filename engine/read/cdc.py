@@ -296,7 +296,6 @@ def _log_file_split(
             f"CDC query: instant {instant.instant_time} ({instant.action}) reports the log file "
             f"{stat.path}; only deltacommits append log files"
         )
-    mor.require_log_reading(instant.instant_time, str(stat.path))
     return CdcSplit(
         instant.instant_time,
         "LOG_FILE",

@@ -205,13 +205,10 @@ class MergeOnReadSlices:
     """A merge-on-read table's slice context, and the latest file slices of its replaced file
     groups from one listing per partition (the driver side of a CDC query)."""
 
-    def __init__(
-        self, storage: Storage, timeline: Timeline, context: SliceContext, table_version: int
-    ) -> None:
+    def __init__(self, storage: Storage, timeline: Timeline, context: SliceContext) -> None:
         self.storage = storage
         self.timeline = timeline
         self.context = context
-        self.table_version = table_version
         self._views: dict[str, FileSystemView] = {}
 
     @classmethod
@@ -220,18 +217,7 @@ class MergeOnReadSlices:
         table = load_table_info(storage)
         if table.table_type != TableType.MERGE_ON_READ:
             return None
-        version = int(table.properties.get(config.TABLE_VERSION.key) or 6)
-        return cls(storage, timeline, slice_context(storage, timeline), version)
-
-    def require_log_reading(self, instant_time: str, log_file: str) -> None:
-        """Log files are read against their slice as table version 6 lays them out; Hudi 1.x
-        slices them by completion time, which this query does not follow yet."""
-        if self.table_version >= 8:
-            raise QueryError(
-                f"CDC query: instant {instant_time} appended the log file {log_file} to a "
-                f"merge-on-read table of table version {self.table_version}; reading the "
-                "changes of log files is implemented for table version 6 only"
-            )
+        return cls(storage, timeline, slice_context(storage, timeline))
 
     def latest_before(self, partition: str, file_id: str, instant_time: str) -> FileSlice | None:
         """The group's committed slice with the greatest base instant before ``instant_time``."""

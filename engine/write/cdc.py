@@ -73,13 +73,14 @@ def check_cdc_options(
     cfg: HoodieConfig, props: dict[str, str] | None, table_type: TableType, base_path: str
 ) -> None:
     """CDC is a table property: set when the table is created, never switched on later (its
-    change stream would start in the middle). Copy-on-write tables log changes in every table
-    version (1.x writes the same ``.cdc`` files, listed in its Avro write stats); merge-on-read
-    tables in version 6, where log files are read against the slice their deltacommit names.
+    change stream would start in the middle). Tables of every version log changes (1.x writes the
+    same ``.cdc`` files, listed in its Avro write stats); on merge-on-read, log files are read
+    against the slice their deltacommit's write stat names (its base file and log files, which
+    versions 8 and 9 name by each delta commit's own instant).
 
     Raises:
-        ConfigError: CDC asked on an existing table created without it, on a merge-on-read
-            table of version 8/9, or on a merge-on-read table with the bucket index.
+        ConfigError: CDC asked on an existing table created without it, or on a merge-on-read
+            table with the bucket index.
     """
     if not cfg.get(config.TABLE_CDC_ENABLED):
         return
@@ -96,17 +97,6 @@ def check_cdc_options(
 
 def _check_merge_on_read(cfg: HoodieConfig, props: dict[str, str] | None, base_path: str) -> None:
     key = config.TABLE_CDC_ENABLED.key
-    version = (
-        int(props.get(config.TABLE_VERSION.key) or config.TABLE_VERSION.default)
-        if props is not None
-        else cfg.get(config.WRITE_TABLE_VERSION)
-    )
-    if version != config.TABLE_VERSION.default:
-        raise ConfigError(
-            f"{key}=true on the MERGE_ON_READ table version {version} table at {base_path}: "
-            f"CDC on merge-on-read is written for table version {config.TABLE_VERSION.default} "
-            "only"
-        )
     if cfg.get(config.INDEX_TYPE) == "BUCKET":
         raise ConfigError(
             f"{key}=true with {config.INDEX_TYPE.key}=BUCKET on the MERGE_ON_READ table at "

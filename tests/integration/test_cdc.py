@@ -323,12 +323,6 @@ def test_cdc_on_table_version_9_stats_rollback_clean_and_archival(
     )
     assert changes(between.to_pylist()) == changes(got.to_pylist())
 
-    # merge-on-read CDC is not written on the 1.x versions: refused before anything is written
-    mor = {**options, "hoodie.datasource.write.table.type": "MERGE_ON_READ"}
-    with pytest.raises(ConfigError, match=r"MERGE_ON_READ"):
-        write_hudi(spark.createDataFrame(rows, SCHEMA), str(tmp_path / "mor"), mor)
-    assert not (tmp_path / "mor").exists()
-
 
 def test_cdc_query_through_the_command(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     import subprocess

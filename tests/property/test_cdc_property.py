@@ -17,7 +17,9 @@ the query infers against the file slice before them (Hudi's LOG_FILE case), inse
 base files (rewritten with a ``.cdc`` file) or new file groups. A compaction changes no row: it
 adds no change, and every range that starts or ends at it reads the same changes. hudi-rs reads
 the snapshot after every step (it lists the ``.cdc`` files among a slice's log files).
-``make test`` runs three merge-on-read sequences (one given), ``make test-long`` thirty.
+``make test`` runs three merge-on-read sequences (one given), ``make test-long`` thirty; on
+table versions 8 and 9 (log files named by their delta commit, ranges of completion times) the
+given one on version 9 (and 8 under ``make test-long``), sixteen each under ``make test-long``.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import os
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from engine import SparkRunner, config, read_hudi, write_hudi
@@ -196,9 +198,12 @@ MODES = ("OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER")
 
 def quick_settings(examples: int, long_examples: int) -> Any:
     """Hypothesis settings of a property run on the shared session: ``examples`` generated
-    sequences (``long_examples`` under ``make test-long``), reproducible outside it."""
+    sequences besides the given ones (``long_examples`` under ``make test-long``; 0: the
+    given ones only), reproducible outside it."""
+    generated = long_examples if LONG else examples
     return settings(
-        max_examples=long_examples if LONG else examples,
+        max_examples=max(generated, 1),
+        phases=tuple(Phase) if generated else (Phase.explicit,),
         deadline=None,
         derandomize=not LONG,
         suppress_health_check=list(HealthCheck),
@@ -228,13 +233,13 @@ def test_cdc_query_between_any_two_instants_equals_the_model(spark) -> None:  # 
 @pytest.mark.parametrize("version", [8, 9])
 def test_cdc_query_on_table_versions_8_and_9_ranges_on_completion_time(spark, version) -> None:  # type: ignore[no-untyped-def]
     """The same property on the 1.x table versions (Avro write stats with ``cdcStats``,
-    layout-2 instants): the range ``(begin, end]`` is one of completion times. Two sequences
-    each in ``make test`` (one given), sixteen under ``make test-long``."""
+    layout-2 instants): the range ``(begin, end]`` is one of completion times. The given
+    sequence in ``make test``, sixteen under ``make test-long``."""
 
-    @quick_settings(1, 15)
+    @quick_settings(0, 15)
     @given(st.sampled_from(MODES), sequence)
     @example(
-        "OP_KEY_ONLY",
+        "OP_KEY_ONLY" if version == 8 else "DATA_BEFORE",  # DATA_BEFORE_AFTER: the dbt test
         [
             ("upsert", ["a", "e"]),
             ("upsert", ["a", "b"]),
@@ -248,17 +253,13 @@ def test_cdc_query_on_table_versions_8_and_9_ranges_on_completion_time(spark, ve
     check()
 
 
-MOR_SETTINGS = settings(
-    max_examples=30 if LONG else 2,
-    deadline=None,
-    derandomize=not LONG,
-    suppress_health_check=list(HealthCheck),
-    database=None,
-)
+# generated merge-on-read sequences per table version, in make test and make test-long
+MOR_EXAMPLES = {6: (2, 30), 8: (0, 15), 9: (0, 15)}
 
 
-def test_mor_cdc_query_between_any_two_instants_equals_the_model(spark) -> None:  # type: ignore[no-untyped-def]
-    @MOR_SETTINGS
+@pytest.mark.parametrize("version", [6, 9, *([8] if LONG else [])])
+def test_mor_cdc_query_between_any_two_instants_equals_the_model(spark, version) -> None:  # type: ignore[no-untyped-def]
+    @quick_settings(*MOR_EXAMPLES[version])
     @given(st.sampled_from(MODES), mor_sequence)
     @example(
         "OP_KEY_ONLY",
@@ -273,6 +274,6 @@ def test_mor_cdc_query_between_any_two_instants_equals_the_model(spark) -> None:
         ],
     )
     def check(mode: str, steps: list[tuple[str, list[str]]]) -> None:
-        run_sequence(spark, mode, steps, table_type="MERGE_ON_READ")
+        run_sequence(spark, mode, steps, version, table_type="MERGE_ON_READ")
 
     check()
