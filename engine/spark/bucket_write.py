@@ -39,8 +39,8 @@ from engine.faults import checkpoint
 from engine.model.keygen import KeyGenSpec, invalid_record_key_message
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 from engine.spark.jobs import (
-    _CHEAP_PLAN_NODES,
     BAD_KEY_COLUMN,
+    CHEAP_PLAN_NODES,
     NULL_ORDERING_COLUMN,
     current_task,
     optimized_plan,
@@ -59,7 +59,7 @@ _TASK_BUCKETS = 1_000  # seqno/write-token numbers: task partition * this + grou
 # logical plan nodes that add no exchange (a plan of these alone is planned without running):
 # the cheap scans and projections, less a cache (whose own plan may shuffle), plus the key
 # generation and local rows
-_NO_EXCHANGE_NODES = (_CHEAP_PLAN_NODES - {"InMemoryRelation"}) | {"LogicalRDD", "MapInArrow"}
+_NO_EXCHANGE_NODES = (CHEAP_PLAN_NODES - {"InMemoryRelation"}) | {"LogicalRDD", "MapInArrow"}
 _COALESCE = re.compile(r"^[\s:|+-]*Repartition \d+, false\b")
 
 

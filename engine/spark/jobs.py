@@ -218,7 +218,7 @@ def _auto_keyed(df: DataFrame, spec: KeyGenSpec) -> DataFrame:
 # plan nodes a re-evaluation of the batch repeats cheaply and identically (scans of files,
 # catalog tables, local rows or an existing cache, with projections and filters), as the
 # optimized logical plan prints them
-_CHEAP_PLAN_NODES = frozenset(
+CHEAP_PLAN_NODES = frozenset(
     {
         "Project",
         "Filter",
@@ -284,7 +284,7 @@ def _evaluate_once(df: DataFrame) -> bool:
     except Exception:  # no plan at hand: evaluate once
         return True
     return any(
-        name not in _CHEAP_PLAN_NODES or "UDF" in line or _NONDETERMINISTIC.search(line)
+        name not in CHEAP_PLAN_NODES or "UDF" in line or _NONDETERMINISTIC.search(line)
         for name, line in nodes
     )
 
