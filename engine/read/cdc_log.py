@@ -39,7 +39,7 @@ from engine.io.parquet import read_base_file, table_arrow_schema
 from engine.model.cdc_schema import CdcOperation
 from engine.model.merge import MergeSpec, combine_with_stored
 from engine.model.promote import promote_table
-from engine.model.schema import RECORD_KEY_COLUMN, add_meta_fields
+from engine.model.schema import RECORD_KEY_COLUMN
 from engine.read.log_scanner import scan_log_records, unorder_log_deletes
 from engine.read.plan import load_table_info
 from engine.timeline.commit_metadata import HoodieWriteStat
@@ -103,11 +103,17 @@ def before_slice_of_log(partition: str, stat: HoodieWriteStat) -> FileSlice:
 
 
 def _slice_schema(ctx: SliceContext, base: pa.Table | None, where: str) -> pa.Schema:
-    if base is not None:
+    """The base file's columns as it stores them, then the columns the table gained since (a
+    later log record carries them; the stored rows read them as null)."""
+    latest = table_arrow_schema(ctx.avro_schema) if ctx.avro_schema else None
+    if base is None:
+        if latest is None:
+            raise QueryError(f"CDC query: no table schema to read the log files of {where}")
+        return latest
+    if latest is None:
         return base.schema
-    if ctx.avro_schema is None:
-        raise QueryError(f"CDC query: no table schema to read the log files of {where}")
-    return table_arrow_schema(add_meta_fields(ctx.avro_schema))
+    stored = set(base.schema.names)
+    return pa.schema([*base.schema, *(f for f in latest if f.name not in stored)])
 
 
 def _read_base(storage: Storage, file_slice: FileSlice) -> pa.Table | None:

@@ -15,6 +15,10 @@ No ``.cdc`` file is written where the base file itself is the change, as Hudi's 
 merge whose written rows are all inserts, and a ``delete`` that removed every row of the group.
 A merge that deletes rows while writing only inserts gets a ``.cdc`` file (Hudi's writer skips it
 there, and its reader then has no way to read the change).
+
+On merge-on-read tables the same holds for the base files a deltacommit writes (new file groups,
+small file groups rewritten with inserts); log appends get no ``.cdc`` file, as in Hudi's Spark
+writer: the CDC query reads their changes from the log files (:mod:`engine.read.cdc_log`).
 """
 
 from __future__ import annotations

@@ -242,6 +242,19 @@ def test_mor_log_file_changes_follow_the_payload(spark, tmp_path) -> None:  # ty
     assert snapshot(path) == []
 
 
+def test_mor_log_file_changes_carry_a_column_added_since_the_base_file(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "t"
+    t1 = write(spark, path, [("k1", "p", 1, "a")], "DATA_BEFORE")
+    wider = spark.createDataFrame([("k1", "p", 2, "a2", "x")], f"{SCHEMA}, w string")
+    t2 = write_hudi(wider, str(path), mor_opts("DATA_BEFORE")).instant_time
+    (stat,) = write_stats(instant_metadata(path, t2, "deltacommit"))
+    assert ".log." in stat["path"]  # the base file of t1 has no column w
+    options = {**CDC_QUERY, "hoodie.datasource.read.begin.instanttime": t1}
+    (update,) = read_table(str(path), options).to_pylist()
+    before, after = json.loads(update["before"]), json.loads(update["after"])
+    assert (before["v"], before["w"], after["v"], after["w"]) == ("a", None, "a2", "x")
+
+
 def test_mor_cdc_with_the_bucket_index_is_refused(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     df = spark.createDataFrame([("k1", "p", 1, "a")], SCHEMA)
     bucket = mor_opts("DATA_BEFORE_AFTER", **{"hoodie.index.type": "BUCKET"})
