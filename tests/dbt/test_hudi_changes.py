@@ -24,13 +24,15 @@ import pytest
 import yaml
 from dbt.tests.util import run_dbt
 
-from engine import read_hudi
+from dbt.adapters.hudi.changes import CHANGE_INSTANT, CHANGE_OP, _latest_per_record, changes_frame
+from engine import HudiTable, read_hudi, write_hudi
 from engine.faults import FAULT_COUNTER_ENV, FAULT_PID_ENV, FAULT_POINT_ENV
 from engine.fs.storage import Storage
 from engine.spark.session import LOCAL_DEFAULTS
 from engine.timeline.timeline import Timeline
 from tests.dbt.hudi_checks import base_path_of, hudi_rs_rows, rows_of, spark_rows
 from tests.faults.harness import run_in_own_group
+from tests.keyed_table import SCHEMA, write_options
 
 pytestmark = [pytest.mark.dbt, pytest.mark.spark, pytest.mark.interop]
 
@@ -214,3 +216,30 @@ class TestHudiChanges:
         assert change_counts(downstream) == (1, 1, 1)  # erin, carol, dave: once each
         # alice was upserted again unchanged upstream: not a change, not rewritten downstream
         assert dict(hudi_rs_rows(downstream, ["id", "_hoodie_commit_time"]))[1] == written[1]
+
+
+def test_a_record_an_insert_overwrite_rewrites_is_its_insert(spark: Any, tmp_path: Path) -> None:
+    """An insert overwrite that writes key k1 again yields two changes of k1 at one instant,
+    'd' (the replaced file group) and 'i' (the new one): the record's latest change is the
+    insert, in whichever order the two arrive; k2, not written again, is deleted."""
+    path = str(tmp_path / "upstream")
+    options = write_options("orders", {"hoodie.table.cdc.enabled": "true"})
+    first = spark.createDataFrame([("k1", "p", 1, "a"), ("k2", "p", 1, "b")], SCHEMA)
+    write_hudi(first, path, {**options, "hoodie.datasource.write.operation": "upsert"})
+    begin = HudiTable(path).latest_completion_time()
+    again = spark.createDataFrame([("k1", "p", 2, "a2")], SCHEMA)
+    write_hudi(again, path, {**options, "hoodie.datasource.write.operation": "insert_overwrite"})
+    table = HudiTable(path)
+    end, as_of = table.latest_completion_time(), table.latest_instant()
+    assert begin is not None and end is not None and as_of is not None
+    rows = changes_frame(spark, path, begin, end, as_of).collect()
+    assert sorted((r["id"], r[CHANGE_OP], r["v"]) for r in rows) == [
+        ("k1", "i", "a2"),
+        ("k2", "d", "b"),
+    ]
+    schema = f"{SCHEMA}, {CHANGE_OP} string, {CHANGE_INSTANT} string"
+    for ops in (["d", "i"], ["i", "d"]):
+        both = [("k1", "p", 2, "a2" if op == "i" else "a", op, as_of) for op in ops]
+        frame = spark.createDataFrame(both, schema).coalesce(1)
+        (latest,) = _latest_per_record(frame, table).collect()
+        assert (latest[CHANGE_OP], latest["v"]) == ("i", "a2"), ops

@@ -18,7 +18,9 @@ What the view holds (the upstream's data columns, plus ``change_op`` and ``chang
                                  (no deletes: the table kept no change log)
 
 Only the latest change of each record (record key and partition fields) is kept, so the view
-upserts cleanly; ``change_op = 'd'`` can become ``_hoodie_is_deleted`` in the model's SELECT.
+upserts cleanly (of two changes one instant made, a delete and an insert, the insert: an insert
+overwrite deletes a record with the replaced file group and writes it in a new one);
+``change_op = 'd'`` can become ``_hoodie_is_deleted`` in the model's SELECT.
 """
 
 from __future__ import annotations
@@ -124,6 +126,11 @@ def _latest_per_record(frame: DataFrame, upstream: HudiTable) -> DataFrame:
             f"hudi_changes: the table at {upstream.uri} records no record key fields; its "
             "changes cannot be told apart per record"
         )
-    latest = Window.partitionBy(*keys).orderBy(F.col(CHANGE_INSTANT).desc())
+    # one instant can change a record twice: an insert overwrite deletes it with the replaced
+    # file group and inserts it in a new one; the record is what the instant left, so a
+    # delete ranks after an insert or update of the same instant
+    latest = Window.partitionBy(*keys).orderBy(
+        F.col(CHANGE_INSTANT).desc(), (F.col(CHANGE_OP) == "d").asc()
+    )
     ranked = frame.withColumn("__dbt_hudi_change_rank", F.row_number().over(latest))
     return ranked.where(F.col("__dbt_hudi_change_rank") == 1).drop("__dbt_hudi_change_rank")
