@@ -16,8 +16,8 @@ round, then ``BENCH_REPS`` (default 3) rounds A B C ... A B C, medians:
 
     cow / mor                 write_hudi upsert with the engine's defaults, options as the
                               dbt materializations pass them (hudi_upsert / hudi_mor)
-    cow-bucket / mor-bucket   the same with hoodie.index.type=BUCKET (uniform, hot2)
-    cow-gzip                  the same with Hudi's own default codec (uniform, hot2)
+    cow-bucket / mor-bucket   the same with hoodie.index.type=BUCKET (uniform, hot2, small)
+    cow-gzip                  the same with Hudi's own default codec (uniform, hot2, small)
     spark-io                  dbt-spark's incremental insert_overwrite of the touched partitions
                               of a plain Parquet table (the shared anchors.py, same session)
     delta-merge               delta-rs MERGE of the same batch (anchors.py, own process: its
@@ -76,7 +76,7 @@ SHAPES: dict[str, tuple[int, int, int]] = {
     "small": (ROWS, 2_000, 1),
     "large": (5 * ROWS, ROWS // 2, 0),
 }
-VARIANT_SHAPES = ("uniform", "hot2")
+VARIANT_SHAPES = ("uniform", "hot2", "small")
 VARIANTS = [
     v for v in os.environ.get("BENCH_VARIANTS", "cow-bucket,mor-bucket,cow-gzip").split(",") if v
 ]

@@ -924,6 +924,15 @@ def known_options() -> list[ConfigOption[Any]]:
     return list(seen.values())
 
 
+# keys of Hudi's other writers naming behaviour this batch writer does not have: refused when
+# turned on, never passed through as if they did something
+_OTHER_WRITERS_KEYS = {
+    "changelog.enabled": "Flink's changelog mode, whose rows carry _hoodie_operation -U and D; "
+    "this engine writes as Hudi's Spark writers do (I and U; a deleted record is removed, or "
+    "put in a DELETE block on merge-on-read)",
+}
+
+
 def parse_options(raw: Mapping[str, Any] | None) -> HoodieConfig:
     """Validate and parse user options.
 
@@ -939,6 +948,8 @@ def parse_options(raw: Mapping[str, Any] | None) -> HoodieConfig:
         if opt is None:
             if key.startswith("hoodie."):
                 problems.append(f"Unknown config {key!r} (value {_to_text(value)!r})")
+            elif key in _OTHER_WRITERS_KEYS and _to_text(value).strip().lower() != "false":
+                problems.append(f"{key}={_to_text(value)!r}: {_OTHER_WRITERS_KEYS[key]}")
             else:
                 extra[key] = _to_text(value)
             continue

@@ -9,6 +9,8 @@ that Spark does the work, so the same write and compaction code runs unchanged o
                   ──► runner.check_values (the values a schema change rests on)
                   ──► BatchProfile.locate (records tagged with file groups) ──► runner.write_buckets
     bucket      runner.key_records ──► runner.write_bucketed (one job: hash, route, write)
+    one job     runner.key_records ──► runner.write_partitions (one job: one task per partition
+                looks up, plans and writes its file groups)
     compaction  runner.compact (one task per file slice)
     read        runner.read (a query plan as the runner's data frame)
 
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from engine.write.bucketing import Bucket, BucketPlan
     from engine.write.handles import TaskInfo, WriteContext
     from engine.write.index import IndexSource, PartitionKeyRange
+    from engine.write.partition_write import PartitionTargets
 
 __all__ = ["BatchProfile", "GroupWriter", "IncomingBatch", "LocatedRecords", "Runner"]
 
@@ -146,6 +149,19 @@ class Runner(Protocol):
 
         Raises:
             RecordKeyError: a record key is null or empty (no file has been written).
+        """
+        ...
+
+    def write_partitions(
+        self, keyed: Any, targets: PartitionTargets, ctx: WriteContext, spec: KeyGenSpec
+    ) -> list[HoodieWriteStat]:
+        """One-job simple-index write: each partition of ``keyed`` on one task, which looks
+        its keys up, plans its buckets and writes them (a null or empty key, or a null
+        ordering value the write checks, fails the job before a file is written).
+
+        Raises:
+            RecordKeyError: a record key is null or empty (no file has been written).
+            NullOrderingValueError: an ordering value :meth:`key_records` checks is null.
         """
         ...
 

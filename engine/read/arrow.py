@@ -22,7 +22,7 @@ from engine.errors import QueryError
 from engine.fs.s3 import is_s3_uri, resolve_s3_settings
 from engine.fs.storage import Storage
 from engine.fs.view import FileSlice
-from engine.model.merge import DELETE_RECORD_COLUMN, MergeSpec, combine_with_stored
+from engine.model.merge import MergeSpec, combine_with_stored
 from engine.model.promote import promote_table
 from engine.model.schema import (
     COMMIT_TIME_COLUMN,
@@ -35,7 +35,7 @@ from engine.model.schema import (
 )
 from engine.read.cdc import read_changes
 from engine.read.filter import ReadFilter
-from engine.read.log_scanner import scan_log_records
+from engine.read.log_scanner import scan_log_records, unorder_log_deletes
 from engine.read.plan import QueryPlan, parse_read_query, plan_query
 
 __all__ = [
@@ -269,12 +269,8 @@ def merge_file_slice(
     if scan.records is None:
         return stored
     log = scan.records
-    field = spec.ordering_field
-    if field is not None and field in log.column_names and not plan.table.orders_deletes:
-        is_delete = pc.fill_null(log.column(DELETE_RECORD_COLUMN), False)
-        ordering = log.column(field)
-        unordered = pc.if_else(is_delete, pa.nulls(log.num_rows, ordering.type), ordering)
-        log = log.set_column(log.schema.get_field_index(field), log.schema.field(field), unordered)
+    if not plan.table.orders_deletes:
+        log = unorder_log_deletes(log, spec.ordering_field)
     result = combine_with_stored(stored, log, spec)
     changed = result.changed.select(schema.names)
     if not result.unchanged.num_rows:

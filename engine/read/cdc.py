@@ -11,7 +11,13 @@ and, per write stat, where its changes are::
                       the after image from the new one, DATA_BEFORE_AFTER needs nothing
     BASE_FILE_INSERT  no .cdc file, every written row an insert: the base file's rows are 'i'
     BASE_FILE_DELETE  a delete that emptied the file group: the previous base file's rows are 'd'
+    LOG_FILE          (merge-on-read) a deltacommit's log file: its records against the file
+                      slice before it (engine.read.cdc_log)
     REPLACE_COMMIT    a file group a replacecommit replaced: its last slice's rows are 'd'
+                      (on merge-on-read the slice's base file merged with its log files)
+
+Compactions are not data changes and are skipped: their changes were already read from the log
+files they compact.
 
 The range is one of instant (requested) times on table version 6 and of completion times on
 versions 8 and 9, as every incremental query there (``engine.read.plan``); ``ts_ms`` is the
@@ -44,6 +50,7 @@ from engine.fs.filenames import (
 from engine.fs.properties import METAFOLDER, read_properties
 from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
+from engine.fs.view import FileSlice
 from engine.io.logfile import HoodieLogBlockType, decode_cdc_data_block, read_log_blocks
 from engine.io.parquet import read_base_file
 from engine.model.cdc_schema import (
@@ -57,6 +64,15 @@ from engine.model.cdc_schema import (
     cdc_query_schema,
 )
 from engine.model.schema import RECORD_KEY_COLUMN
+from engine.read.cdc_log import (
+    Change,
+    MergeOnReadSlices,
+    SliceContext,
+    before_slice_of_log,
+    log_file_changes,
+    log_path,
+    replaced_slice_changes,
+)
 from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.timeline.instant import Action, Instant
 from engine.timeline.lsm_history import read_history
@@ -93,6 +109,10 @@ class CdcSplit:
         base_file: the base file the instant wrote (AS_IS, BASE_FILE_INSERT).
         before_file: the group's base file before the instant (AS_IS with OP_KEY_ONLY,
             BASE_FILE_DELETE, REPLACE_COMMIT).
+        log_file: the log file the instant appended (LOG_FILE).
+        before_slice: the file slice before the instant (LOG_FILE; REPLACE_COMMIT on
+            merge-on-read).
+        slice_context: how to merge ``before_slice`` (merge-on-read).
     """
 
     instant_time: str
@@ -100,6 +120,9 @@ class CdcSplit:
     cdc_files: tuple[str, ...] = ()
     base_file: str | None = None
     before_file: str | None = None
+    log_file: str | None = None
+    before_slice: FileSlice | None = None
+    slice_context: SliceContext | None = None
 
 
 @dataclass(frozen=True)
@@ -221,12 +244,13 @@ def plan_changes(storage: Storage, begin: str, end: str | None) -> CdcPlan:
     timeline = Timeline.load(storage)
     _require_active(storage, timeline, begin)
     files = _BaseFiles(storage)
+    mor = MergeOnReadSlices.of(storage, timeline)
     splits: list[CdcSplit] = []
     for instant in _in_range(timeline, begin, end):
         metadata = timeline.read_commit_metadata(instant)
         if metadata.operation_type not in _DATA_CHANGE_OPERATIONS:
             continue
-        splits.extend(_instant_splits(instant, metadata, mode, files))
+        splits.extend(_instant_splits(instant, metadata, mode, files, mor))
     return CdcPlan(storage.base_path, mode, tuple(splits), storage.s3)
 
 
@@ -235,16 +259,51 @@ def _instant_splits(
     metadata: HoodieCommitMetadata,
     mode: SupplementalLoggingMode,
     files: _BaseFiles,
+    mor: MergeOnReadSlices | None = None,
 ) -> list[CdcSplit]:
     out: list[CdcSplit] = []
     for partition, stats in sorted(metadata.partition_to_write_stats.items()):
         for stat in sorted(stats, key=lambda s: s.file_id):
+            if mor is not None and stat.is_delta and not stat.cdc_stats:
+                out.append(_log_file_split(instant, partition, stat, mor))
+                continue
             out.append(_stat_split(instant, partition, stat, metadata.operation_type, mode, files))
     for partition, file_id in sorted(metadata.replaced_file_ids()):
+        if mor is not None:
+            last = mor.latest_before(partition, file_id, instant.instant_time)
+            if last is not None:
+                out.append(
+                    CdcSplit(
+                        instant.instant_time,
+                        "REPLACE_COMMIT",
+                        before_slice=last,
+                        slice_context=mor.context,
+                    )
+                )
+            continue
         before = files.latest_before(partition, file_id, instant.instant_time)
         if before is not None:
             out.append(CdcSplit(instant.instant_time, "REPLACE_COMMIT", before_file=before))
     return out
+
+
+def _log_file_split(
+    instant: Instant, partition: str, stat: HoodieWriteStat, mor: MergeOnReadSlices
+) -> CdcSplit:
+    """LOG_FILE: a deltacommit's log file, read against the slice its write stat names."""
+    if instant.action != Action.DELTA_COMMIT:
+        raise QueryError(
+            f"CDC query: instant {instant.instant_time} ({instant.action}) reports the log file "
+            f"{stat.path}; only deltacommits append log files"
+        )
+    mor.require_log_reading(instant.instant_time, str(stat.path))
+    return CdcSplit(
+        instant.instant_time,
+        "LOG_FILE",
+        log_file=log_path(partition, stat),
+        before_slice=before_slice_of_log(partition, stat),
+        slice_context=mor.context,
+    )
 
 
 def _stat_split(
@@ -258,8 +317,9 @@ def _stat_split(
     t = instant.instant_time
     if stat.path is None or stat.is_delta:
         raise QueryError(
-            f"CDC query: instant {t} wrote log files to file group {stat.file_id}; CDC queries "
-            "of merge-on-read log files are not implemented"
+            f"CDC query: instant {t} reports the log file {stat.path} of file group "
+            f"{stat.file_id} with .cdc files (or on a copy-on-write table): not a write whose "
+            "changes can be read"
         )
     has_previous = stat.prev_commit not in ("null", "None", "")
     if stat.cdc_stats:
@@ -351,6 +411,8 @@ def read_split(
 ) -> list[tuple[str, str, str | None, str | None]]:
     """The change rows of one split: (op, ts_ms, before, after)."""
     t = split.instant_time
+    if split.slice_context is not None and split.before_slice is not None:
+        return _json_rows(t, _slice_changes(storage, split, split.before_slice))
     if split.case == "AS_IS":
         return _as_is(storage, split, mode)
     if split.case == "BASE_FILE_INSERT":
@@ -358,6 +420,18 @@ def read_split(
         return [(CdcOperation.INSERT.value, t, None, image_json(r)) for r in rows]
     rows = read_base_file(storage, str(split.before_file)).to_pylist()
     return [(CdcOperation.DELETE.value, t, image_json(r), None) for r in rows]
+
+
+def _slice_changes(storage: Storage, split: CdcSplit, before: FileSlice) -> list[Change]:
+    """Merge-on-read splits: a log file's changes, or a replaced slice's rows."""
+    assert split.slice_context is not None
+    if split.case == "LOG_FILE":
+        return log_file_changes(storage, str(split.log_file), before, split.slice_context)
+    return replaced_slice_changes(storage, before, split.slice_context)
+
+
+def _json_rows(t: str, changes: list[Change]) -> list[tuple[str, str, str | None, str | None]]:
+    return [(op, t, image_json(before), image_json(after)) for op, before, after in changes]
 
 
 def changes_table(rows: list[tuple[str, str, str | None, str | None]]) -> pa.Table:

@@ -52,7 +52,13 @@ from engine.io.logfile import (
 from engine.model.merge import ARRIVAL_COLUMN, DELETE_RECORD_COLUMN, MergeSpec, precombine
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 
-__all__ = ["LogScanResult", "collect_log_blocks", "combine_log_records", "scan_log_records"]
+__all__ = [
+    "LogScanResult",
+    "collect_log_blocks",
+    "combine_log_records",
+    "scan_log_records",
+    "unorder_log_deletes",
+]
 
 _DATA_BLOCK_TYPES = frozenset(
     (
@@ -359,3 +365,15 @@ def _fold_with_deletes(records: pa.Table, spec: MergeSpec, key_column: str) -> p
                 i if winner_arrival == records.column(ARRIVAL_COLUMN)[i].as_py() else current
             )
     return records.take(pa.array(sorted(state.values())))
+
+
+def unorder_log_deletes(log: pa.Table, ordering_field: str | None) -> pa.Table:
+    """Log records whose deletes carry no ordering value: on table version 6 a log delete
+    removes the stored row whatever its ordering value (Java 0.x's Spark readers)."""
+    if ordering_field is None or ordering_field not in log.column_names:
+        return log
+    is_delete = pc.fill_null(log.column(DELETE_RECORD_COLUMN), False)
+    ordering = log.column(ordering_field)
+    unordered = pc.if_else(is_delete, pa.nulls(log.num_rows, ordering.type), ordering)
+    index = log.schema.get_field_index(ordering_field)
+    return log.set_column(index, log.schema.field(ordering_field), unordered)

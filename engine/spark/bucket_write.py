@@ -8,14 +8,26 @@
       write stats
 
 The shuffle's map stage finishes before any write task starts, so a bad key fails the job
-before a file is written; the batch is evaluated once (by the map stage).
+before a file is written; the batch is evaluated once (by the map stage). Adaptive execution
+runs that map stage as a job of its own: a write is two jobs, three stages (one skipped).
+
+A batch Spark reads as one partition (a small dbt incremental batch, one file) needs no
+shuffle: one task receives every record, computes every bucket (so a bad key still fails
+before a file is written) and writes the buckets one after the other: one job, one stage, one
+task, and no rows converted to Spark's and back.
+
+The batch is not cached for the write (the key generation persists a costly batch for writes
+that look keys up and then write): nothing reads it but this job, which evaluates it once.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from collections.abc import Callable, Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import TaskContext
@@ -26,7 +38,16 @@ from engine.errors import NullOrderingValueError, RecordKeyError
 from engine.faults import checkpoint
 from engine.model.keygen import KeyGenSpec, invalid_record_key_message
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
-from engine.spark.jobs import BAD_KEY_COLUMN, NULL_ORDERING_COLUMN, current_task, run_job
+from engine.spark.jobs import (
+    _CHEAP_PLAN_NODES,
+    BAD_KEY_COLUMN,
+    NULL_ORDERING_COLUMN,
+    current_task,
+    optimized_plan,
+    plan_nodes,
+    run_job,
+)
+from engine.spark.session import is_connect
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.bucket_index import BucketTargets, bucket_ids
 from engine.write.handles import WriteContext
@@ -35,6 +56,11 @@ __all__ = ["write_bucketed"]
 
 _BUCKET_COLUMN = "__bucket"
 _TASK_BUCKETS = 1_000  # seqno/write-token numbers: task partition * this + group ordinal
+# logical plan nodes that add no exchange (a plan of these alone is planned without running):
+# the cheap scans and projections, less a cache (whose own plan may shuffle), plus the key
+# generation and local rows
+_NO_EXCHANGE_NODES = (_CHEAP_PLAN_NODES - {"InMemoryRelation"}) | {"LogicalRDD", "MapInArrow"}
+_COALESCE = re.compile(r"^[\s:|+-]*Repartition \d+, false\b")
 
 
 def write_bucketed(
@@ -56,13 +82,47 @@ def write_bucketed(
                 [*batch.columns, buckets], names=[*batch.schema.names, _BUCKET_COLUMN]
             )
 
-    struct = T.StructType([*keyed.schema.fields, T.StructField(_BUCKET_COLUMN, T.IntegerType())])
-    routed = keyed.mapInArrow(assign, struct).drop(BAD_KEY_COLUMN, NULL_ORDERING_COLUMN)
-    # no partition count: the session's shuffle partitions, which adaptive execution coalesces
-    # (a (partition, bucket) is never split), so a batch touching few buckets runs few tasks
-    shuffled = routed.repartition(PARTITION_PATH_COLUMN, _BUCKET_COLUMN)
-    rows = run_job(shuffled.mapInArrow(_write_task(targets, ctx), "stat string").collect)
+    # the write is the batch's only job: a cache would only cost a job of its own (adaptive
+    # execution materialises it first) and memory
+    keyed.unpersist()
+    write = _write_task(targets, ctx)
+    if _one_partition(keyed):
+
+        def assign_and_write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            routed = (_drop_flags(b) for b in assign(batches))
+            return write(routed)  # the task takes every batch (checked) before writing
+
+        written = keyed.mapInArrow(assign_and_write, "stat string")
+    else:
+        struct = T.StructType(
+            [*keyed.schema.fields, T.StructField(_BUCKET_COLUMN, T.IntegerType())]
+        )
+        routed = keyed.mapInArrow(assign, struct).drop(BAD_KEY_COLUMN, NULL_ORDERING_COLUMN)
+        # no partition count: the session's shuffle partitions, which adaptive execution
+        # coalesces (a (partition, bucket) is never split): few buckets, few tasks
+        written = routed.repartition(PARTITION_PATH_COLUMN, _BUCKET_COLUMN).mapInArrow(
+            write, "stat string"
+        )
+    rows = run_job(written.collect)
     return [HoodieWriteStat.from_dict(json.loads(r["stat"])) for r in rows]
+
+
+def _one_partition(keyed: DataFrame) -> bool:
+    """Whether Spark reads the batch as one partition. Asked only of a batch whose plan has no
+    exchange (scans, projections, filters, unions, the key generation, ``coalesce``), where
+    counting partitions plans and runs nothing; over Spark Connect the count is not reachable
+    and the shuffle is kept."""
+    if is_connect():
+        return False
+    for name, line in plan_nodes(optimized_plan(keyed)):
+        if name not in _NO_EXCHANGE_NODES and not _COALESCE.search(line):
+            return False
+    return bool(keyed.rdd.getNumPartitions() == 1)
+
+
+def _drop_flags(batch: pa.RecordBatch) -> pa.RecordBatch:
+    names = [n for n in batch.schema.names if n not in (BAD_KEY_COLUMN, NULL_ORDERING_COLUMN)]
+    return batch.select(names)
 
 
 def _refuse_null_ordering(batch: pa.RecordBatch) -> None:
@@ -91,29 +151,11 @@ def _write_task(
         context = TaskContext.get()
         partition_id = context.partitionId() if context else 0
         task = current_task()
-        groups = table.select([PARTITION_PATH_COLUMN, _BUCKET_COLUMN]).group_by(
-            [PARTITION_PATH_COLUMN, _BUCKET_COLUMN]
-        )
-        pairs = sorted(
-            groups.aggregate([]).to_pylist(),
-            key=lambda r: (r[PARTITION_PATH_COLUMN], r[_BUCKET_COLUMN]),
-        )
         stats: list[HoodieWriteStat] = []
-        for k, pair in enumerate(pairs):
-            partition, bucket = pair[PARTITION_PATH_COLUMN], pair[_BUCKET_COLUMN]
-            rows = (
-                table
-                if len(pairs) == 1
-                else table.filter(
-                    pc.and_(
-                        pc.equal(table[PARTITION_PATH_COLUMN], partition),
-                        pc.equal(table[_BUCKET_COLUMN], bucket),
-                    )
-                )
-            )
+        for k, (partition, bucket, rows) in enumerate(_by_bucket(table)):
             checkpoint("task.before_file")
             stats += targets.write(
-                rows.drop_columns([_BUCKET_COLUMN]),
+                rows,
                 partition,
                 bucket,
                 partition_id * _TASK_BUCKETS + k,
@@ -124,3 +166,20 @@ def _write_task(
         yield pa.RecordBatch.from_pydict({"stat": [json.dumps(s.to_dict()) for s in stats]})
 
     return write_task
+
+
+def _by_bucket(table: pa.Table) -> Iterator[tuple[str, int, pa.Table]]:
+    """(partition path, bucket, records) of every bucket in ``table``, in that order: one
+    stable sort, then slices (a record keeps its arrival order within its bucket)."""
+    order = pc.sort_indices(
+        table, [(PARTITION_PATH_COLUMN, "ascending"), (_BUCKET_COLUMN, "ascending")]
+    )
+    table = table.take(order)
+    buckets = table.column(_BUCKET_COLUMN).to_numpy()
+    partitions = pc.dictionary_encode(table.column(PARTITION_PATH_COLUMN)).combine_chunks()
+    codes = partitions.indices.to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero((codes[1:] != codes[:-1]) | (buckets[1:] != buckets[:-1])) + 1
+    bounds = [0, *starts.tolist(), table.num_rows]
+    rows = table.drop_columns([_BUCKET_COLUMN])
+    for begin, end in itertools.pairwise(bounds):
+        yield partitions[begin].as_py(), int(buckets[begin]), rows.slice(begin, end - begin)

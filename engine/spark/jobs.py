@@ -65,7 +65,13 @@ _HASH_BUCKETS = 1_000_000
 _CASE_ROUTE_LIMIT = 64
 _MAX_WRITE_PARTITIONS = 2_000
 _ROW_BITS = 33  # monotonically_increasing_id: row number within the partition
-_TASK_ERROR = re.compile(r"(RecordKeyError|NullOrderingValueError|SchemaError|HudiError): (.+)")
+# the text of an engine error raised in a task (or by Spark's raise_error, which appends the
+# SQL state to the line)
+_TASK_ERROR = re.compile(
+    r"(RecordKeyError|NullOrderingValueError|SchemaError|HudiError): (.+?)"
+    r"(?: SQLSTATE: [0-9A-Z]{5})?$",
+    re.MULTILINE,
+)
 _ERRORS: dict[str, type[HudiError]] = {
     "RecordKeyError": RecordKeyError,
     "NullOrderingValueError": NullOrderingValueError,

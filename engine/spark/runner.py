@@ -27,6 +27,7 @@ from engine.spark import (
     evolution,
     insert_profile,
     jobs,
+    partition_write,
     profile,
     reader,
 )
@@ -37,6 +38,7 @@ from engine.write.bucket_index import BucketTargets
 from engine.write.bucketing import BucketPlan
 from engine.write.handles import WriteContext, write_file_group
 from engine.write.index import IndexSource
+from engine.write.partition_write import PartitionTargets
 
 __all__ = ["SparkBatch", "SparkRunner"]
 
@@ -110,6 +112,11 @@ class SparkRunner:
         self, keyed: DataFrame, targets: BucketTargets, ctx: WriteContext, spec: KeyGenSpec
     ) -> list[HoodieWriteStat]:
         return bucket_write.write_bucketed(keyed, targets, ctx, spec)
+
+    def write_partitions(
+        self, keyed: DataFrame, targets: PartitionTargets, ctx: WriteContext, spec: KeyGenSpec
+    ) -> list[HoodieWriteStat]:
+        return partition_write.write_partitions(keyed, targets, ctx, spec)
 
     def release(self, keyed: DataFrame) -> None:
         keyed.unpersist()

@@ -15,6 +15,10 @@ No ``.cdc`` file is written where the base file itself is the change, as Hudi's 
 merge whose written rows are all inserts, and a ``delete`` that removed every row of the group.
 A merge that deletes rows while writing only inserts gets a ``.cdc`` file (Hudi's writer skips it
 there, and its reader then has no way to read the change).
+
+On merge-on-read tables the same holds for the base files a deltacommit writes (new file groups,
+small file groups rewritten with inserts); log appends get no ``.cdc`` file, as in Hudi's Spark
+writer: the CDC query reads their changes from the log files (:mod:`engine.read.cdc_log`).
 """
 
 from __future__ import annotations
@@ -69,11 +73,13 @@ def check_cdc_options(
     cfg: HoodieConfig, props: dict[str, str] | None, table_type: TableType, base_path: str
 ) -> None:
     """CDC is a table property: set when the table is created, never switched on later (its
-    change stream would start in the middle), and written on copy-on-write tables (of every
-    table version: 1.x writes the same ``.cdc`` files, listed in its Avro write stats).
+    change stream would start in the middle). Copy-on-write tables log changes in every table
+    version (1.x writes the same ``.cdc`` files, listed in its Avro write stats); merge-on-read
+    tables in version 6, where log files are read against the slice their deltacommit names.
 
     Raises:
-        ConfigError: CDC asked on an existing table created without it, or on merge-on-read.
+        ConfigError: CDC asked on an existing table created without it, on a merge-on-read
+            table of version 8/9, or on a merge-on-read table with the bucket index.
     """
     if not cfg.get(config.TABLE_CDC_ENABLED):
         return
@@ -85,9 +91,27 @@ def check_cdc_options(
             "recreate the table (--full-refresh) to enable it"
         )
     if table_type == TableType.MERGE_ON_READ:
+        _check_merge_on_read(cfg, props, base_path)
+
+
+def _check_merge_on_read(cfg: HoodieConfig, props: dict[str, str] | None, base_path: str) -> None:
+    key = config.TABLE_CDC_ENABLED.key
+    version = (
+        int(props.get(config.TABLE_VERSION.key) or config.TABLE_VERSION.default)
+        if props is not None
+        else cfg.get(config.WRITE_TABLE_VERSION)
+    )
+    if version != config.TABLE_VERSION.default:
         raise ConfigError(
-            f"{key}=true on a MERGE_ON_READ table at {base_path}: CDC logging is written for "
-            "COPY_ON_WRITE tables only"
+            f"{key}=true on the MERGE_ON_READ table version {version} table at {base_path}: "
+            f"CDC on merge-on-read is written for table version {config.TABLE_VERSION.default} "
+            "only"
+        )
+    if cfg.get(config.INDEX_TYPE) == "BUCKET":
+        raise ConfigError(
+            f"{key}=true with {config.INDEX_TYPE.key}=BUCKET on the MERGE_ON_READ table at "
+            f"{base_path}: Hudi writes the .cdc files of bucket-index merge-on-read tables at "
+            "compaction, which is not implemented; use another index type or COPY_ON_WRITE"
         )
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "IndexSource",
     "PartitionKeyRange",
     "PartitionLookup",
+    "find_stored_keys",
     "latest_base_files",
     "lookup_partition",
     "plan_index_lookup",
@@ -95,15 +96,16 @@ def plan_index_lookup(
 
 
 def latest_base_files(
-    timeline: Timeline, partition_paths: Iterable[str]
+    timeline: Timeline, partition_paths: Iterable[str] | None
 ) -> dict[tuple[str, str], SizedBaseFile]:
-    """Latest committed base file of every live file group in ``partition_paths``.
+    """Latest committed base file of every live file group in ``partition_paths`` (``None``:
+    every partition of the table, listed once).
 
     Returns:
         (partition_path, file_id) -> the base file with its size.
     """
-    partitions = sorted(set(partition_paths))
-    if not partitions or timeline.last_completed() is None:
+    partitions = None if partition_paths is None else sorted(set(partition_paths))
+    if partitions == [] or timeline.last_completed() is None:
         return {}
     view = FileSystemView(timeline.storage, timeline, partition_paths=partitions)
     out: dict[tuple[str, str], SizedBaseFile] = {}
@@ -180,10 +182,21 @@ def lookup_partition(
     if source is None or not len(distinct):
         return PartitionLookup(key_range)
     latest = latest_base_files(source.timeline, [partition_path])
-    candidates = plan_index_lookup(source.storage, latest, [key_range])
+    return find_stored_keys(source.storage, latest, key_range, distinct)
+
+
+def find_stored_keys(
+    storage: Storage,
+    latest: Mapping[tuple[str, str], SizedBaseFile],
+    key_range: PartitionKeyRange,
+    distinct: pa.Array,
+) -> PartitionLookup:
+    """The ``distinct`` incoming keys of one partition stored in its ``latest`` base files
+    (those whose footer key range meets ``key_range``)."""
+    candidates = plan_index_lookup(storage, latest, [key_range])
 
     def found_in(candidate: IndexCandidate) -> pa.Array:
-        stored = read_base_file(source.storage, candidate.rel_path, [RECORD_KEY_COLUMN])
+        stored = read_base_file(storage, candidate.rel_path, [RECORD_KEY_COLUMN])
         keys = stored.column(RECORD_KEY_COLUMN).combine_chunks()
         return keys.filter(pc.is_in(keys, value_set=distinct))
 

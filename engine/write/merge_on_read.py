@@ -85,11 +85,12 @@ class TableSlices:
 
 
 def latest_table_slices(
-    storage: Storage, timeline: Timeline, partition_paths: list[str]
+    storage: Storage, timeline: Timeline, partition_paths: list[str] | None
 ) -> TableSlices:
-    """List the touched partitions once: latest slices, base file sizes, next log versions."""
-    partitions = sorted(set(partition_paths))
-    if not partitions or timeline.last_completed() is None:
+    """List the touched partitions (``None``: every partition) once: latest slices, base file
+    sizes, next log versions."""
+    partitions = None if partition_paths is None else sorted(set(partition_paths))
+    if partitions == [] or timeline.last_completed() is None:
         return TableSlices({}, {})
     view = FileSystemView(storage, timeline, partition_paths=partitions)
     groups = {(g.partition_path, g.file_id): g for g in view.file_groups()}

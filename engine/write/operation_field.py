@@ -17,8 +17,14 @@ kept                    records a merge or a compaction copies keep the value th
 ======================  ===================================================================
 
 ``-U`` (update before) and ``D`` (delete) belong to changelog writers whose records carry their
-row kind (Flink's changelog mode). A batch write's delete removes the record (copy-on-write) or
-writes a delete block (merge-on-read), as Hudi's Spark writers do: no row carries ``D``.
+row kind: the value Hudi writes is each incoming record's ``HoodieOperation``, and only Flink's
+records take theirs from the row kind (``HoodieFlinkRecord.getOperation``; with
+``changelog.enabled`` its log files keep ``-U`` and ``D`` rows until compaction merges each key's
+changes into one). Hudi 0.14/0.15's Spark writers write no such row: the merge handle drops a
+record whose incoming operation is a delete (``HoodieMergeHandle.writeUpdateRecord``), and the
+append handle sends every delete payload (the ``delete`` operation's empty payload, a row with
+``_hoodie_is_deleted = true``) to the DELETE block (``HoodieAppendHandle.prepareRecord``). This
+engine is a batch writer and does the same; no option makes it write ``-U`` or ``D``.
 """
 
 from __future__ import annotations

@@ -57,6 +57,7 @@ from engine.write.copy_on_write import CopyOnWriteWrite
 from engine.write.create_table import create_table, new_table_properties, take_over_metadata_table
 from engine.write.global_index import check_index_options, index_source
 from engine.write.merge_on_read import MergeOnReadWrite
+from engine.write.partition_write import PartitionTaskProfile, one_job_plan, write_by_partition
 from engine.write.plan import PreparedRecords, WriteJob
 from engine.write.replace import (
     DeletePartitionWrite,
@@ -178,7 +179,10 @@ class WriteTransaction:
                     schema,
                     records,
                 )
-                stats = self.strategy.execute(job)
+                if records is not None and isinstance(records.profile, PartitionTaskProfile):
+                    stats = write_by_partition(job, self.strategy.action)
+                else:
+                    stats = self.strategy.execute(job)
                 checkpoint("write.before_commit")
                 self._commit(job, stats)
         finally:
@@ -256,10 +260,15 @@ class WriteTransaction:
                 if timeline is not None and self.operation.looks_up_keys
                 else None
             )
+            one_job = one_job_plan(
+                self.storage, cfg, self.operation, self.table_type, spec, timeline
+            )
             if self.bucketed:  # no lookup: the write job checks keys and routes by hash
                 bucket_spec(cfg, spec)
                 profile: BatchProfile = BucketProfile()
                 source = None
+            elif one_job is not None:  # the write job's tasks look the keys up
+                profile, source = PartitionTaskProfile(one_job), None
             else:
                 with naming_ordering_field(ordering, self.storage.base_path):
                     profile = runner.locate(keyed, spec, source)  # key/ordering errors: no write

@@ -14,19 +14,19 @@ def _canon(value: Any) -> Any:
     return value
 
 
-def _sorted(rows: Iterable[Any], columns: list[str]) -> list[tuple[Any, ...]]:
+def rows_of(rows: Iterable[Any], columns: list[str]) -> list[tuple[Any, ...]]:
     """``columns`` of every row (a Spark ``Row`` or a dict), sorted."""
     return sorted(tuple(_canon(r[c]) for c in columns) for r in rows)
 
 
 def spark_rows(spark: Any, sql: str, columns: list[str]) -> list[tuple[Any, ...]]:
     """``columns`` of a query's rows, sorted."""
-    return _sorted(spark.sql(sql).select(*columns).collect(), columns)
+    return rows_of(spark.sql(sql).select(*columns).collect(), columns)
 
 
 def hudi_rs_rows(base_path: str, columns: list[str]) -> list[tuple[Any, ...]]:
     """``columns`` of the table's snapshot read by hudi-rs, the independent reader, sorted."""
-    return _sorted(hudi_rs.hudi_rs_rows(base_path), columns)
+    return rows_of(hudi_rs.hudi_rs_rows(base_path), columns)
 
 
 def base_path_of(spark: Any, schema: str, identifier: str) -> str:

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.hudi.options import ModelConfigError, parse_model_config
+from dbt.adapters.hudi.options import (
+    ModelConfigError,
+    default_bucket_count,
+    estimated_bytes,
+    parse_model_config,
+)
 from dbt.adapters.hudi.publish import format_base_file_filter
 from engine import config as hc
 
@@ -218,3 +223,68 @@ def test_partitioned_upsert_and_mor_default_to_the_global_index_explicit_index_w
     opts = in_place.write_options(table_name="m", database=None, operation="upsert")
     assert opts[hc.INDEX_TYPE.key] == "GLOBAL_SIMPLE"
     assert opts[hc.SIMPLE_INDEX_UPDATE_PARTITION_PATH.key] == "false"
+
+
+def test_a_new_mor_table_keyed_in_its_partitions_defaults_to_the_bucket_index() -> None:
+    """hudi_mor tables whose keys cannot change partition get Hudi's bucket index when the
+    write creates them; a continued table keeps the index it was written with."""
+    cases = {
+        (): "BUCKET",  # unpartitioned
+        ("p",): "BUCKET",  # partitioned by a unique_key column: a key never moves
+        ("q",): "GLOBAL_SIMPLE",  # a key may change partition: looked up in the table
+    }
+    for partition_by, index in cases.items():
+        cfg = parse_model_config(
+            "m", "hudi_mor", {"unique_key": ["id", "p"], "partition_by": list(partition_by)}
+        )
+        created = cfg.write_options(
+            table_name="m", database=None, operation="bulk_insert", new_table=True
+        )
+        assert created.get(hc.INDEX_TYPE.key) == index, partition_by
+        if index == "BUCKET":
+            assert created[hc.BUCKET_INDEX_NUM_BUCKETS.key] == "4"
+        # continued: no bucket default (a table written with SIMPLE stays so) ...
+        continued = cfg.write_options(table_name="m", database=None, operation="upsert")
+        assert continued.get(hc.INDEX_TYPE.key) != "BUCKET"
+        # ... and a bucket table's persisted index applies, not another default
+        persisted = cfg.write_options(
+            table_name="m", database=None, operation="upsert", table_index="BUCKET"
+        )
+        assert hc.INDEX_TYPE.key not in persisted
+    for other in (
+        parse_model_config("m", "hudi_upsert", {"unique_key": "id"}),
+        parse_model_config("m", "hudi_mor", {"unique_key": "id", "index_type": "SIMPLE"}),
+        parse_model_config(
+            "m", "hudi_mor", {"unique_key": "id", "hudi_options": {hc.INDEX_TYPE.key: "SIMPLE"}}
+        ),
+    ):
+        opts = other.write_options(
+            table_name="m", database=None, operation="bulk_insert", new_table=True
+        )
+        assert opts.get(hc.INDEX_TYPE.key, "SIMPLE") == "SIMPLE"
+    explicit = parse_model_config(
+        "m", "hudi_mor", {"unique_key": "id", "index_type": "BUCKET", "buckets": 2}
+    )
+    opts = explicit.write_options(
+        table_name="m", database=None, operation="bulk_insert", new_table=True
+    )
+    assert opts[hc.BUCKET_INDEX_NUM_BUCKETS.key] == "2"
+
+
+def test_the_default_bucket_count_follows_the_first_batch() -> None:
+    mib = 1024 * 1024
+    sizes = {None: 4, 0: 4, 10 * mib: 4, 600 * mib: 5, 64 * 1024 * mib: 256, 1 << 63: 4}
+    assert {size: default_bucket_count(size) for size in sizes} == sizes
+    plan = "== Optimized Logical Plan ==\nRelation [id#1] parquet, Statistics(sizeInBytes=1.5 GiB)"
+    assert estimated_bytes(plan) == 1536 * mib
+    assert estimated_bytes("Project, Statistics(sizeInBytes=812.0 B)") == 812
+    assert estimated_bytes("no statistics") is None
+    cfg = parse_model_config("m", "hudi_mor", {"unique_key": "id"})
+    opts = cfg.write_options(
+        table_name="m",
+        database=None,
+        operation="bulk_insert",
+        new_table=True,
+        batch_bytes=estimated_bytes(plan),
+    )
+    assert opts[hc.BUCKET_INDEX_NUM_BUCKETS.key] == "12"

@@ -35,7 +35,7 @@ WRITER_TIMEOUT = 300
 Rows = dict[str, tuple[str, int, str]]  # id -> (dt, ts, v)
 
 
-def _reap(pid: int) -> None:
+def reap(pid: int) -> None:
     """Kill whatever the writer left running: its process group (driver, JVM) and the Spark
     Python daemon and workers (their own group; found by the inherited HUDI_FAULT_PID)."""
     try:
@@ -70,23 +70,28 @@ def run_writer(
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     spec = json.dumps({"table": str(table), "work": str(work / "spark"), "steps": steps})
     log = work / f"writer-{time.monotonic_ns()}.log"
+    argv = [sys.executable, "-m", "tests.faults.writer", spec]
+    returncode = run_in_own_group(argv, cwd=REPO, env=env, log=log, timeout=WRITER_TIMEOUT)
+    text = log.read_text(errors="replace")
+    if returncode not in (0, -signal.SIGKILL):
+        raise AssertionError(f"writer failed ({returncode}) at {fault}:\n{text[-3000:]}")
+    return returncode == -signal.SIGKILL, text
+
+
+def run_in_own_group(
+    argv: list[str], *, cwd: Path, env: dict[str, str], log: Path, timeout: float
+) -> int:
+    """Run ``argv`` as the leader of a new process group, its output to ``log``; whatever it
+    left running is killed after it ends (:func:`reap`). Returns its exit code (``-9``: killed).
+    """
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.faults.writer", spec],
-            cwd=REPO,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
         try:
-            proc.wait(timeout=WRITER_TIMEOUT)
+            return proc.wait(timeout=timeout)
         finally:
-            _reap(proc.pid)
-    text = log.read_text(errors="replace")
-    if proc.returncode not in (0, -signal.SIGKILL):
-        raise AssertionError(f"writer failed ({proc.returncode}) at {fault}:\n{text[-3000:]}")
-    return proc.returncode == -signal.SIGKILL, text
+            reap(proc.pid)
 
 
 # ---- what readers see -----------------------------------------------------------------------

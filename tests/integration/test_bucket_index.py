@@ -98,6 +98,39 @@ def test_a_null_key_fails_before_anything_is_written(spark, tmp_path: Path) -> N
     assert snapshot(path) == {f"k{i}": f"a{i}" for i in range(6)}
 
 
+def test_a_batch_in_one_partition_is_one_job_of_one_stage(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = str(tmp_path / "mor")
+    mor = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
+    write(spark, path, rows(range(30), 1, "a"), **mor)
+    options = {**OPTIONS, **mor, "hoodie.datasource.write.operation": "upsert"}
+    batch = spark.createDataFrame(rows(range(20, 40), 2, "b"), SCHEMA).coalesce(1)
+    assert _jobs_and_stages(spark, lambda: write_hudi(batch, path, options)) == (1, 1)
+    expected = {f"k{i}": ("b" if i >= 20 else "a") + str(i) for i in range(40)}
+    assert snapshot(path) == expected
+    # the one task sees every record before it writes: a null key still writes nothing
+    timeline, files = sorted(os.listdir(os.path.join(path, ".hoodie"))), _all_files(path)
+    bad = spark.createDataFrame([*rows(range(3), 3, "c"), (None, "p0", 3, "x")], SCHEMA)
+    with pytest.raises(RecordKeyError, match="cannot be null or empty"):
+        write_hudi(bad.coalesce(1), path, options)
+    assert sorted(os.listdir(os.path.join(path, ".hoodie"))) == timeline
+    assert _all_files(path) == files
+    assert snapshot(path) == expected
+
+
+def _jobs_and_stages(spark: Any, action: Any) -> tuple[int, int]:
+    """Spark jobs and stages ``action`` ran (this thread's job group)."""
+    context, group = spark.sparkContext, "bucket-index-jobs"
+    tracker = context.statusTracker()
+    context.setJobGroup(group, group)
+    try:
+        before = set(tracker.getJobIdsForGroup(group))
+        action()
+        jobs = sorted(set(tracker.getJobIdsForGroup(group)) - before)
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    return len(jobs), sum(len(tracker.getJobInfo(j).stageIds) for j in jobs)
+
+
 def _file_groups(path: str) -> set[tuple[str, str]]:
     timeline = HudiTable(path).timeline()
     out = set()

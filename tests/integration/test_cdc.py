@@ -207,11 +207,6 @@ def test_cdc_is_refused_where_it_would_be_short_and_query_fails_without_cdc(
     ).to_pylist()
     assert [(r["id"], r["_hoodie_commit_time"]) for r in rows] == [("k1", t1)]
 
-    mor = opts(**{"hoodie.datasource.write.table.type": "MERGE_ON_READ"})
-    with pytest.raises(ConfigError, match=r"MERGE_ON_READ"):
-        write_hudi(df, str(tmp_path / "mor"), mor)
-    assert not (tmp_path / "mor").exists()
-
 
 def test_clean_and_rollback_remove_cdc_files(spark, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import engine.write.transaction
@@ -264,6 +259,10 @@ def test_clean_and_rollback_remove_cdc_files(spark, tmp_path, monkeypatch) -> No
     ]
 
 
+def _fail_at_the_commit_point(*args: object, **kwargs: object) -> None:
+    raise RuntimeError("the writer failed at its commit point")
+
+
 def test_cdc_on_table_version_9_stats_rollback_clean_and_archival(
     spark, tmp_path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
@@ -296,13 +295,10 @@ def test_cdc_on_table_version_9_stats_rollback_clean_and_archival(
     (stat,) = record["partitionToWriteStats"]["p"]
     assert stat["cdcStats"] == {f"p/{first_cdc[0].name}": first_cdc[0].stat().st_size}
 
-    def die(*args: object, **kwargs: object) -> None:
-        raise RuntimeError("killed before the commit")
-
-    monkeypatch.setattr(engine.write.transaction, "commit_write", die)
-    with pytest.raises(RuntimeError):
-        write_hudi(spark.createDataFrame([("k2", "p", 3, "b3")], SCHEMA), str(path), options)
-    monkeypatch.undo()
+    failing = spark.createDataFrame([("k2", "p", 3, "b3")], SCHEMA)
+    with monkeypatch.context() as m, pytest.raises(RuntimeError, match="commit point"):
+        m.setattr(engine.write.transaction, "commit_write", _fail_at_the_commit_point)
+        write_hudi(failing, str(path), options)
     assert cdc_files(path) == first_cdc  # the failed write's .cdc file was rolled back
 
     for ts in (4, 5, 6):
@@ -326,6 +322,12 @@ def test_cdc_on_table_version_9_stats_rollback_clean_and_archival(
         {**CDC_QUERY, "hoodie.datasource.read.begin.instanttime": active[-1].instant_time},
     )
     assert changes(between.to_pylist()) == changes(got.to_pylist())
+
+    # merge-on-read CDC is not written on the 1.x versions: refused before anything is written
+    mor = {**options, "hoodie.datasource.write.table.type": "MERGE_ON_READ"}
+    with pytest.raises(ConfigError, match=r"MERGE_ON_READ"):
+        write_hudi(spark.createDataFrame(rows, SCHEMA), str(tmp_path / "mor"), mor)
+    assert not (tmp_path / "mor").exists()
 
 
 def test_cdc_query_through_the_command(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]

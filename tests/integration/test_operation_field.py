@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine import read_hudi, write_hudi
+from engine.errors import ConfigError
 from engine.read.arrow import read_table
 from tests.hudi_rs import hudi_rs_rows
 from tests.integration.metafolder import instant_metadata
@@ -154,3 +155,70 @@ def test_compaction_keeps_operation_values_and_later_writes_keep_the_column(
     oracle.upsert(more)
     assert engine_rows(path) == oracle.rows
     check_files(path)
+
+
+DELETABLE = "id string, dt string, ts long, v string, _hoodie_is_deleted boolean"
+
+
+def delete_block_keys(path: Path, instant_time: str) -> set[str]:
+    """Keys in the DELETE blocks an instant appended."""
+    from engine.io.logfile import (
+        HeaderMetadataType,
+        HoodieLogBlockType,
+        decode_delete_block,
+        read_log_blocks,
+    )
+
+    keys: set[str] = set()
+    for log in path.rglob(".*.log.*"):
+        for block in read_log_blocks(log.read_bytes()):
+            if (
+                block.block_type is HoodieLogBlockType.DELETE_BLOCK
+                and block.header.get(HeaderMetadataType.INSTANT_TIME) == instant_time
+            ):
+                keys |= {r.record_key for r in decode_delete_block(block)}
+    return keys
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_batch_deletes_write_no_update_before_or_delete_rows(spark, tmp_path, table_type) -> None:  # type: ignore[no-untyped-def]
+    """``-U`` and ``D`` come only from changelog writers (Flink's records carry their row
+    kind); Hudi's Spark writers drop a deleted record in the merge handle (copy-on-write) and
+    put it in a DELETE block in the append handle (merge-on-read), for the ``delete``
+    operation and for rows with ``_hoodie_is_deleted = true`` alike. The oracle: values I/U as
+    before, deleted keys gone, and on merge-on-read exactly the deleted keys in each delete
+    block; compaction keeps it so."""
+    from engine.spark.api import spark_table
+
+    path = tmp_path / "t"
+    oracle = Oracle()
+
+    def write(operation: str, rows: list[tuple[str, str, int, str, bool]]) -> set[str]:
+        """Write ``rows``; the keys the write deletes from the table."""
+        df = spark.createDataFrame(rows, DELETABLE)
+        t = write_hudi(df, str(path), opts(table_type, operation)).instant_time
+        gone = {r[0] for r in rows if (operation == "delete" or r[4]) and r[0] in oracle.rows}
+        oracle.delete(sorted(gone))
+        oracle.upsert([r[:4] for r in rows if operation != "delete" and not r[4]])
+        assert engine_rows(path) == oracle.rows
+        if table_type == "MERGE_ON_READ":
+            assert delete_block_keys(path, t) == gone
+        return gone
+
+    write("upsert", [(k, "p", 1, k, False) for k in ("k1", "k2", "k3", "k4")])
+    assert write("upsert", [("k1", "p", 2, "a", False), ("k2", "p", 2, "b", True)]) == {"k2"}
+    assert write("delete", [("k3", "p", 3, "c", False), ("k9", "p", 3, "z", False)]) == {"k3"}
+    assert write("upsert", [("k4", "p", 4, "d", False), ("k1", "p", 4, "a", True)]) == {"k1"}
+    check_files(path)
+    if table_type == "MERGE_ON_READ":
+        spark_table(str(path), spark).compact()
+        assert engine_rows(path) == oracle.rows
+        check_files(path)
+    assert oracle.rows == {"k4": ("d", "U")}
+
+    # Flink's changelog mode is not a mode of this writer: refused, the table untouched
+    before = sorted((str(p), p.stat().st_size) for p in path.rglob("*"))
+    row = spark.createDataFrame([("k4", "p", 5, "e", False)], DELETABLE)
+    with pytest.raises(ConfigError, match=r"changelog\.enabled='true': Flink's changelog"):
+        write_hudi(row, str(path), {**opts(table_type), "changelog.enabled": "true"})
+    assert sorted((str(p), p.stat().st_size) for p in path.rglob("*")) == before

@@ -4,8 +4,8 @@ hudi-rs lists ``.cdc`` files among a slice's log files. This measures whether th
 reads: ``.cdc`` files as this engine encodes them (one CDC_DATA_BLOCK per logging mode, the
 update's after image differing from the stored row) are added to the slices of a merge-on-read
 table Apache Hudi wrote, one slice with a log file and one without; hudi-rs must read exactly
-the rows it read before. (This engine refuses CDC on merge-on-read tables; the measurement is
-what a merge-on-read CDC writer would need to hold.)
+the rows it read before. (The merge-on-read CDC tables this engine writes are measured the same
+way in ``tests/integration/test_cdc_mor.py`` and ``tests/property/test_cdc_property.py``.)
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Property: on a copy-on-write CDC table, the CDC query between any two instants is exactly the
-change list a simple model of the writes produces, in every supplemental logging mode.
+"""Property: on a CDC table (copy-on-write, and merge-on-read with compaction interleaved), the CDC
+query between any two instants is exactly the change list a simple model of the writes produces,
+in every supplemental logging mode.
 
 A sequence mixes upserts (updates and new keys), inserts of new keys, deletes by key and insert
 overwrites of the partitions a batch touches, over two partitions. The model keeps the rows by
@@ -10,6 +11,13 @@ read the snapshot the model holds. The tables write ``_hoodie_operation``
 (``hoodie.allow.operation.metadata.field``): the snapshot's values are the model's (``I`` for a
 key a write inserted, ``U`` for one it replaced). ``make test`` runs five sequences (the logging
 mode drawn with them, one DATA_BEFORE sequence given), ``make test-long`` thirty.
+
+On merge-on-read a sequence also compacts; updates and deletes go to log files, whose changes
+the query infers against the file slice before them (Hudi's LOG_FILE case), inserts to small
+base files (rewritten with a ``.cdc`` file) or new file groups. A compaction changes no row: it
+adds no change, and every range that starts or ends at it reads the same changes. hudi-rs reads
+the snapshot after every step (it lists the ``.cdc`` files among a slice's log files).
+``make test`` runs three merge-on-read sequences (one given), ``make test-long`` thirty.
 """
 
 from __future__ import annotations
@@ -22,9 +30,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from engine import read_hudi, write_hudi
+from engine import SparkRunner, config, read_hudi, write_hudi
 from engine.fs.storage import Storage
 from engine.read.arrow import read_table
+from engine.services.compaction import execute_compaction, schedule_compaction
 from engine.timeline.timeline import Timeline
 from tests.hudi_rs import hudi_rs_rows
 from tests.keyed_table import SCHEMA, write_options
@@ -47,6 +56,8 @@ step = st.tuples(
     st.lists(st.sampled_from(KEYS), min_size=1, max_size=4, unique=True),
 )
 sequence = st.lists(step, min_size=2, max_size=5)
+mor_step = st.one_of(step, st.just(("compact", [])))
+mor_sequence = st.lists(mor_step, min_size=2, max_size=6)
 
 
 class Model:
@@ -105,12 +116,31 @@ def cdc_query(begin: str, end: str | None = None) -> dict[str, str]:
     return options
 
 
+def compact(path: str) -> str | None:
+    """Compact every file slice with log files; the compaction's instant (None: nothing to do)."""
+    storage = Storage(path)
+    instant = schedule_compaction(storage, config.parse_options({}), force=True)
+    if instant is None:
+        return None
+    execute_compaction(storage, instant, runner=SparkRunner().compact)
+    return instant
+
+
+def snapshot(path: str) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r[c] for c in DATA) for r in hudi_rs_rows(path))
+
+
 def run_sequence(
-    spark: Any, mode: str, steps: list[tuple[str, list[str]]], version: int = 6
+    spark: Any,
+    mode: str,
+    steps: list[tuple[str, list[str]]],
+    version: int = 6,
+    table_type: str = "COPY_ON_WRITE",
 ) -> None:
     """Write ``steps`` on a table of table version ``version`` and check every range. On
     versions 8 and 9 the range bounds are completion times (the changes keep the instant time
     of their write in ``ts_ms``)."""
+    mor = table_type == "MERGE_ON_READ"
     with scratch_table("cdc-property-") as path:
         options = write_options(
             "orders",
@@ -121,16 +151,27 @@ def run_sequence(
                 "hoodie.parquet.small.file.limit": "104857600",
                 "hoodie.allow.operation.metadata.field": "true",
                 "hoodie.write.table.version": str(version),
+                "hoodie.datasource.write.table.type": table_type,
             },
         )
         model = Model()
         instants: list[str] = []
         for n, (wanted, keys) in enumerate(steps, start=1):
+            if wanted == "compact":
+                compacted = compact(path) if model.changes else None
+                if compacted is not None:
+                    instants.append(compacted)
+                    assert snapshot(path) == sorted(model.rows.values()), (mode, steps, n)
+                continue
             operation, rows = batch(wanted, keys, model, n)
             df = spark.createDataFrame(rows, SCHEMA)
             t = write_hudi(df, path, {**options, "hoodie.datasource.write.operation": operation})
             model.apply(operation, rows, t.instant_time)
             instants.append(t.instant_time)
+            if mor:
+                assert snapshot(path) == sorted(model.rows.values()), (mode, steps, n)
+        if not instants:
+            return  # only compactions: no table was ever written
         completion = Timeline.load(Storage(path)).completion_times()
         if version == 6:
             assert all(completion[t] == t for t in instants)
@@ -144,14 +185,25 @@ def run_sequence(
                 assert got == expected, (mode, steps, begin, end)
         spark_rows = [r.asDict() for r in read_hudi(spark, path, cdc_query("000")).collect()]
         assert query_changes(spark_rows) == sorted(model.changes)
-        snapshot = sorted(tuple(r[c] for c in DATA) for r in hudi_rs_rows(path))
-        assert snapshot == sorted(model.rows.values())
+        assert snapshot(path) == sorted(model.rows.values())
         stored = read_table(path).to_pylist()
         operations = {r["id"]: r["_hoodie_operation"] for r in stored}
         assert operations == {k: model.operations[k] for k in model.rows}, (mode, steps)
 
 
 MODES = ("OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER")
+
+
+def quick_settings(examples: int, long_examples: int) -> Any:
+    """Hypothesis settings of a property run on the shared session: ``examples`` generated
+    sequences (``long_examples`` under ``make test-long``), reproducible outside it."""
+    return settings(
+        max_examples=long_examples if LONG else examples,
+        deadline=None,
+        derandomize=not LONG,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
 
 
 def test_cdc_query_between_any_two_instants_equals_the_model(spark) -> None:  # type: ignore[no-untyped-def]
@@ -176,15 +228,10 @@ def test_cdc_query_between_any_two_instants_equals_the_model(spark) -> None:  # 
 @pytest.mark.parametrize("version", [8, 9])
 def test_cdc_query_on_table_versions_8_and_9_ranges_on_completion_time(spark, version) -> None:  # type: ignore[no-untyped-def]
     """The same property on the 1.x table versions (Avro write stats with ``cdcStats``,
-    layout-2 instants): the range ``(begin, end]`` is one of completion times."""
+    layout-2 instants): the range ``(begin, end]`` is one of completion times. Two sequences
+    each in ``make test`` (one given), sixteen under ``make test-long``."""
 
-    @settings(
-        max_examples=15 if LONG else 2,
-        deadline=None,
-        derandomize=not LONG,
-        suppress_health_check=list(HealthCheck),
-        database=None,
-    )
+    @quick_settings(1, 15)
     @given(st.sampled_from(MODES), sequence)
     @example(
         "OP_KEY_ONLY",
@@ -197,5 +244,35 @@ def test_cdc_query_on_table_versions_8_and_9_ranges_on_completion_time(spark, ve
     )
     def check(mode: str, steps: list[tuple[str, list[str]]]) -> None:
         run_sequence(spark, mode, steps, version)
+
+    check()
+
+
+MOR_SETTINGS = settings(
+    max_examples=30 if LONG else 2,
+    deadline=None,
+    derandomize=not LONG,
+    suppress_health_check=list(HealthCheck),
+    database=None,
+)
+
+
+def test_mor_cdc_query_between_any_two_instants_equals_the_model(spark) -> None:  # type: ignore[no-untyped-def]
+    @MOR_SETTINGS
+    @given(st.sampled_from(MODES), mor_sequence)
+    @example(
+        "OP_KEY_ONLY",
+        [
+            ("upsert", ["a", "b", "e"]),
+            ("upsert", ["a", "f"]),
+            ("upsert", ["a", "b"]),  # log files on log files: before images from both
+            ("delete", ["b"]),
+            ("compact", []),
+            ("upsert", ["a", "c"]),
+            ("insert_overwrite", ["e"]),
+        ],
+    )
+    def check(mode: str, steps: list[tuple[str, list[str]]]) -> None:
+        run_sequence(spark, mode, steps, table_type="MERGE_ON_READ")
 
     check()

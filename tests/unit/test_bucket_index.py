@@ -128,3 +128,18 @@ def test_file_ids_carry_the_bucket() -> None:
     assert len(file_id) == 38  # a uuid (36) and "-0"
     assert bucket_of_file_id(file_id) == 3
     assert bucket_of_file_id("3f2a9c1e-aaaa-bbbb-cccc-dddddddddddd-0") is None
+
+
+def test_a_task_splits_its_records_by_partition_and_bucket_in_arrival_order() -> None:
+    from engine.spark.bucket_write import _BUCKET_COLUMN, _by_bucket
+
+    table = pa.table(
+        {
+            "_hoodie_partition_path": ["b", "a", "b", "a", "a", "b"],
+            _BUCKET_COLUMN: pa.array([1, 0, 0, 0, 1, 1], pa.int32()),
+            "v": [1, 2, 3, 4, 5, 6],
+        }
+    )
+    groups = [(p, b, t.column("v").to_pylist()) for p, b, t in _by_bucket(table)]
+    assert groups == [("a", 0, [2, 4]), ("a", 1, [5]), ("b", 0, [3]), ("b", 1, [1, 6])]
+    assert all(_BUCKET_COLUMN not in t.column_names for _, _, t in _by_bucket(table))

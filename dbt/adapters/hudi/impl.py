@@ -7,6 +7,8 @@ staged rows to the engine, publish the committed snapshot for downstream ``ref()
 
 from __future__ import annotations
 
+import contextlib
+import io
 import time
 from collections.abc import Mapping
 from contextlib import nullcontext
@@ -18,7 +20,7 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from dbt.adapters.hudi.connections import HudiConnectionManager, HudiCredentials
-from dbt.adapters.hudi.options import HudiModelConfig, parse_model_config
+from dbt.adapters.hudi.options import HudiModelConfig, estimated_bytes, parse_model_config
 from dbt.adapters.hudi.publish import PublishedTable, catalog_base_path, get_session, publish
 from dbt.adapters.hudi.relation import HudiRelation
 from dbt.adapters.hudi.schema_change import plan_write
@@ -30,6 +32,7 @@ from engine import (
     WriteResult,
     spark_table,
 )
+from engine import config as hc
 from engine.errors import ConfigError, HudiError, SchemaError
 
 if TYPE_CHECKING:
@@ -505,8 +508,14 @@ def _write(
             if continued and operation
             else cfg.operation(table_exists=continued)
         )
+        new_table = not continued and operation is None
         options = cfg.write_options(
-            table_name=str(relation.identifier), database=relation.schema, operation=chosen
+            table_name=str(relation.identifier),
+            database=relation.schema,
+            operation=chosen,
+            new_table=new_table,
+            batch_bytes=_estimated_bytes(df) if new_table else None,
+            table_index=table.properties().get(hc.INDEX_TYPE.key) if continued else None,
         )
         options = {**options, **(extra_options or {})}
         if continued:
@@ -517,6 +526,18 @@ def _write(
             raise DbtRuntimeError(
                 f"Hudi {chosen} of model '{relation.identifier}' failed: {e}"
             ) from e
+
+
+def _estimated_bytes(df: DataFrame) -> int | None:
+    """Spark's size estimate of the batch (the root of ``explain(mode='cost')``: file sizes of
+    the scans it reads, nothing runs); ``None`` when Spark gives none."""
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            df.explain(mode="cost")
+    except Exception:  # an estimate only: the default bucket count then
+        return None
+    return estimated_bytes(out.getvalue())
 
 
 def _summary(

@@ -24,10 +24,15 @@ Mapping (Hudi's own keys live in ``engine.config``)::
                                      payload: hoodie.index.type=GLOBAL_SIMPLE with
                                      hoodie.simple.index.update.partition.path=true (a unique_key
                                      is unique in the table); an explicit index type wins
+    (default, new hudi_mor table) -> keyed, unpartitioned or partitioned by unique_key columns
+                                     only: hoodie.index.type=BUCKET, buckets from the first
+                                     batch's size (default_bucket_count); a continued table
+                                     keeps the index it was written with
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -111,9 +116,21 @@ class HudiModelConfig:
         return WriteOperation.INSERT_OVERWRITE
 
     def write_options(
-        self, *, table_name: str, database: str | None, operation: str
+        self,
+        *,
+        table_name: str,
+        database: str | None,
+        operation: str,
+        new_table: bool = False,
+        batch_bytes: int | None = None,
+        table_index: str | None = None,
     ) -> dict[str, str]:
-        """The ``hoodie.*`` options of one write (raw ``hudi_options`` first, configs over them)."""
+        """The ``hoodie.*`` options of one write (raw ``hudi_options`` first, configs over them).
+
+        ``new_table``: the write creates the table (the only write the default bucket index
+        applies to; ``batch_bytes`` estimates its batch). ``table_index``: the index type a
+        continued table persists (a bucket-index table does): no default then, the table's own
+        setting applies."""
         opts: dict[str, str] = dict(self.hudi_options)
         opts[hc.TABLE_NAME.key] = table_name
         if database:
@@ -133,11 +150,28 @@ class HudiModelConfig:
             opts[hc.INDEX_TYPE.key] = self.index_type
         if self.buckets is not None:
             opts[hc.BUCKET_INDEX_NUM_BUCKETS.key] = str(self.buckets)
-        opts.update(self.default_index(opts))
+        if new_table and self.default_bucket_index(opts):
+            opts[hc.INDEX_TYPE.key] = "BUCKET"
+            opts[hc.BUCKET_INDEX_NUM_BUCKETS.key] = str(default_bucket_count(batch_bytes))
+        if table_index is None:
+            opts.update(self.default_index(opts))
         if self.materialization == "hudi_mor":
             opts.setdefault(hc.INLINE_COMPACT.key, "true")
             opts[hc.INLINE_COMPACT_NUM_DELTA_COMMITS.key] = str(self.compaction_delta_commits)
         return opts
+
+    def default_bucket_index(self, opts: Mapping[str, str]) -> bool:
+        """Whether a new ``hudi_mor`` table gets Hudi's bucket index by default: no index
+        named, a ``unique_key``, and no partitioning or one by ``unique_key`` columns only (a
+        bucket index finds a key in its own partition: a key that cannot change partition is
+        unique in the table, as dbt means it). Measured: no index lookup at all, and inserts
+        go to log files like updates (README, "Coming from dbt-spark")."""
+        if self.materialization != "hudi_mor" or hc.INDEX_TYPE.key in opts:
+            return False
+        if not self.record_key_fields or hc.TABLE_CDC_ENABLED.key in opts:
+            return False
+        keys = {k.lower() for k in self.record_key_fields}
+        return all(p.lower() in keys for p in self.partition_fields)
 
     def default_index(self, opts: Mapping[str, str]) -> dict[str, str]:
         """dbt's default index where ``opts`` name none: GLOBAL_SIMPLE with
@@ -357,6 +391,37 @@ def _payload(config: Mapping[str, Any], ordering: str | None, problems: list[str
 
 
 INDEX_TYPES = hc.INDEX_TYPES  # the dbt config takes the values of hoodie.index.type
+
+
+# bytes of a new table's first batch per bucket of the default bucket index: base files near
+# Hudi's hoodie.parquet.max.file.size (120 MB) once compacted
+_BYTES_PER_DEFAULT_BUCKET = 128 * 1024 * 1024
+_MAX_DEFAULT_BUCKETS = 256
+# Spark's estimate of a batch it cannot size (spark.sql.defaultSizeInBytes) is this large
+_UNKNOWN_SIZE = 1 << 62
+
+
+def default_bucket_count(batch_bytes: int | None) -> int:
+    """The bucket count of a default bucket index: one bucket per 128 MB of the first batch
+    (Spark's size estimate of its plan), never fewer than Hudi's default 4
+    (``hoodie.bucket.index.num.buckets``) nor more than 256; 4 when the size is unknown."""
+    floor = int(hc.BUCKET_INDEX_NUM_BUCKETS.default)
+    if batch_bytes is None or batch_bytes <= 0 or batch_bytes >= _UNKNOWN_SIZE:
+        return floor
+    wanted = -(-batch_bytes // _BYTES_PER_DEFAULT_BUCKET)
+    return max(floor, min(_MAX_DEFAULT_BUCKETS, wanted))
+
+
+_SIZE = re.compile(r"sizeInBytes=([0-9.]+)\s*(B|KiB|MiB|GiB|TiB|PiB|EiB)\b")
+_UNITS = {"B": 0, "KiB": 1, "MiB": 2, "GiB": 3, "TiB": 4, "PiB": 5, "EiB": 6}
+
+
+def estimated_bytes(cost_plan: str) -> int | None:
+    """The root's ``sizeInBytes`` of a plan Spark printed with ``explain(mode='cost')``."""
+    match = _SIZE.search(cost_plan)
+    if match is None:
+        return None
+    return int(float(match.group(1)) * 1024 ** _UNITS[match.group(2)])
 
 
 def _index(config: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:

@@ -1,0 +1,376 @@
+"""The one-job write of the simple index: one task per touched partition looks its keys up,
+plans its file groups and writes them.
+
+A write on Hudi's SIMPLE index needs, per partition, the incoming keys found in the latest base
+files before its buckets can be planned. Done as separate Spark jobs (profile and lookup, then
+the write: :mod:`engine.spark.profile`, :mod:`engine.spark.jobs`), every write pays several fixed
+job costs. When a partition's work fits one task, a single job does it all::
+
+    driver      list the table's latest file slices (sizes, log versions) once
+    map stage   read the batch once: record keys, partition paths; a null or empty key, or a
+                null ordering value where the write combines, fails the stage (no task has
+                written anything yet, and the requested instant is deleted)
+    shuffle     every partition of the table on its own task (new partitions by hash)
+    task        per partition: look its keys up in its latest base files (footer key ranges
+                prune them, :func:`engine.write.index.find_stored_keys`), plan its buckets as
+                the driver plans them for the two-job write (copy-on-write:
+                :func:`engine.write.bucketing.plan_buckets`; merge-on-read:
+                :func:`engine.write.merge_on_read.plan_merge_on_read_buckets`), write the
+                buckets one after the other, return the write stats
+
+Semantics are those of the two-job write: a key stored in two file groups of a partition is
+updated in both; deletes reach stored keys only; inserts of a partition fill its small files
+then new file groups, spread by key (here: by rank of the sorted distinct keys, so each new
+file holds a key range). The driver keeps the timeline: the conflict check and the commit
+follow the job.
+
+Used for upsert, insert and delete on the SIMPLE index of a table that has data and no pending
+instant (:func:`one_job_plan`); everything else (a new table, GLOBAL_SIMPLE, CDC, auto keys,
+bulk_insert, replace writes, a partition whose latest base files exceed
+:data:`TASK_BYTES_FACTOR` times ``hoodie.parquet.max.file.size``, a table with pending
+instants to roll back or compact first) takes the two-job write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine import config
+from engine.config import HoodieConfig, TableType, WriteOperation
+from engine.errors import HudiError, NullOrderingValueError, RecordKeyError
+from engine.faults import checkpoint
+from engine.fs.filenames import new_file_id
+from engine.fs.properties import write_partition_metadata
+from engine.fs.storage import Storage
+from engine.model.keygen import KeyGenSpec
+from engine.model.ordering import naming_ordering_field
+from engine.model.schema import RECORD_KEY_COLUMN
+from engine.runner import LocatedRecords
+from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.timeline.instant import Action
+from engine.timeline.timeline import Timeline, delete_instant_files
+from engine.write import merge_on_read
+from engine.write.append import AppendSlice, LogWriteConfig
+from engine.write.bucketing import BucketPlan, SizedBaseFile, plan_buckets
+from engine.write.cdc import cdc_logging_mode
+from engine.write.handles import TaskInfo, WriteContext, write_file_group
+from engine.write.index import PartitionKeyRange, find_stored_keys, latest_base_files
+from engine.write.plan import WriteJob, average_record_size
+
+__all__ = [
+    "MAX_PARTITION_TASKS",
+    "TASK_BYTES_FACTOR",
+    "PartitionTargets",
+    "PartitionTaskProfile",
+    "one_job_plan",
+    "write_by_partition",
+]
+
+#: a partition whose latest base files hold more than this many times max.file.size is written
+#: by the two-job write, one task per file group (its files are then rewritten in parallel)
+TASK_BYTES_FACTOR = 2
+#: bucket numbers of one task: task partition * this + the bucket's number in its partition
+TASK_BUCKETS = 10_000
+#: at most this many write tasks (a table with more partitions shares tasks between them)
+MAX_PARTITION_TASKS = 64
+
+
+@dataclass(frozen=True)
+class _Sizing:
+    """How inserts are sized into files (picklable)."""
+
+    avg_record_size: int
+    max_file_size: int
+    small_file_limit: int
+    candidates_limit: int
+    pack_small_files: bool
+
+
+@dataclass(frozen=True)
+class PartitionTargets:
+    """What the write's tasks need to look up, plan and write any partition (picklable).
+
+    Attributes:
+        base_files: partition -> (partition, file_id) -> latest base file with its size.
+        slices: partition -> (partition, file_id) -> latest slice (merge-on-read appends).
+        merge_on_read: Updates of groups that are not small-file rewrites become log blocks.
+        looks_up_keys: Upserts and deletes look keys up; inserts do not.
+        existing_only: Deletes: only records whose key is stored are written.
+        sizing: Record size and file sizes of the inserts.
+        log_config: Log block and file sizing (merge-on-read).
+        completed: The completed instants the listing was made from.
+    """
+
+    base_files: Mapping[str, Mapping[tuple[str, str], SizedBaseFile]]
+    slices: Mapping[str, Mapping[tuple[str, str], AppendSlice]]
+    merge_on_read: bool
+    looks_up_keys: bool
+    existing_only: bool
+    sizing: _Sizing
+    log_config: LogWriteConfig
+    completed: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def partitions(self) -> list[str]:
+        """Every partition of the table when it was listed."""
+        return sorted(self.base_files.keys() | self.slices.keys())
+
+    def largest_partition_bytes(self) -> int:
+        return max(
+            (sum(b.size_bytes for b in files.values()) for files in self.base_files.values()),
+            default=0,
+        )
+
+    def write(
+        self,
+        records: pa.Table,
+        partition: str,
+        first_number: int,
+        ctx: WriteContext,
+        task: TaskInfo,
+    ) -> tuple[list[HoodieWriteStat], int]:
+        """Look up, plan and write one partition's records (inside a task); the write stats
+        and how many bucket numbers from ``first_number`` on the partition used."""
+        storage = Storage(ctx.base_path, ctx.s3)
+        tagged = self._tag(storage, partition, records)
+        plan, appends = self._plan(partition, tagged)
+        if not plan.buckets:
+            return [], 0
+        write_partition_metadata(storage, partition, ctx.instant_time)
+        parts = tagged.by_file_group(plan, partition)
+        handle = merge_on_read.MergeOnReadHandle(appends, self.log_config)
+        stats: list[HoodieWriteStat] = []
+        for bucket in sorted(plan.buckets.values(), key=lambda b: b.number):
+            rows = parts.get(bucket.file_id)
+            if rows is None or not rows.num_rows:
+                continue
+            numbered = replace(bucket, number=first_number + bucket.number)
+            checkpoint("task.before_file")
+            if self.merge_on_read:
+                stats += handle(rows, numbered, ctx, task)
+            else:
+                stats.append(write_file_group(rows, numbered, ctx, task))
+            checkpoint("task.after_file")
+        return stats, len(plan.buckets)
+
+    def _tag(self, storage: Storage, partition: str, records: pa.Table) -> _Tagged:
+        """Which file groups store the partition's keys; the records that are inserts."""
+        keys = records.column(RECORD_KEY_COLUMN).combine_chunks()
+        distinct = pc.unique(keys)
+        base_files = self.base_files.get(partition, {})
+        matches: dict[str, pa.Array] = {}
+        if self.looks_up_keys and base_files and len(distinct):
+            bounds = pc.min_max(distinct)
+            key_range = PartitionKeyRange(
+                partition, len(keys), bounds["min"].as_py(), bounds["max"].as_py()
+            )
+            matches = find_stored_keys(storage, base_files, key_range, distinct).matches
+        updates = {
+            file_id: records.filter(pc.is_in(keys, value_set=found))
+            for file_id, found in matches.items()
+        }
+        if self.existing_only:
+            return _Tagged(updates, records.slice(0, 0), 0, matches)
+        stored = pc.unique(pa.concat_arrays(list(matches.values()))) if matches else None
+        inserts = records if stored is None else records.filter(pc.invert(pc.is_in(keys, stored)))
+        # upserts count distinct new keys (they are combined); inserts count records
+        count = len(distinct) - (len(stored) if stored is not None else 0)
+        return _Tagged(updates, inserts, count if self.looks_up_keys else inserts.num_rows, matches)
+
+    def _plan(self, partition: str, tagged: _Tagged) -> tuple[BucketPlan, dict[str, AppendSlice]]:
+        """The partition's buckets, and the slices of those that take log blocks."""
+        s = self.sizing
+        update_counts = {(partition, f): len(found) for f, found in tagged.matches.items()}
+        insert_counts = {partition: tagged.insert_count} if tagged.insert_count else {}
+        base_files = self.base_files.get(partition, {})
+        if not self.merge_on_read:
+            plan = plan_buckets(
+                update_counts=update_counts,
+                insert_counts=insert_counts,
+                latest_base_files=base_files,
+                avg_record_size=s.avg_record_size,
+                max_file_size=s.max_file_size,
+                small_file_limit=s.small_file_limit,
+                pack_small_files=s.pack_small_files,
+                new_file_id=new_file_id,
+            )
+            return plan, {}
+        slices = self.slices.get(partition, {})
+        plan, rewritten = merge_on_read.plan_merge_on_read_buckets(
+            update_counts=update_counts,
+            insert_counts=insert_counts,
+            table_slices=merge_on_read.TableSlices(dict(base_files), dict(slices)),
+            avg_record_size=s.avg_record_size,
+            max_file_size=s.max_file_size,
+            small_file_limit=s.small_file_limit,
+            candidates_limit=s.candidates_limit,
+            pack_small_files=s.pack_small_files,
+        )
+        appends = {
+            b.file_id: slices[(partition, b.file_id)]
+            for b in plan.buckets.values()
+            if (partition, b.file_id) in slices and b.file_id not in rewritten
+        }
+        return plan, appends
+
+
+@dataclass(frozen=True)
+class _Tagged:
+    """One partition's records split by the lookup."""
+
+    updates: dict[str, pa.Table]  # file_id -> records whose key the file group stores
+    inserts: pa.Table
+    insert_count: int  # what the bucketing sizes the inserts by
+    matches: dict[str, pa.Array]  # file_id -> the incoming keys it stores
+
+    def by_file_group(self, plan: BucketPlan, partition: str) -> dict[str, pa.Table]:
+        """Records per file group: its updates, and the inserts the plan gives it (each
+        distinct insert key by its rank in key order, so a key's duplicates stay together)."""
+        parts: dict[str, list[pa.Table]] = {f: [t] for f, t in self.updates.items()}
+        if self.inserts.num_rows and partition in plan.insert_ranges:
+            bounds, file_ids = plan.insert_ranges[partition]
+            keys = self.inserts.column(RECORD_KEY_COLUMN).combine_chunks()
+            ordered = pc.unique(keys).sort()
+            rank = pc.index_in(keys, value_set=ordered).to_numpy(zero_copy_only=False)
+            slot = np.searchsorted(np.asarray(bounds), rank / len(ordered), side="right")
+            slot = np.minimum(slot, len(file_ids) - 1)
+            for k, file_id in enumerate(file_ids):
+                chosen = self.inserts.filter(pa.array(slot == k))
+                if chosen.num_rows:
+                    parts.setdefault(file_id, []).append(chosen)
+        return {f: pa.concat_tables(t) if len(t) > 1 else t[0] for f, t in parts.items()}
+
+
+# ---- the driver's side ----------------------------------------------------------------------
+
+
+def _eligible(
+    cfg: HoodieConfig, operation: WriteOperation, spec: KeyGenSpec, timeline: Timeline | None
+) -> bool:
+    """Whether the write's semantics allow the one-job write (see the module notes)."""
+    return (
+        timeline is not None
+        and operation in (WriteOperation.UPSERT, WriteOperation.INSERT, WriteOperation.DELETE)
+        and cfg.get(config.INDEX_TYPE) == "SIMPLE"
+        and cdc_logging_mode(cfg) is None
+        and not spec.auto_keys
+        and timeline.last_completed() is not None
+        and not timeline.pending()
+    )
+
+
+def one_job_plan(
+    storage: Storage,
+    cfg: HoodieConfig,
+    operation: WriteOperation,
+    table_type: TableType,
+    spec: KeyGenSpec,
+    timeline: Timeline | None,
+) -> PartitionTargets | None:
+    """The targets of a one-job write, or ``None`` when the write takes the two-job path."""
+    if not _eligible(cfg, operation, spec, timeline) or timeline is None:
+        return None
+    targets = plan_partition_targets(storage, timeline, cfg, operation, table_type)
+    limit = TASK_BYTES_FACTOR * cfg.get(config.PARQUET_MAX_FILE_SIZE)
+    return targets if targets.largest_partition_bytes() <= limit else None
+
+
+def plan_partition_targets(
+    storage: Storage,
+    timeline: Timeline,
+    cfg: HoodieConfig,
+    operation: WriteOperation,
+    table_type: TableType,
+) -> PartitionTargets:
+    """List the table's latest file slices once and size the inserts, as of ``timeline``."""
+    mor = table_type == TableType.MERGE_ON_READ
+    estimate = cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE)
+    small_file_limit = cfg.get(config.PARQUET_SMALL_FILE_LIMIT)
+    base_files: dict[str, dict[tuple[str, str], SizedBaseFile]] = {}
+    slices: dict[str, dict[tuple[str, str], AppendSlice]] = {}
+    if mor:  # every partition listed once (a partition without file groups counts as new)
+        current = merge_on_read.latest_table_slices(storage, timeline, None)
+        for key, base in current.base_files.items():
+            base_files.setdefault(key[0], {})[key] = base
+        for key, file_slice in current.slices.items():
+            slices.setdefault(key[0], {})[key] = file_slice
+        avg = merge_on_read.average_record_size(timeline, estimate, small_file_limit)
+    else:
+        for key, base in latest_base_files(timeline, None).items():
+            base_files.setdefault(key[0], {})[key] = base
+        avg = average_record_size(timeline, estimate)
+    sizing = _Sizing(
+        avg_record_size=avg,
+        max_file_size=cfg.get(config.PARQUET_MAX_FILE_SIZE),
+        small_file_limit=small_file_limit,
+        candidates_limit=cfg.get(config.MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT),
+        pack_small_files=operation.packs_small_files,
+    )
+    return PartitionTargets(
+        base_files,
+        slices,
+        merge_on_read=mor,
+        looks_up_keys=operation.looks_up_keys,
+        existing_only=operation == WriteOperation.DELETE,
+        sizing=sizing,
+        log_config=merge_on_read.log_write_config(cfg),
+        completed=_completed(timeline),
+    )
+
+
+def _completed(timeline: Timeline) -> frozenset[str]:
+    return frozenset(i.instant_time for i in timeline.completed())
+
+
+@dataclass
+class PartitionTaskProfile:
+    """The batch profile of a one-job write: nothing is profiled before the write job (its
+    tasks look the keys up), so no partition is known in advance."""
+
+    targets: PartitionTargets
+    ranges: list[PartitionKeyRange] = field(default_factory=list)
+
+    def locate(
+        self, keyed: Any, *, existing_only: bool = False, key_prefix: str = ""
+    ) -> LocatedRecords:
+        raise HudiError("A one-job write looks its keys up in its write tasks")
+
+    def release(self) -> None:
+        return None
+
+
+def write_by_partition(job: WriteJob, action: Action) -> list[HoodieWriteStat]:
+    """The data phase of a one-job write: <t>.<action>.inflight, then the job.
+
+    A null or empty key (or a null ordering value where the write combines) fails the job's map
+    stage, before any file is written: the requested instant is then deleted as if it never was.
+    """
+    batch = job.batch
+    profile = batch.profile
+    if not isinstance(profile, PartitionTaskProfile):
+        raise HudiError(f"Write {job.instant_time} was not prepared for the one-job write")
+    targets = profile.targets
+    if targets.completed != _completed(job.timeline):  # a write completed since the listing
+        targets = plan_partition_targets(
+            job.storage,
+            job.timeline,
+            job.cfg,
+            job.operation,
+            TableType.MERGE_ON_READ if targets.merge_on_read else TableType.COPY_ON_WRITE,
+        )
+    job.start_inflight(action, None)
+    checkpoint("write.before_files")
+    try:
+        with naming_ordering_field(batch.merge_spec.ordering_field, job.storage.base_path):
+            return job.data_runner.write_partitions(
+                batch.keyed, targets, job.write_context(), batch.spec
+            )
+    except (RecordKeyError, NullOrderingValueError):
+        delete_instant_files(job.storage, job.instant_time, action)
+        raise
