@@ -1,5 +1,4 @@
-"""bulk_insert the way Hudi's default sort mode (``NONE``) writes it: no shuffle, no sort
-(insert_overwrite's records, inserts into new file groups too, are written the same way).
+"""bulk_insert the way Hudi's default sort mode (``NONE``) writes it: no shuffle, no sort.
 
 Every task writes the records it reads, as Spark's own partitioned Parquet write does: a new
 file group per partition path among its records, rolled over to another one when a file holds
@@ -54,12 +53,7 @@ from engine.write.markers import create_marker
 from engine.write.operation_field import stamp_operations
 from engine.write.plan import WriteJob
 
-__all__ = [
-    "streams_bulk_insert",
-    "streams_insert_overwrite",
-    "write_bulk_insert",
-    "write_task_records",
-]
+__all__ = ["streams_bulk_insert", "write_bulk_insert", "write_task_records"]
 
 # rows a task gathers from its input before cutting them per partition path (bigger chunks,
 # fewer per-chunk steps; Spark hands mapInArrow 10,000-row batches)
@@ -79,34 +73,22 @@ def streams_bulk_insert(job: WriteJob) -> bool:
     )
 
 
-def streams_insert_overwrite(job: WriteJob) -> bool:
-    """Whether a replace write's records can stream as a bulk_insert's do: every record is an
-    insert into a new file group, so only combining duplicate keys needs routing."""
-    return not job.write_context(WriteOperation.INSERT).combine
-
-
-def write_bulk_insert(
-    job: WriteJob,
-    action: Action,
-    record_size: int,
-    operation: WriteOperation | None = None,
-) -> list[HoodieWriteStat]:
+def write_bulk_insert(job: WriteJob, action: Action, record_size: int) -> list[HoodieWriteStat]:
     """Write a requested bulk_insert's records: ``<t>.<action>.inflight``, the partition
     metafiles of the partitions the batch holds, then one job whose tasks write new file
     groups from the records they read.
 
     Args:
         job: The requested write.
-        action: ``commit``, ``deltacommit`` or ``replacecommit``.
+        action: ``commit`` or ``deltacommit``.
         record_size: Bytes per record new files are sized with (as the routed path sizes them).
-        operation: The handles' operation when not the write's (replace writes insert).
     """
     located = job.locate()  # no index lookup: every record is an insert
     job.start_inflight(action, None)
     for partition in sorted(set(job.touched_partitions)):
         write_partition_metadata(job.storage, partition, job.instant_time)
     rows_per_file = max(1, job.cfg.get(config.PARQUET_MAX_FILE_SIZE) // max(1, record_size))
-    ctx = job.write_context(operation)
+    ctx = job.write_context()
     return job.data_runner.write_unrouted(located, ctx, rows_per_file, job.batch.spec)
 
 

@@ -40,7 +40,6 @@ from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline
 from engine.write.bucketing import plan_buckets
-from engine.write.bulk_insert import streams_insert_overwrite, write_bulk_insert
 from engine.write.plan import WriteJob, average_record_size
 from engine.write.strategy import WriteStrategy
 
@@ -147,23 +146,18 @@ def write_insert_overwrite(job: WriteJob) -> list[HoodieWriteStat]:
     """Write the records of a requested replacecommit into new file groups.
 
     Hudi's insert-overwrite partitioner has no small files and no index: every record is an
-    insert, sized into new file groups of ``hoodie.parquet.max.file.size``. Unless duplicate
-    keys combine, the records are not routed: each task writes what it reads, as a bulk_insert
-    (:mod:`engine.write.bulk_insert`).
+    insert, sized into new file groups of ``hoodie.parquet.max.file.size``.
 
     Returns:
         One write stat per new base file.
     """
-    estimate = job.cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE)
-    record_size = average_record_size(job.timeline, estimate)
-    if streams_insert_overwrite(job):  # new file groups only: written as a bulk_insert's
-        return write_bulk_insert(job, Action.REPLACE_COMMIT, record_size, WriteOperation.INSERT)
     located = job.locate()  # no index lookup: all inserts
+    estimate = job.cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE)
     plan = plan_buckets(
         update_counts={},
         insert_counts=located.insert_counts,
         latest_base_files={},
-        avg_record_size=record_size,
+        avg_record_size=average_record_size(job.timeline, estimate),
         max_file_size=job.cfg.get(config.PARQUET_MAX_FILE_SIZE),
         small_file_limit=0,
         pack_small_files=False,
