@@ -76,7 +76,7 @@ SHAPES: dict[str, tuple[int, int, int]] = {
     "small": (ROWS, 2_000, 1),
     "large": (5 * ROWS, ROWS // 2, 0),
 }
-VARIANT_SHAPES = ("uniform", "hot2", "small")
+VARIANT_SHAPES = ("uniform", "hot2", "small", "large")
 VARIANTS = [
     v for v in os.environ.get("BENCH_VARIANTS", "cow-bucket,mor-bucket,cow-gzip").split(",") if v
 ]
