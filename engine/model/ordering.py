@@ -19,7 +19,7 @@ from engine import config
 from engine.config import HoodieConfig, WriteOperation
 from engine.errors import NullOrderingValueError
 
-__all__ = ["naming_ordering_field", "null_ordering_checked"]
+__all__ = ["naming_ordering_field", "null_ordering_checked", "null_ordering_error"]
 
 
 def null_ordering_checked(
@@ -35,6 +35,14 @@ def null_ordering_checked(
         WriteOperation.INSERT_OVERWRITE_TABLE,
     )
     return ordering if writes_new and cfg.get(config.COMBINE_BEFORE_INSERT) else None
+
+
+def null_ordering_error(record_key: object, partition: object) -> NullOrderingValueError:
+    """The refusal of a null ordering value, naming one record that has it (every write path
+    that checks the values raises this one text)."""
+    return NullOrderingValueError(
+        f"Ordering value is null for record key {record_key!r} (partition {partition!r})"
+    )
 
 
 @contextmanager

@@ -34,9 +34,10 @@ from pyspark import TaskContext
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from engine.errors import NullOrderingValueError, RecordKeyError
+from engine.errors import RecordKeyError
 from engine.faults import checkpoint
 from engine.model.keygen import KeyGenSpec, invalid_record_key_message
+from engine.model.ordering import null_ordering_error
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 from engine.spark.jobs import (
     BAD_KEY_COLUMN,
@@ -133,9 +134,7 @@ def _refuse_null_ordering(batch: pa.RecordBatch) -> None:
     if flagged.num_rows:
         key = flagged.column(RECORD_KEY_COLUMN)[0].as_py()
         partition = flagged.column(PARTITION_PATH_COLUMN)[0].as_py()
-        raise NullOrderingValueError(
-            f"Ordering value is null for record key {key!r} (partition {partition!r})"
-        )
+        raise null_ordering_error(key, partition)
 
 
 def _write_task(

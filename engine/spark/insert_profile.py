@@ -18,8 +18,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from engine.errors import NullOrderingValueError, RecordKeyError
+from engine.errors import RecordKeyError
 from engine.model.keygen import KeyGenSpec, invalid_record_key_message
+from engine.model.ordering import null_ordering_error
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 from engine.spark.jobs import BAD_KEY_COLUMN, NULL_ORDERING_COLUMN, run_job
 from engine.spark.profile import BatchProfile
@@ -52,8 +53,6 @@ def profile_inserts(keyed: DataFrame, spec: KeyGenSpec) -> BatchProfile:
     nulls = [r for r in rows if r["null_ordering"] is not None] if checked else []
     if nulls:
         partition, sample = nulls[0][PARTITION_PATH_COLUMN], nulls[0]["null_ordering"]
-        raise NullOrderingValueError(
-            f"Ordering value is null for record key {sample!r} (partition {partition!r})"
-        )
+        raise null_ordering_error(sample, partition)
     ranges = [PartitionKeyRange(r[PARTITION_PATH_COLUMN], int(r["n"]), "", "") for r in rows]
     return BatchProfile(ranges, indexed=False)

@@ -25,9 +25,10 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from engine.errors import NullOrderingValueError, RecordKeyError
+from engine.errors import RecordKeyError
 from engine.model.keygen import KeyGenSpec, invalid_record_key_message
 from engine.model.merge import DELETE_RECORD_COLUMN
+from engine.model.ordering import null_ordering_error
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 from engine.spark.jobs import BAD_KEY_COLUMN, FILE_ID_COLUMN, NULL_ORDERING_COLUMN, run_job
 from engine.spark.schema import spark_struct_of
@@ -297,9 +298,7 @@ def _refuse_bad_records(collected: list[Any], spec: KeyGenSpec) -> None:
     )
     if null_ordering:
         partition, key = null_ordering[0]
-        raise NullOrderingValueError(
-            f"Ordering value is null for record key {key!r} (partition {partition!r})"
-        )
+        raise null_ordering_error(key, partition)
 
 
 def profile_batch(keyed: DataFrame, spec: KeyGenSpec, source: IndexSource | None) -> BatchProfile:
