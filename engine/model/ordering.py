@@ -6,8 +6,10 @@ be built without that value (``BaseAvroPayload``: "Ordering value is null for re
 write with a null ordering value fails before anything is written. Inserts, bulk inserts and
 overwrites that do not combine never read the field and take nulls, as Hudi's do.
 
-The check rides on the first job of the write (the batch profile): the keyed batch carries a
-flag per record, and the profile reports one sample record key.
+The check rides on the first stage that reads the batch: the keyed batch carries a flag per
+record, and the batch profile (two-job write), the insert profile (writes that look nothing up)
+or the map stage of the one-job and bucket-index writes refuses it, naming one sample record key
+(:func:`null_ordering_error`), before any file is written.
 """
 
 from __future__ import annotations
