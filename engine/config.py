@@ -664,6 +664,29 @@ LOGFILE_MAX_SIZE = _option(
     1024 * 1024 * 1024,
     "A log file past this size rolls over to the next log version.",
 )
+
+
+def parse_log_block_format(value: str) -> str:
+    """``avro`` or ``parquet``; HFile blocks are refused (Hudi writes them for the metadata
+    table only, whose files this engine never writes)."""
+    lowered = value.strip().lower()
+    if lowered == "hfile":
+        raise ValueError(
+            "hfile data blocks are written for the metadata table only; "
+            "a data table's log blocks are avro or parquet"
+        )
+    return choice("avro", "parquet")(lowered)
+
+
+LOGFILE_DATA_BLOCK_FORMAT = _option(
+    "hoodie.logfile.data.block.format",
+    parse_log_block_format,
+    "avro",
+    "Encoding of the data blocks merge-on-read appends write: avro (AVRO_DATA_BLOCK, Hudi's "
+    "choice for a table of Parquet base files) or parquet (PARQUET_DATA_BLOCK: a Parquet file "
+    "written with the base files' codec and dictionary settings). Delete blocks stay delete "
+    "blocks and CDC blocks stay Avro.",
+)
 INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BUCKET")
 INDEX_TYPE = _option(
     "hoodie.index.type",

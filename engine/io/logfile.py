@@ -23,7 +23,8 @@ Block types and their content::
     2 CORRUPT_BLOCK        never written; what a reader makes of a damaged region
     3 AVRO_DATA_BLOCK      int32 version (3) ; int32 count ; count x (int32 n ; Avro datum)
     4 HFILE_DATA_BLOCK     an HFile (metadata table only; not decoded here)
-    5 PARQUET_DATA_BLOCK   a complete Parquet file
+    5 PARQUET_DATA_BLOCK   a complete Parquet file (written like a base file: same codec,
+                           dictionary choice, footer); header INSTANT_TIME + SCHEMA
     6 CDC_DATA_BLOCK       like AVRO_DATA_BLOCK, in .cdc log files only
 
 Version features (log format version in each block; block content version in the content)::
@@ -40,7 +41,6 @@ resumes there. So a torn append damages only the last block.
 
 from __future__ import annotations
 
-import io
 import struct
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +50,7 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from engine.config import PARQUET_COMPRESSION_CODEC
 from engine.errors import LogFormatError
 from engine.io.avro import encode_length_prefixed
 from engine.io.avro_decode import decode_length_prefixed
@@ -59,6 +60,7 @@ from engine.io.delete_block import (
     encode_delete_record_list,
     wrapper_for_field,
 )
+from engine.io.parquet import encode_parquet_file
 from engine.model.schema import parse_avro_schema, schema_json
 
 __all__ = [
@@ -407,16 +409,29 @@ def encode_avro_data_block(
 
 
 def encode_parquet_data_block(
-    table: pa.Table, avro_schema: Mapping[str, Any] | str, instant_time: str
+    table: pa.Table,
+    avro_schema: Mapping[str, Any] | str,
+    instant_time: str,
+    *,
+    compression: str = PARQUET_COMPRESSION_CODEC.default,
 ) -> bytes:
-    """A framed PARQUET_DATA_BLOCK (content = Parquet file of ``table``, gzip like Hudi)."""
-    sink = io.BytesIO()
-    pq.write_table(table, sink, compression="gzip", coerce_timestamps="us")
+    """A framed PARQUET_DATA_BLOCK: its content is a Parquet file of every row of ``table``,
+    written with the base files' writer settings (:func:`engine.io.parquet.encode_parquet_file`),
+    as Hudi writes it with the write config's Parquet settings.
+
+    Args:
+        table: Rows including the meta columns, as the schema orders them.
+        avro_schema: Writer schema with meta fields (the SCHEMA header and the file's footer).
+        instant_time: The deltacommit writing the block.
+        compression: Parquet codec (``hoodie.parquet.compression.codec``).
+    """
+    schema = schema_json(avro_schema)
+    content = encode_parquet_file(table, avro_schema_with_meta=schema, compression=compression)
     header = {
         HeaderMetadataType.INSTANT_TIME: instant_time,
-        HeaderMetadataType.SCHEMA: schema_json(avro_schema),
+        HeaderMetadataType.SCHEMA: schema,
     }
-    return encode_block(HoodieLogBlockType.PARQUET_DATA_BLOCK, header, sink.getvalue())
+    return encode_block(HoodieLogBlockType.PARQUET_DATA_BLOCK, header, content)
 
 
 def encode_delete_block(

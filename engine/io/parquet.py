@@ -42,6 +42,7 @@ __all__ = [
     "MIN_RECORD_KEY",
     "BaseFileWriter",
     "align_to_schema",
+    "encode_parquet_file",
     "read_base_file",
     "read_record_key_range",
     "table_arrow_schema",
@@ -171,18 +172,9 @@ class BaseFileWriter:
         self.size = 0
         schema = first.schema.remove_metadata()
         self.dictionary = dictionary_columns(first) if dictionary is None else dictionary
-        codec = "none" if compression == "uncompressed" else compression
         self._out = storage.open_output(rel_path)
         try:
-            self._writer = pq.ParquetWriter(
-                self._out,
-                schema,
-                compression=codec,
-                use_dictionary=self.dictionary,
-                coerce_timestamps="us",
-                allow_truncated_timestamps=False,
-                store_schema=False,
-            )
+            self._writer = _parquet_writer(self._out, schema, compression, self.dictionary)
         except BaseException:
             self._out.close()
             raise
@@ -191,8 +183,7 @@ class BaseFileWriter:
         """Append rows (meta columns first, aligned to the table schema)."""
         if table.num_rows == 0:
             return
-        bounds = pc.min_max(table.column(RECORD_KEY_COLUMN))
-        lo, hi = str(bounds["min"].as_py()), str(bounds["max"].as_py())
+        lo, hi = _key_range(table)
         self._min = lo if self._min is None else min(self._min, lo)
         self._max = hi if self._max is None else max(self._max, hi)
         self._writer.write_table(table.replace_schema_metadata(None), row_group_size=ROW_GROUP_ROWS)
@@ -201,12 +192,8 @@ class BaseFileWriter:
     def close(self) -> int:
         """Write the footer (key/values as Hudi writes them, no ARROW:schema blob) and return
         the file's size in bytes."""
-        metadata = {AVRO_SCHEMA_KEY.decode(): self._avro}
-        if self._min is not None and self._max is not None:
-            metadata[MIN_RECORD_KEY.decode()] = self._min
-            metadata[MAX_RECORD_KEY.decode()] = self._max
         try:
-            self._writer.add_key_value_metadata(metadata)
+            self._writer.add_key_value_metadata(_footer(self._avro, self._min, self._max))
             self._writer.close()
         finally:
             self._out.close()
@@ -229,6 +216,60 @@ class BaseFileWriter:
             self.close()
         else:
             self.abort()
+
+
+def _parquet_writer(
+    sink: Any, schema: pa.Schema, compression: str, dictionary: bool | list[str]
+) -> pq.ParquetWriter:
+    """The Parquet writer settings of every file this engine writes with table records."""
+    return pq.ParquetWriter(
+        sink,
+        schema,
+        compression="none" if compression == "uncompressed" else compression,
+        use_dictionary=dictionary,
+        coerce_timestamps="us",
+        allow_truncated_timestamps=False,
+        store_schema=False,
+    )
+
+
+def _key_range(table: pa.Table) -> tuple[str, str]:
+    """Lexicographic min and max record key of non-empty ``table``."""
+    bounds = pc.min_max(table.column(RECORD_KEY_COLUMN))
+    return str(bounds["min"].as_py()), str(bounds["max"].as_py())
+
+
+def _footer(avro_schema_with_meta: str, min_key: str | None, max_key: str | None) -> dict[str, str]:
+    """Footer key/values as Hudi's Avro write support writes them (no ARROW:schema blob)."""
+    metadata = {AVRO_SCHEMA_KEY.decode(): avro_schema_with_meta}
+    if min_key is not None and max_key is not None:
+        metadata[MIN_RECORD_KEY.decode()] = min_key
+        metadata[MAX_RECORD_KEY.decode()] = max_key
+    return metadata
+
+
+def encode_parquet_file(
+    table: pa.Table,
+    *,
+    avro_schema_with_meta: str,
+    compression: str = PARQUET_COMPRESSION_CODEC.default,
+) -> bytes:
+    """The bytes of a Parquet file of ``table`` written as a base file is (codec, dictionary
+    choice, timestamp units, footer): the content of a PARQUET_DATA_BLOCK.
+
+    Args:
+        table: Rows with the meta columns first, already aligned to the table schema.
+        avro_schema_with_meta: Writer schema recorded in the footer.
+        compression: Parquet codec (``hoodie.parquet.compression.codec``).
+    """
+    rows = table.replace_schema_metadata(None)
+    sink = pa.BufferOutputStream()
+    writer = _parquet_writer(sink, rows.schema, compression, dictionary_columns(rows))
+    min_key, max_key = _key_range(rows) if rows.num_rows else (None, None)
+    writer.write_table(rows, row_group_size=ROW_GROUP_ROWS)
+    writer.add_key_value_metadata(_footer(avro_schema_with_meta, min_key, max_key))
+    writer.close()
+    return bytes(sink.getvalue())
 
 
 def dictionary_columns(table: pa.Table) -> bool | list[str]:

@@ -5,9 +5,15 @@ are appended to the file slice as log blocks (Hudi's ``HoodieAppendHandle``), ob
 every append writes a NEW log file version of the slice, never re-opens an existing one::
 
     .{file_id}_{base_instant_time}.log.{version}_{write_token}      version = max existing + 1
-      AVRO_DATA_BLOCK  records with meta columns (commit time, seqno, key, partition, file_id)
-      AVRO_DATA_BLOCK  ... one per ~hoodie.logfile.data.block.max.size of estimated bytes
+      data block       records with meta columns (commit time, seqno, key, partition, file_id)
+      data block       ... one per ~hoodie.logfile.data.block.max.size of estimated bytes
       DELETE_BLOCK     one, after the data blocks: deleted keys with their ordering values
+
+A data block is an AVRO_DATA_BLOCK (type 3), or a PARQUET_DATA_BLOCK (type 5: a Parquet file
+written with the base files' codec and dictionary choice) when ``hoodie.logfile.data.block.format``
+is ``parquet``; both carry the INSTANT_TIME and SCHEMA (table schema with meta fields) headers
+and the same records, and both are sized by the same estimate (so the format changes how a
+block is encoded, never which records it holds).
 
 Block sizing follows the append handle: every record has a size estimate; the running estimate
 starts at the first record's and is refined (``0.8 * old + 0.2 * record``) every 100 buffered
@@ -32,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.config import LOGFILE_DATA_BLOCK_FORMAT
 from engine.faults import checkpoint
 from engine.fs.filenames import format_log_file_name, make_write_token, partition_file_path
 from engine.fs.storage import Storage
@@ -39,6 +46,7 @@ from engine.io.delete_block import DeleteRecord
 from engine.io.logfile import (
     encode_avro_data_block,
     encode_delete_block,
+    encode_parquet_data_block,
 )
 from engine.io.parquet import align_to_schema
 from engine.model.schema import (
@@ -91,10 +99,20 @@ class AppendSlice:
 
 @dataclass(frozen=True, slots=True)
 class LogWriteConfig:
-    """Log sizing of a write (``hoodie.logfile.data.block.max.size``, ``.max.size``)."""
+    """Log sizing and data block encoding of a write (``hoodie.logfile.data.block.max.size``,
+    ``hoodie.logfile.max.size``, ``hoodie.logfile.data.block.format``)."""
 
     data_block_max_size: int = 256 * 1024 * 1024
     log_file_max_size: int = 1024 * 1024 * 1024
+    data_block_format: str = LOGFILE_DATA_BLOCK_FORMAT.default
+
+    def encode_data_block(self, rows: pa.Table, ctx: WriteContext) -> bytes:
+        """One data block of ``rows`` (meta columns stamped) in the configured encoding."""
+        if self.data_block_format == "parquet":
+            return encode_parquet_data_block(
+                rows, ctx.avro_schema_with_meta, ctx.instant_time, compression=ctx.compression
+            )
+        return encode_avro_data_block(rows, ctx.avro_schema_with_meta, ctx.instant_time)
 
 
 def _bit_width(dtype: pa.DataType) -> int:
@@ -291,9 +309,7 @@ def _encode_log_files(
     for k, count in enumerate(block_counts):
         target = current()
         if count:
-            block = encode_avro_data_block(
-                data.slice(start, count), ctx.avro_schema_with_meta, ctx.instant_time
-            )
+            block = log_config.encode_data_block(data.slice(start, count), ctx)
             target.add(block, records=count)
             start += count
         if k == len(block_counts) - 1 and deletes.num_rows:

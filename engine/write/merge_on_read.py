@@ -209,6 +209,7 @@ def log_write_config(cfg: HoodieConfig) -> LogWriteConfig:
     return LogWriteConfig(
         data_block_max_size=cfg.get(config.LOGFILE_DATA_BLOCK_MAX_SIZE),
         log_file_max_size=cfg.get(config.LOGFILE_MAX_SIZE),
+        data_block_format=cfg.get(config.LOGFILE_DATA_BLOCK_FORMAT),
     )
 
 
