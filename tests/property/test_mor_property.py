@@ -2,7 +2,8 @@
 as the row model says.
 
 Batches carry duplicate keys, ``_hoodie_is_deleted`` rows, deletes by key and keys landing in new
-partitions; between them a sequence may compact (offline, or inline after a write). Ordering
+partitions; between them a sequence may compact (offline, or inline after a write). Each write
+draws its log data block format (Avro or Parquet), so file slices mix both block types. Ordering
 values grow from commit to commit (hudi-format.md §6.2: Java and hudi-rs merge log blocks of
 different commits differently when a later commit carries a smaller ordering value). Payloads
 that fill nulls from older versions get non-null values (their log merge across commits differs
@@ -36,6 +37,7 @@ from tests.property.oracle import DEFAULT, OVERWRITE, PAYLOADS, Oracle
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
 
 HUDI_RS_MERGES = (OVERWRITE, DEFAULT)
+BLOCK_FORMAT = config.LOGFILE_DATA_BLOCK_FORMAT.key
 
 record = runner.records("abcdef", st.integers(0, 4))
 step = st.one_of(
@@ -43,8 +45,9 @@ step = st.one_of(
         st.sampled_from(["upsert", "upsert", "upsert", "delete", "insert"]),
         st.lists(record, min_size=1, max_size=6),
         st.booleans(),  # inline compaction after this write (max 2 delta commits)
+        st.sampled_from(["avro", "parquet"]),  # hoodie.logfile.data.block.format of this write
     ),
-    st.just(("compact", [], False)),
+    st.just(("compact", [], False, "avro")),
 )
 sequence = st.tuples(st.sampled_from(PAYLOADS), st.lists(step, min_size=1, max_size=4))
 
@@ -60,7 +63,7 @@ def judge_snapshot(path: str, payload: str, oracle: Oracle, context: Any) -> Non
 def run_sequence(
     spark: Any,
     payload: str,
-    steps: list[tuple[str, list[Any], bool]],
+    steps: list[tuple[str, list[Any], bool, str]],
     version: str = "6",
     location: Callable[[str], str] | None = None,
     extra: dict[str, Any] | None = None,
@@ -79,7 +82,7 @@ def run_sequence(
         )
         oracle = runner.model(payload)
         fills = payload not in HUDI_RS_MERGES
-        for k, (operation, rows, inline) in enumerate(steps):
+        for k, (operation, rows, inline, block_format) in enumerate(steps):
             if operation == "compact":
                 if not oracle.history:
                     continue
@@ -101,12 +104,13 @@ def run_sequence(
                 }
                 for r in rows
             ]
-            extra = (
+            inline_compaction = (
                 {"hoodie.compact.inline": True, "hoodie.compact.inline.max.delta.commits": 2}
                 if inline
                 else {}
             )
-            runner.commit(spark, path, {**options, **extra}, oracle, batch, operation)
+            write_options = {**options, **inline_compaction, BLOCK_FORMAT: block_format}
+            runner.commit(spark, path, write_options, oracle, batch, operation)
             judge_snapshot(path, payload, oracle, (operation, batch))
         if not oracle.history:
             return  # only compactions: no table was ever written
