@@ -54,7 +54,8 @@ def test_write_mor_updates_append_avro_log_blocks_with_delta_stats(spark, tmp_pa
     assert len(base_files) == 1
 
     updates = [(f"k{i}", "2024-01-01", 2, f"b{i}") for i in range(3)]
-    t2 = write_hudi(spark.createDataFrame(updates, SCHEMA), str(path), opts()).instant_time
+    avro = opts(**{"hoodie.logfile.data.block.format": "avro"})
+    t2 = write_hudi(spark.createDataFrame(updates, SCHEMA), str(path), avro).instant_time
     (stat,) = write_stats(deltacommit(path, t2))
     assert deltacommit(path, t2)["operationType"] == "UPSERT"
     log_name = stat["path"].split("/")[-1]

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -83,11 +84,16 @@ def check_files(path: Path) -> None:
         if log.name.endswith(".cdc"):
             continue
         for block in parse_blocks(log.read_bytes()):
-            if block["type"] != 3:  # AVRO_DATA_BLOCK
+            if block["type"] not in (3, 5):  # AVRO_DATA_BLOCK, PARQUET_DATA_BLOCK
                 continue
             fields = json.loads(block["header"][2])["fields"]
             assert [f["name"] for f in fields[:6]] == [*META, OPERATION]
-            assert {r[OPERATION] for r in avro_records(block)} == {"U"}
+            if block["type"] == 3:
+                records = avro_records(block)
+            else:
+                records = pq.read_table(pa.BufferReader(block["content"])).to_pylist()
+                assert list(records[0])[:6] == [*META, OPERATION]
+            assert {r[OPERATION] for r in records} == {"U"}
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])

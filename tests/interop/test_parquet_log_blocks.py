@@ -156,7 +156,7 @@ STEPS: list[tuple[str, range, str]] = [
     ("delete", range(0, 12, 5), "parquet"),
     ("upsert", range(3, 18, 4), "parquet"),
     ("compact", range(0), ""),
-    ("upsert", range(0, 20, 3), "parquet"),
+    ("upsert", range(0, 20, 3), ""),  # the default: Parquet blocks
 ]
 
 
@@ -179,16 +179,18 @@ def test_parquet_block_tables_read_as_the_model_says(
             {"id": f"k{i}", "dt": f"p{i % 2}", "ts": ts, "v": f"{operation}{ts}-{i}"} for i in keys
         ]
         df = spark.createDataFrame([tuple(r[c] for c in FIELDS) for r in rows], SCHEMA)
+        chosen = {FORMAT: block_format} if block_format else {}
         result = write_hudi(
-            df,
-            path,
-            {**options, FORMAT: block_format, "hoodie.datasource.write.operation": operation},
+            df, path, {**options, **chosen, "hoodie.datasource.write.operation": operation}
         )
         oracle.apply(rows, operation, result.instant_time)
         instants.append(result.instant_time)
         judge(path, oracle, (operation, block_format))
-    kinds = {b.block_type for b in data_blocks(Path(path))}
+    blocks = data_blocks(Path(path))
+    kinds = {b.block_type for b in blocks}
     assert kinds == {HoodieLogBlockType.PARQUET_DATA_BLOCK, HoodieLogBlockType.AVRO_DATA_BLOCK}
+    last = {b.block_type for b in blocks if b.instant_time == instants[-1]}
+    assert last == {HoodieLogBlockType.PARQUET_DATA_BLOCK}
     for begin, end in pairwise(instants):
         read = read_table(
             path,

@@ -8,12 +8,14 @@ import json
 import struct
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import fastavro
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from engine.fs.filenames import parse_log_file_name
@@ -194,7 +196,7 @@ def test_append_updates_new_log_version_avro_blocks_decode(tmp_path: Path) -> No
         ctx,
         TaskInfo(stage_id=7, task_attempt_id=9),
         bucket_number=3,
-        log_config=LogWriteConfig(),
+        log_config=LogWriteConfig(data_block_format="avro"),
     )
     assert len(stats) == 1
     stat = stats[0]
@@ -234,7 +236,7 @@ def test_append_deletes_one_delete_block_after_data_blocks(tmp_path: Path) -> No
         ctx,
         TaskInfo(),
         bucket_number=0,
-        log_config=LogWriteConfig(data_block_max_size=4096),
+        log_config=LogWriteConfig(data_block_format="avro", data_block_max_size=4096),
     )
     blocks = parse_blocks((tmp_path / stats[0].path).read_bytes())
     types = [b["type"] for b in blocks]
@@ -254,6 +256,33 @@ def test_append_deletes_one_delete_block_after_data_blocks(tmp_path: Path) -> No
     assert deleted["k00010"].ordering_value == 20
     assert deleted["k01000"].ordering_wrapper == "IntWrapper"
     assert deleted["k01000"].ordering_value == 0
+
+
+def test_append_parquet_blocks_hold_the_avro_blocks_records_in_the_same_sizes(
+    tmp_path: Path,
+) -> None:
+    data = _records(300)
+    per_format = {}
+    for block_format in ("avro", "parquet"):
+        base = tmp_path / block_format
+        ctx = replace(_context(base, data), compression="snappy")
+        (stat,) = append_to_file_slice(
+            data,
+            _slice(),
+            ctx,
+            TaskInfo(),
+            bucket_number=2,
+            log_config=LogWriteConfig(data_block_format=block_format, data_block_max_size=4096),
+        )
+        per_format[block_format] = parse_blocks((base / stat.path).read_bytes())
+    avro, parquet = per_format["avro"], per_format["parquet"]
+    assert {b["type"] for b in avro} == {3} and {b["type"] for b in parquet} == {5}
+    assert len(avro) == len(parquet) > 1  # the same block sizing, whatever the encoding
+    for a, p in zip(avro, parquet, strict=True):
+        assert a["header"] == p["header"]  # INSTANT_TIME and the same SCHEMA
+        file = pq.ParquetFile(pa.BufferReader(p["content"]))
+        assert file.metadata.row_group(0).column(0).compression == "SNAPPY"
+        assert file.read().to_pylist() == avro_records(a)
 
 
 def test_append_rolls_over_to_next_version_past_max_size(tmp_path: Path) -> None:
@@ -322,7 +351,7 @@ def test_append_blocks_layout_matches_corpus_java_blocks(
         _context(tmp_path, data),
         TaskInfo(),
         bucket_number=0,
-        log_config=LogWriteConfig(),
+        log_config=LogWriteConfig(data_block_format="avro"),
     )
     ours = parse_blocks((tmp_path / stats[0].path).read_bytes())
     assert [layout(b) for b in ours] == [layout(java_data[0]), layout(java_delete[0])]
