@@ -29,7 +29,7 @@ from typing import Any
 
 from engine import config
 from engine.config import HoodieConfig, TableType, WriteOperation
-from engine.errors import ConfigError, HudiError, TableNotFoundError
+from engine.errors import ConfigError, HudiError, KeyMovedError, TableNotFoundError
 from engine.faults import checkpoint
 from engine.fs.storage import Storage
 from engine.model.auto_keys import check_auto_keys, write_operation
@@ -158,8 +158,17 @@ class WriteTransaction:
         return self._runner
 
     def run(self, data: Any) -> WriteResult:
-        """Prepare, start, execute and commit the write of ``data``, then run the services."""
-        records, schema = self._prepare(data)
+        """Prepare, start, execute and commit the write of ``data``, then run the services.
+
+        A one-job global-index write whose batch moves a key to another partition is rolled
+        back (:class:`KeyMovedError`) and runs again as the two-job write."""
+        try:
+            return self._run_once(data, one_job=True)
+        except KeyMovedError:
+            return self._run_once(data, one_job=False)
+
+    def _run_once(self, data: Any, *, one_job: bool) -> WriteResult:
+        records, schema = self._prepare(data, one_job=one_job)
         try:
             started = self._start(records, schema)
             with (
@@ -199,7 +208,7 @@ class WriteTransaction:
 
     # ---- prepare (nothing written) ----------------------------------------------------------
 
-    def _prepare(self, data: Any) -> tuple[PreparedRecords | None, str]:
+    def _prepare(self, data: Any, *, one_job: bool) -> tuple[PreparedRecords | None, str]:
         """The prepared records (none for delete_partition) and the commit schema."""
         self._check_options()
         if not self.strategy.writes_records:
@@ -209,7 +218,7 @@ class WriteTransaction:
                 )
             partitions_to_delete(self.cfg)  # raises before anything is written
             return None, Timeline.load(self.storage).latest_schema() or ""
-        return self._prepare_records(data)
+        return self._prepare_records(data, one_job=one_job)
 
     def _check_options(self) -> None:
         check_auto_keys(self.cfg, self.operation, self.props, self.storage.base_path)
@@ -236,7 +245,7 @@ class WriteTransaction:
         payload = self.cfg.get(config.WRITE_PAYLOAD_CLASS) or self.cfg.get(config.PAYLOAD_CLASS)
         check_index_options(self.cfg, str(payload))
 
-    def _prepare_records(self, data: Any) -> tuple[PreparedRecords, str]:
+    def _prepare_records(self, data: Any, *, one_job: bool) -> tuple[PreparedRecords, str]:
         runner, cfg = self.runner, self.cfg
         incoming = runner.incoming(data)
         spec = keygen_spec_from_config(cfg)
@@ -260,15 +269,17 @@ class WriteTransaction:
                 if timeline is not None and self.operation.looks_up_keys
                 else None
             )
-            one_job = one_job_plan(
-                self.storage, cfg, self.operation, self.table_type, spec, timeline
+            targets = (
+                one_job_plan(self.storage, cfg, self.operation, self.table_type, spec, timeline)
+                if one_job
+                else None
             )
             if self.bucketed:  # no lookup: the write job checks keys and routes by hash
                 bucket_spec(cfg, spec)
                 profile: BatchProfile = BucketProfile()
                 source = None
-            elif one_job is not None:  # the write job's tasks look the keys up
-                profile, source = PartitionTaskProfile(one_job), None
+            elif targets is not None:  # the write job's tasks look the keys up
+                profile, source = PartitionTaskProfile(targets), None
             else:
                 with naming_ordering_field(ordering, self.storage.base_path):
                     profile = runner.locate(keyed, spec, source)  # key/ordering errors: no write
