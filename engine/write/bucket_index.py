@@ -38,13 +38,12 @@ import pyarrow.compute as pc
 
 from engine import config
 from engine.config import HoodieConfig, WriteOperation
-from engine.errors import ConfigError, HudiError, NullOrderingValueError, RecordKeyError
+from engine.errors import ConfigError, NullOrderingValueError, RecordKeyError
 from engine.fs.properties import write_partition_metadata
 from engine.fs.storage import Storage
 from engine.fs.view import list_partition_paths
 from engine.model.keygen import KeyGenSpec
 from engine.model.ordering import naming_ordering_field
-from engine.runner import LocatedRecords
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline, delete_instant_files
@@ -52,19 +51,18 @@ from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slic
 from engine.write.bucketing import Bucket
 from engine.write.copy_on_write import CopyOnWriteWrite
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
-from engine.write.index import PartitionKeyRange
 from engine.write.merge_on_read import MergeOnReadWrite, latest_table_slices, log_write_config
-from engine.write.plan import WriteJob
+from engine.write.plan import JobProfile, WriteJob
 
 __all__ = [
     "BucketCopyOnWriteWrite",
     "BucketMergeOnReadWrite",
-    "BucketProfile",
     "BucketTargets",
     "bucket_file_id",
     "bucket_id",
     "bucket_ids",
     "bucket_of_file_id",
+    "bucket_profile",
     "bucket_spec",
     "java_list_hash",
     "java_string_hash",
@@ -320,20 +318,9 @@ def _checked_bucket(
 # ---- the transaction's view of a bucketed batch -------------------------------------------------
 
 
-@dataclass
-class BucketProfile:
-    """The batch profile of a bucket-index write: nothing is profiled before the write job
-    (the job itself checks keys and routes records), so no partition is known in advance."""
-
-    ranges: list[PartitionKeyRange] = field(default_factory=list)
-
-    def locate(
-        self, keyed: object, *, existing_only: bool = False, key_prefix: str = ""
-    ) -> LocatedRecords:
-        raise HudiError("A bucket-index write routes records by hash; nothing is located")
-
-    def release(self) -> None:
-        return None
+def bucket_profile() -> JobProfile:
+    """The profile of a bucket-index write (its job hashes and routes the records)."""
+    return JobProfile("A bucket-index write routes records by hash")
 
 
 # ---- the strategies -----------------------------------------------------------------------------

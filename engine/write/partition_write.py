@@ -46,7 +46,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -63,7 +62,6 @@ from engine.io.parquet import read_base_file, read_record_key_range
 from engine.model.keygen import KeyGenSpec
 from engine.model.ordering import naming_ordering_field
 from engine.model.schema import RECORD_KEY_COLUMN
-from engine.runner import LocatedRecords
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline, delete_instant_files
@@ -73,14 +71,14 @@ from engine.write.bucketing import BucketPlan, SizedBaseFile, plan_buckets
 from engine.write.cdc import cdc_logging_mode
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
 from engine.write.index import PartitionKeyRange, find_stored_keys, latest_base_files
-from engine.write.plan import WriteJob, average_record_size
+from engine.write.plan import JobProfile, WriteJob, average_record_size
 
 __all__ = [
     "MAX_PARTITION_TASKS",
     "TASK_BYTES_FACTOR",
     "PartitionTargets",
-    "PartitionTaskProfile",
     "one_job_plan",
+    "one_job_profile",
     "write_by_partition",
 ]
 
@@ -404,21 +402,9 @@ def _completed(timeline: Timeline) -> frozenset[str]:
     return frozenset(i.instant_time for i in timeline.completed())
 
 
-@dataclass
-class PartitionTaskProfile:
-    """The batch profile of a one-job write: nothing is profiled before the write job (its
-    tasks look the keys up), so no partition is known in advance."""
-
-    targets: PartitionTargets
-    ranges: list[PartitionKeyRange] = field(default_factory=list)
-
-    def locate(
-        self, keyed: Any, *, existing_only: bool = False, key_prefix: str = ""
-    ) -> LocatedRecords:
-        raise HudiError("A one-job write looks its keys up in its write tasks")
-
-    def release(self) -> None:
-        return None
+def one_job_profile(targets: PartitionTargets) -> JobProfile:
+    """The profile of a one-job write (its tasks look the keys up)."""
+    return JobProfile("A one-job write looks its keys up in its write tasks", targets)
 
 
 def write_by_partition(job: WriteJob, action: Action) -> list[HoodieWriteStat]:
@@ -429,9 +415,9 @@ def write_by_partition(job: WriteJob, action: Action) -> list[HoodieWriteStat]:
     """
     batch = job.batch
     profile = batch.profile
-    if not isinstance(profile, PartitionTaskProfile):
+    targets = profile.targets if isinstance(profile, JobProfile) else None
+    if not isinstance(targets, PartitionTargets):
         raise HudiError(f"Write {job.instant_time} was not prepared for the one-job write")
-    targets = profile.targets
     if targets.completed != _completed(job.timeline):  # a write completed since the listing
         targets = plan_partition_targets(
             job.storage,

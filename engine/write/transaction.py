@@ -46,7 +46,7 @@ from engine.timeline.timeline import Timeline, create_requested
 from engine.write.bucket_index import (
     BucketCopyOnWriteWrite,
     BucketMergeOnReadWrite,
-    BucketProfile,
+    bucket_profile,
     bucket_spec,
 )
 from engine.write.cdc import check_cdc_options
@@ -57,8 +57,8 @@ from engine.write.copy_on_write import CopyOnWriteWrite
 from engine.write.create_table import create_table, new_table_properties, take_over_metadata_table
 from engine.write.global_index import check_index_options, index_source
 from engine.write.merge_on_read import MergeOnReadWrite
-from engine.write.partition_write import PartitionTaskProfile, one_job_plan, write_by_partition
-from engine.write.plan import PreparedRecords, WriteJob
+from engine.write.partition_write import one_job_plan, one_job_profile, write_by_partition
+from engine.write.plan import JobProfile, PreparedRecords, WriteJob
 from engine.write.replace import (
     DeletePartitionWrite,
     InsertOverwriteWrite,
@@ -188,7 +188,7 @@ class WriteTransaction:
                     schema,
                     records,
                 )
-                if records is not None and isinstance(records.profile, PartitionTaskProfile):
+                if records is not None and _one_job(records.profile):
                     stats = write_by_partition(job, self.strategy.action)
                 else:
                     stats = self.strategy.execute(job)
@@ -276,10 +276,10 @@ class WriteTransaction:
             )
             if self.bucketed:  # no lookup: the write job checks keys and routes by hash
                 bucket_spec(cfg, spec)
-                profile: BatchProfile = BucketProfile()
+                profile: BatchProfile = bucket_profile()
                 source = None
             elif targets is not None:  # the write job's tasks look the keys up
-                profile, source = PartitionTaskProfile(targets), None
+                profile, source = one_job_profile(targets), None
             else:
                 with naming_ordering_field(ordering, self.storage.base_path):
                     profile = runner.locate(keyed, spec, source)  # key/ordering errors: no write
@@ -368,6 +368,11 @@ class WriteTransaction:
         if not prefix:
             return {}
         return {k: v for k, v in self.cfg.extra.items() if k.startswith(prefix)}
+
+
+def _one_job(profile: BatchProfile) -> bool:
+    """Whether the write was prepared for the one-job write (its tasks look the keys up)."""
+    return isinstance(profile, JobProfile) and profile.targets is not None
 
 
 def _written_since(before: Timeline, after: Timeline, compacted: list[str]) -> bool:
