@@ -119,7 +119,9 @@ class InsertOverwriteWrite(WriteStrategy):
     def execute(self, job: WriteJob) -> list[HoodieWriteStat]:
         return write_insert_overwrite(job)
 
-    def replaced(self, storage: Storage, job: WriteJob) -> dict[str, list[str]]:
+    def replaced(
+        self, storage: Storage, job: WriteJob, stats: list[HoodieWriteStat]
+    ) -> dict[str, list[str]]:
         return plan_replaced_file_ids(
             storage, Timeline.load(storage), job.operation, job.touched_partitions
         )
@@ -137,7 +139,9 @@ class DeletePartitionWrite(WriteStrategy):
         job.start_inflight(self.action, None)
         return []
 
-    def replaced(self, storage: Storage, job: WriteJob) -> dict[str, list[str]]:
+    def replaced(
+        self, storage: Storage, job: WriteJob, stats: list[HoodieWriteStat]
+    ) -> dict[str, list[str]]:
         partitions = partitions_to_delete(job.cfg)
         return plan_replaced_file_ids(storage, Timeline.load(storage), job.operation, partitions)
 

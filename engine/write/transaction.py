@@ -45,6 +45,7 @@ from engine.timeline.instant import Action, new_instant_time
 from engine.timeline.timeline import Timeline, create_requested
 from engine.write.bucket_index import (
     BucketCopyOnWriteWrite,
+    BucketInsertOverwriteWrite,
     BucketMergeOnReadWrite,
     bucket_profile,
     bucket_spec,
@@ -101,7 +102,7 @@ def strategy_for(
     if operation == WriteOperation.DELETE_PARTITION:
         return DeletePartitionWrite()
     if operation.is_replace:
-        return InsertOverwriteWrite()
+        return BucketInsertOverwriteWrite() if bucketed else InsertOverwriteWrite()
     if table_type == TableType.MERGE_ON_READ:
         return BucketMergeOnReadWrite() if bucketed else MergeOnReadWrite()
     return BucketCopyOnWriteWrite() if bucketed else CopyOnWriteWrite()
@@ -237,11 +238,6 @@ class WriteTransaction:
                     f"the write to {self.storage.base_path} is refused"
                 )
         validate_service_options(self.cfg)
-        if self.bucketed and self.operation.is_replace and self.strategy.writes_records:
-            raise ConfigError(
-                f"{config.INDEX_TYPE.key}=BUCKET: {self.operation} is not implemented on the "
-                "bucket index (its new file groups would not be named by bucket)"
-            )
         payload = self.cfg.get(config.WRITE_PAYLOAD_CLASS) or self.cfg.get(config.PAYLOAD_CLASS)
         check_index_options(self.cfg, str(payload))
 
@@ -341,7 +337,7 @@ class WriteTransaction:
     def _commit(self, job: WriteJob, stats: list[HoodieWriteStat]) -> None:
         action = self.strategy.action
         with self.lock.hold():  # commit: conflict check, then the completed instant
-            replaced = self.strategy.replaced(self.storage, job)
+            replaced = self.strategy.replaced(self.storage, job, stats)
             check_write_conflicts(
                 self.storage,
                 job.timeline,
