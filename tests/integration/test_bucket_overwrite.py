@@ -86,7 +86,7 @@ def last_replaced(path: str) -> dict[str, list[str]]:
     return metadata.partition_to_replace_file_ids or {}
 
 
-@pytest.mark.parametrize("version", ["6", "8"])
+@pytest.mark.parametrize("version", ["6", "8", "9"])
 def test_overwrite_of_some_partitions_then_upserts(spark, tmp_path: Path, version: str) -> None:  # type: ignore[no-untyped-def]
     path = str(tmp_path / "cow")
     opts = {"hoodie.write.table.version": version}
