@@ -13,14 +13,16 @@ batch) and finishes before any write task starts, so a bad key fails the job bef
 written; the batch is read once, by the map stage. Every partition the table had when it was
 listed gets its own shuffle slot (:mod:`engine.spark.partitioning`), so a batch touching two
 partitions runs two write tasks side by side; a new partition is placed by hash. On the global
-index the rows come back as Arrow (``toArrow``), keys included, and a key in two partitions is a
-:class:`KeyMovedError` (the write runs again as the two-job write, which refuses the batch).
+index each partition's distinct keys come back too (one Arrow IPC cell each), and a key in two
+partitions is a :class:`KeyMovedError` (the write runs again as the two-job write, which
+refuses the batch).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -67,26 +69,22 @@ def write_partitions(
         routed.repartition(_SLOT_COLUMN) if adaptive else routed.repartition(tasks, _SLOT_COLUMN)
     )
     result = shuffled.mapInArrow(_write_task(targets, ctx), spark_struct_of(_RESULT_SCHEMA))
-    rows = run_job(result.toArrow)
+    rows = run_job(result.collect)
     if targets.global_index:  # a key new in two partitions was written to both
-        keys = rows.filter(pc.is_valid(rows[RECORD_KEY_COLUMN]))
-        duplicate = cross_partition_duplicate(
-            keys.select([RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN])
-        )
+        duplicate = cross_partition_duplicate(_returned_keys(rows))
         if duplicate is not None:  # the two-job write refuses the batch before writing
             key, first, second = duplicate
             raise KeyMovedError(
                 f"record key {key!r} arrives in partitions {first!r} and {second!r}"
             )
-    stats = rows.filter(pc.is_valid(rows[_STAT])).column(_STAT).to_pylist()
-    return [HoodieWriteStat.from_dict(json.loads(stat)) for stat in stats]
+    return [HoodieWriteStat.from_dict(json.loads(r[_STAT])) for r in rows if r[_STAT] is not None]
 
 
 _STAT = "stat"
 # the job's rows: a write stat, or (global index) a distinct incoming key of a partition
-_RESULT_SCHEMA = pa.schema(
-    [(_STAT, pa.string()), (PARTITION_PATH_COLUMN, pa.string()), (RECORD_KEY_COLUMN, pa.string())]
-)
+_KEYS = "keys"
+_RESULT_SCHEMA = pa.schema([(_STAT, pa.string()), (_KEYS, pa.binary())])
+_KEYS_SCHEMA = pa.schema([(RECORD_KEY_COLUMN, pa.string()), (PARTITION_PATH_COLUMN, pa.string())])
 
 
 _FLAGS = (BAD_KEY_COLUMN, NULL_ORDERING_COLUMN)
@@ -148,8 +146,7 @@ def _write_task(
         yield pa.RecordBatch.from_pydict(
             {
                 _STAT: stat_rows,
-                PARTITION_PATH_COLUMN: [None] * len(stat_rows),
-                RECORD_KEY_COLUMN: [None] * len(stat_rows),
+                _KEYS: [None] * len(stat_rows),
             },
             schema=_RESULT_SCHEMA,
         )
@@ -158,11 +155,22 @@ def _write_task(
 
 
 def _key_rows(rows: pa.Table, partition: str) -> pa.RecordBatch:
-    """The distinct incoming keys of one partition (the driver checks that no key arrives in
-    two partitions: :func:`engine.write.global_index.cross_partition_duplicate`)."""
+    """The distinct incoming keys of one partition, as one Arrow IPC cell (the driver checks that
+    no key arrives in two partitions: :func:`engine.write.global_index.cross_partition_duplicate`;
+    one binary cell crosses the JVM as it is, where a row per key would be converted twice)."""
     keys = pc.unique(rows.column(RECORD_KEY_COLUMN).combine_chunks()).cast(pa.string())
-    n = len(keys)
-    return pa.RecordBatch.from_arrays(
-        [pa.nulls(n, pa.string()), pa.repeat(pa.scalar(partition, pa.string()), n), keys],
-        schema=_RESULT_SCHEMA,
+    table = pa.table(
+        [keys, pa.repeat(pa.scalar(partition, pa.string()), len(keys))], schema=_KEYS_SCHEMA
     )
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, _KEYS_SCHEMA) as writer:
+        writer.write_table(table)
+    return pa.RecordBatch.from_pydict(
+        {_STAT: [None], _KEYS: [sink.getvalue().to_pybytes()]}, schema=_RESULT_SCHEMA
+    )
+
+
+def _returned_keys(rows: list[Any]) -> pa.Table:
+    """Every partition's distinct keys the write tasks returned, as one table."""
+    tables = [pa.ipc.open_stream(r[_KEYS]).read_all() for r in rows if r[_KEYS] is not None]
+    return pa.concat_tables(tables) if tables else _KEYS_SCHEMA.empty_table()
