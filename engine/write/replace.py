@@ -20,8 +20,10 @@ file slice in the partition)::
                             no records are written
 
 The replaced set is computed when the instant completes, under the table lock, from the timeline
-as it is then: a write completed meanwhile into an overwritten partition is overwritten too, as
-if it had committed first.
+as it is then. A write completed meanwhile into an overwritten partition has written a file group
+the replace would now replace: the conflict check (:mod:`engine.write.conflict`) refuses the
+replace and rolls it back (retrying it overwrites that write's rows too), so no committed row is
+replaced unseen.
 """
 
 from __future__ import annotations
