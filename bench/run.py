@@ -14,10 +14,13 @@ the table size ``R``; shapes::
 Contenders per shape, each run on a fresh copy of its prepared table (untimed), one warm-up
 round, then ``BENCH_REPS`` (default 3) rounds A B C ... A B C, medians:
 
-    cow / mor                 write_hudi upsert with the engine's defaults, options as the
-                              dbt materializations pass them (hudi_upsert / hudi_mor)
-    cow-bucket / mor-bucket   the same with hoodie.index.type=BUCKET (uniform, hot2, small)
-    cow-gzip                  the same with Hudi's own default codec (uniform, hot2, small)
+    cow / mor                 write_hudi upsert with the options the dbt materializations
+                              pass (hudi_upsert / hudi_mor, computed by the adapter's code):
+                              the engine's defaults plus dbt's GLOBAL_SIMPLE index of a
+                              partitioned model
+    cow-simple / mor-simple   the same with index_type='SIMPLE' (Hudi's Spark default)
+    cow-bucket / mor-bucket   the same with index_type='BUCKET'
+    cow-gzip                  the same with Hudi's own default codec
     spark-io                  dbt-spark's incremental insert_overwrite of the touched partitions
                               of a plain Parquet table (the shared anchors.py, same session)
     delta-merge               delta-rs MERGE of the same batch (anchors.py, own process: its
@@ -62,6 +65,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from engine import config as hc  # noqa: E402
+from engine.config import WriteOperation  # noqa: E402
 
 ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
 REPS = int(os.environ.get("BENCH_REPS", "3"))
@@ -78,7 +82,11 @@ SHAPES: dict[str, tuple[int, int, int]] = {
 }
 VARIANT_SHAPES = ("uniform", "hot2", "small", "large")
 VARIANTS = [
-    v for v in os.environ.get("BENCH_VARIANTS", "cow-bucket,mor-bucket,cow-gzip").split(",") if v
+    v
+    for v in os.environ.get(
+        "BENCH_VARIANTS", "cow-simple,mor-simple,cow-bucket,mor-bucket,cow-gzip"
+    ).split(",")
+    if v
 ]
 # the issue's targets: (numerator, denominator) -> ratio bound, per shape
 TARGETS: dict[str, dict[tuple[str, str], float]] = {
@@ -121,30 +129,32 @@ def generate(bench_dir: Path, out: Path, rows: int, updates: int, hot: int) -> d
 
 
 def model_options(kind: str, operation: str) -> dict[str, str]:
-    """The options ``hudi_upsert`` (``cow*``) or ``hudi_mor`` (``mor*``) passes for a model
-    with ``unique_key='id'``, ``partition_by='dt'``, ``precombine_key='ts'``, plus the
-    variant's ``hudi_options``."""
-    table_type = (
-        hc.TableType.MERGE_ON_READ if kind.startswith("mor") else hc.TableType.COPY_ON_WRITE
-    )
-    opts = {
-        hc.TABLE_NAME.key: "bench",
-        hc.OPERATION.key: operation,
-        hc.WRITE_TABLE_TYPE.key: str(table_type),
-        hc.RECORDKEY_FIELD.key: "id",
-        hc.PARTITIONPATH_FIELD.key: "dt",
-        hc.WRITE_PRECOMBINE_FIELD.key: "ts",
-        hc.WRITE_PAYLOAD_CLASS.key: hc.OVERWRITE_WITH_LATEST_PAYLOAD,
-        hc.HIVE_STYLE_PARTITIONING.key: "true",
-    }
-    if table_type == hc.TableType.MERGE_ON_READ:
-        opts[hc.INLINE_COMPACT.key] = "true"
-        opts[hc.INLINE_COMPACT_NUM_DELTA_COMMITS.key] = "5"
+    """The options the dbt materialization passes (``hudi_upsert`` for ``cow*``, ``hudi_mor``
+    for ``mor*``) for a model with ``unique_key='id'``, ``partition_by='dt'``,
+    ``precombine_key='ts'``, plus the variant's config; computed by the adapter's own code
+    (:meth:`HudiModelConfig.write_options`), so the bench measures what a dbt user gets.
+
+    A partitioned model whose key may change partition gets ``GLOBAL_SIMPLE`` there (dbt's
+    ``unique_key`` is unique in the table); ``-simple`` variants set ``index_type='SIMPLE'``
+    (keys that stay in their partition), ``-bucket`` ones ``index_type='BUCKET'`` (Hudi's 4
+    buckets), ``-gzip`` ones Hudi's own codec."""
+    from dbt.adapters.hudi.options import parse_model_config
+
+    config: dict[str, Any] = {"unique_key": "id", "partition_by": "dt", "precombine_key": "ts"}
+    if kind.endswith("-simple"):
+        config["index_type"] = "SIMPLE"
     if kind.endswith("-bucket"):
-        opts[hc.INDEX_TYPE.key] = "BUCKET"
+        config["index_type"] = "BUCKET"
     if kind.endswith("-gzip"):
-        opts[hc.PARQUET_COMPRESSION_CODEC.key] = "gzip"
-    return opts
+        config["hudi_options"] = {hc.PARQUET_COMPRESSION_CODEC.key: "gzip"}
+    materialization = "hudi_mor" if kind.startswith("mor") else "hudi_upsert"
+    cfg = parse_model_config("bench", materialization, config)
+    return cfg.write_options(
+        table_name="bench",
+        database=None,
+        operation=operation,
+        new_table=operation == str(WriteOperation.BULK_INSERT),
+    )
 
 
 # ---- runs -----------------------------------------------------------------------------------
@@ -198,7 +208,8 @@ class Bench:
         """The base rows bulk-inserted once (untimed) with the contender's options."""
         from engine import write_hudi
 
-        table_kind = kind.replace("-gzip", "")  # the codec variant upserts the default base
+        # the codec and index variants upsert the default base (bulk_insert looks nothing up)
+        table_kind = kind.replace("-gzip", "").replace("-simple", "")
         path = shape_dir / "prepared" / f"hudi-{table_kind}"
         if not (path / ".hoodie" / "hoodie.properties").exists():
             shutil.rmtree(path, ignore_errors=True)

@@ -51,6 +51,13 @@ class NullOrderingValueError(HudiError):
     refuses it: a payload cannot be ordered without it)."""
 
 
+class KeyMovedError(HudiError):
+    """A one-job global-index write found an incoming key stored in another partition than the
+    one it arrives in: that write task cannot reach the other partition's file group, so the
+    attempt is rolled back and the write runs again as the two-job write
+    (:mod:`engine.write.partition_write`)."""
+
+
 class WriteConflictError(HudiError):
     """Another writer committed changes to the same file groups meanwhile."""
 

@@ -162,6 +162,8 @@ class Runner(Protocol):
         Raises:
             RecordKeyError: a record key is null or empty (no file has been written).
             NullOrderingValueError: an ordering value :meth:`key_records` checks is null.
+            KeyMovedError: global index: a key is stored in, or arrives in, another partition
+                (files may have been written: the caller rolls the attempt back).
         """
         ...
 

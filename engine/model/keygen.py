@@ -310,7 +310,7 @@ def generate_partition_paths(batch: pa.RecordBatch | pa.Table, spec: KeyGenSpec)
     """The ``_hoodie_partition_path`` of each row (``""`` for non-partitioned tables)."""
     n = batch.num_rows
     if not spec.is_partitioned:
-        return pa.array([""] * n, pa.string())
+        return pa.repeat(pa.scalar("", pa.string()), n)
     segments: list[pa.Array] = []
     for name in spec.partition_fields:
         col = _column(batch, name)

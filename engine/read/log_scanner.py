@@ -301,7 +301,7 @@ def _delete_table(
         else:
             arrays.append(pa.nulls(n, f.type))
     table = pa.Table.from_arrays(arrays, schema=schema)
-    return table.append_column(DELETE_RECORD_COLUMN, pa.array([True] * n))
+    return table.append_column(DELETE_RECORD_COLUMN, pa.repeat(pa.scalar(True), n))
 
 
 def _ordering_array(values: list[Any], dtype: pa.DataType) -> pa.Array:

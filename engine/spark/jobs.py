@@ -23,7 +23,13 @@ from pyspark import StorageLevel, TaskContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from engine.errors import HudiError, NullOrderingValueError, RecordKeyError, SchemaError
+from engine.errors import (
+    HudiError,
+    KeyMovedError,
+    NullOrderingValueError,
+    RecordKeyError,
+    SchemaError,
+)
 from engine.faults import checkpoint
 from engine.model.keygen import (
     DEFAULT_PARTITION_PATH,
@@ -68,7 +74,7 @@ _ROW_BITS = 33  # monotonically_increasing_id: row number within the partition
 # the text of an engine error raised in a task (or by Spark's raise_error, which appends the
 # SQL state to the line)
 _TASK_ERROR = re.compile(
-    r"(RecordKeyError|NullOrderingValueError|SchemaError|HudiError): (.+?)"
+    r"(RecordKeyError|NullOrderingValueError|SchemaError|KeyMovedError|HudiError): (.+?)"
     r"(?: SQLSTATE: [0-9A-Z]{5})?$",
     re.MULTILINE,
 )
@@ -76,6 +82,7 @@ _ERRORS: dict[str, type[HudiError]] = {
     "RecordKeyError": RecordKeyError,
     "NullOrderingValueError": NullOrderingValueError,
     "SchemaError": SchemaError,
+    "KeyMovedError": KeyMovedError,
     "HudiError": HudiError,
 }
 

@@ -6,19 +6,23 @@
     keyed ──select: shuffle slot of the record's partition; a null or empty key, or a null
       ordering value where the write combines, raises in the map stage (Spark's raise_error)──►
       repartition(tasks, slot) ──mapInArrow: each partition it received, one after the other──►
-      write stats
+      write stats (global index: and each partition's distinct keys)
 
 The map stage runs in the JVM when the keys are Spark expressions (no Python round trip of the
 batch) and finishes before any write task starts, so a bad key fails the job before a file is
 written; the batch is read once, by the map stage. Every partition the table had when it was
 listed gets its own shuffle slot (:mod:`engine.spark.partitioning`), so a batch touching two
-partitions runs two write tasks side by side; a new partition is placed by hash.
+partitions runs two write tasks side by side; a new partition is placed by hash. On the global
+index each partition's distinct keys come back too (one Arrow IPC cell each), and a key in two
+partitions is a :class:`KeyMovedError` (the write runs again as the two-job write, which
+refuses the batch).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,12 +30,14 @@ from pyspark import TaskContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from engine.errors import NullOrderingValueError, RecordKeyError
+from engine.errors import KeyMovedError, NullOrderingValueError, RecordKeyError
 from engine.model.keygen import KeyGenSpec, invalid_record_key_message
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 from engine.spark.jobs import BAD_KEY_COLUMN, NULL_ORDERING_COLUMN, current_task, run_job
 from engine.spark.partitioning import slot_values
+from engine.spark.schema import spark_struct_of
 from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.write.global_index import cross_partition_duplicate
 from engine.write.handles import WriteContext
 from engine.write.partition_write import MAX_PARTITION_TASKS, TASK_BUCKETS, PartitionTargets
 
@@ -62,9 +68,23 @@ def write_partitions(
     shuffled = (
         routed.repartition(_SLOT_COLUMN) if adaptive else routed.repartition(tasks, _SLOT_COLUMN)
     )
-    result = shuffled.mapInArrow(_write_task(targets, ctx), "stat string")
+    result = shuffled.mapInArrow(_write_task(targets, ctx), spark_struct_of(_RESULT_SCHEMA))
     rows = run_job(result.collect)
-    return [HoodieWriteStat.from_dict(json.loads(r["stat"])) for r in rows]
+    if targets.global_index:  # a key new in two partitions was written to both
+        duplicate = cross_partition_duplicate(_returned_keys(rows))
+        if duplicate is not None:  # the two-job write refuses the batch before writing
+            key, first, second = duplicate
+            raise KeyMovedError(
+                f"record key {key!r} arrives in partitions {first!r} and {second!r}"
+            )
+    return [HoodieWriteStat.from_dict(json.loads(r[_STAT])) for r in rows if r[_STAT] is not None]
+
+
+_STAT = "stat"
+# the job's rows: a write stat, or (global index) a distinct incoming key of a partition
+_KEYS = "keys"
+_RESULT_SCHEMA = pa.schema([(_STAT, pa.string()), (_KEYS, pa.binary())])
+_KEYS_SCHEMA = pa.schema([(RECORD_KEY_COLUMN, pa.string()), (PARTITION_PATH_COLUMN, pa.string())])
 
 
 _FLAGS = (BAD_KEY_COLUMN, NULL_ORDERING_COLUMN)
@@ -120,6 +140,37 @@ def _write_task(
             written, numbers = targets.write(rows, partition, first, ctx, task)
             first += numbers
             stats += written
-        yield pa.RecordBatch.from_pydict({"stat": [json.dumps(s.to_dict()) for s in stats]})
+            if targets.global_index:
+                yield _key_rows(rows, partition)
+        stat_rows = [json.dumps(s.to_dict()) for s in stats]
+        yield pa.RecordBatch.from_pydict(
+            {
+                _STAT: stat_rows,
+                _KEYS: [None] * len(stat_rows),
+            },
+            schema=_RESULT_SCHEMA,
+        )
 
     return write_task
+
+
+def _key_rows(rows: pa.Table, partition: str) -> pa.RecordBatch:
+    """The distinct incoming keys of one partition, as one Arrow IPC cell (the driver checks that
+    no key arrives in two partitions: :func:`engine.write.global_index.cross_partition_duplicate`;
+    one binary cell crosses the JVM as it is, where a row per key would be converted twice)."""
+    keys = pc.unique(rows.column(RECORD_KEY_COLUMN).combine_chunks()).cast(pa.string())
+    table = pa.table(
+        [keys, pa.repeat(pa.scalar(partition, pa.string()), len(keys))], schema=_KEYS_SCHEMA
+    )
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, _KEYS_SCHEMA) as writer:
+        writer.write_table(table)
+    return pa.RecordBatch.from_pydict(
+        {_STAT: [None], _KEYS: [sink.getvalue().to_pybytes()]}, schema=_RESULT_SCHEMA
+    )
+
+
+def _returned_keys(rows: list[Any]) -> pa.Table:
+    """Every partition's distinct keys the write tasks returned, as one table."""
+    tables = [pa.ipc.open_stream(r[_KEYS]).read_all() for r in rows if r[_KEYS] is not None]
+    return pa.concat_tables(tables) if tables else _KEYS_SCHEMA.empty_table()

@@ -51,15 +51,13 @@ from engine.io.logfile import (
 )
 from engine.io.parquet import align_to_schema
 from engine.model.schema import (
-    COMMIT_SEQNO_COLUMN,
-    COMMIT_TIME_COLUMN,
-    FILE_NAME_COLUMN,
     PARTITION_PATH_COLUMN,
     RECORD_KEY_COLUMN,
 )
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.handles import TaskInfo, WriteContext, prepare_incoming
 from engine.write.markers import create_marker
+from engine.write.meta_fields import stamp_commit, stamp_file_name
 from engine.write.operation_field import stamp_operations
 
 __all__ = [
@@ -189,22 +187,6 @@ def plan_data_blocks(sizes: Sequence[int] | np.ndarray, max_block_size: int) -> 
     return blocks
 
 
-def _stamp_log_records(
-    rows: pa.Table, *, instant_time: str, bucket_number: int, file_id: str
-) -> pa.Table:
-    """Meta columns of appended records: this instant, fresh seqnos, file id as file name."""
-    n = rows.num_rows
-    seq = pa.array(np.arange(n).astype(str))
-    seqno = pc.binary_join_element_wise(f"{instant_time}_{bucket_number}_", seq, "")
-    for name, values in (
-        (COMMIT_TIME_COLUMN, pa.array([instant_time] * n, pa.string())),
-        (COMMIT_SEQNO_COLUMN, seqno),
-        (FILE_NAME_COLUMN, pa.array([file_id] * n, pa.string())),
-    ):
-        rows = rows.set_column(rows.schema.get_field_index(name), name, values)
-    return rows
-
-
 def _delete_records(deletes: pa.Table, ordering_field: str | None) -> list[DeleteRecord]:
     keys = deletes.column(RECORD_KEY_COLUMN).to_pylist()
     partitions = deletes.column(PARTITION_PATH_COLUMN).to_pylist()
@@ -266,9 +248,8 @@ def append_to_file_slice(
     data = incoming.filter(pc.invert(is_delete))
     deletes = incoming.filter(is_delete)
     data = align_to_schema(data, ctx.arrow_schema)
-    data = _stamp_log_records(
-        data, instant_time=ctx.instant_time, bucket_number=bucket_number, file_id=file_slice.file_id
-    )
+    data = stamp_commit(data, ctx.instant_time, bucket_number)
+    data = stamp_file_name(data, file_slice.file_id)
     data = stamp_operations(data, None)
     if data.num_rows == 0 and deletes.num_rows == 0:
         return []

@@ -23,6 +23,17 @@ copy-on-write merges into the bucket's base file or creates it; merge-on-read ap
 **and inserts** to the bucket's latest file slice as log blocks (the bucket index can find keys
 in log files, so Hudi's partitioner sends inserts there too), creating a base file only for a
 bucket the partition does not have yet.
+
+``insert_overwrite`` and ``insert_overwrite_table`` run the same job, as Hudi's
+``SparkBucketIndexPartitioner`` does for them (``isOverwrite``, release-0.14 and 1.x): every
+bucket the batch writes gets a **new** file group, ``newBucketFileIdPrefix`` of its bucket (a
+fresh uuid behind the 8-digit bucket number, ``-0`` from the create handle), written as a base
+file on either table type (Hudi's insert-overwrite executor only has an insert path); buckets
+without records get no file. The replacecommit replaces every live file group of the partitions
+written (Hudi's dynamic partitions: the partitions of the write statuses), or of the whole table
+for ``insert_overwrite_table`` (:mod:`engine.write.replace`), so each written partition is
+left with one file group per bucket it received and a later write finds exactly one live group
+per bucket (replaced groups stay on storage, excluded by the replacecommit, until cleaned).
 """
 
 from __future__ import annotations
@@ -38,13 +49,12 @@ import pyarrow.compute as pc
 
 from engine import config
 from engine.config import HoodieConfig, WriteOperation
-from engine.errors import ConfigError, HudiError, NullOrderingValueError, RecordKeyError
+from engine.errors import ConfigError, NullOrderingValueError, RecordKeyError
 from engine.fs.properties import write_partition_metadata
 from engine.fs.storage import Storage
 from engine.fs.view import list_partition_paths
 from engine.model.keygen import KeyGenSpec
 from engine.model.ordering import naming_ordering_field
-from engine.runner import LocatedRecords
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline, delete_instant_files
@@ -52,19 +62,20 @@ from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slic
 from engine.write.bucketing import Bucket
 from engine.write.copy_on_write import CopyOnWriteWrite
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
-from engine.write.index import PartitionKeyRange
 from engine.write.merge_on_read import MergeOnReadWrite, latest_table_slices, log_write_config
-from engine.write.plan import WriteJob
+from engine.write.plan import JobProfile, WriteJob
+from engine.write.replace import InsertOverwriteWrite, plan_replaced_file_ids
 
 __all__ = [
     "BucketCopyOnWriteWrite",
+    "BucketInsertOverwriteWrite",
     "BucketMergeOnReadWrite",
-    "BucketProfile",
     "BucketTargets",
     "bucket_file_id",
     "bucket_id",
     "bucket_ids",
     "bucket_of_file_id",
+    "bucket_profile",
     "bucket_spec",
     "java_list_hash",
     "java_string_hash",
@@ -320,57 +331,76 @@ def _checked_bucket(
 # ---- the transaction's view of a bucketed batch -------------------------------------------------
 
 
-@dataclass
-class BucketProfile:
-    """The batch profile of a bucket-index write: nothing is profiled before the write job
-    (the job itself checks keys and routes records), so no partition is known in advance."""
-
-    ranges: list[PartitionKeyRange] = field(default_factory=list)
-
-    def locate(
-        self, keyed: object, *, existing_only: bool = False, key_prefix: str = ""
-    ) -> LocatedRecords:
-        raise HudiError("A bucket-index write routes records by hash; nothing is located")
-
-    def release(self) -> None:
-        return None
+def bucket_profile() -> JobProfile:
+    """The profile of a bucket-index write (its job hashes and routes the records)."""
+    return JobProfile("A bucket-index write routes records by hash")
 
 
 # ---- the strategies -----------------------------------------------------------------------------
 
 
-def _write_bucketed(job: WriteJob, action: Action) -> list[HoodieWriteStat]:
-    """The data phase of a bucket-index write: plan the buckets, one job writes them.
+def _write_bucketed(
+    job: WriteJob, action: Action, targets: BucketTargets, ctx: WriteContext
+) -> list[HoodieWriteStat]:
+    """The data phase of a bucket-index write: one job writes the planned buckets.
 
     A null or empty key (or a null ordering value where the write combines) fails the job's map
     stage, before any file is written: the requested
     instant is then deleted as if it never was (no rollback instant is needed for nothing).
     """
     batch = job.batch
-    merge_on_read = action == Action.DELTA_COMMIT
-    targets = plan_bucket_targets(
-        job.storage, job.timeline, job.cfg, batch.spec, merge_on_read=merge_on_read
-    )
     job.start_inflight(action, None)
     try:
         with naming_ordering_field(batch.merge_spec.ordering_field, job.storage.base_path):
-            return job.data_runner.write_bucketed(
-                batch.keyed, targets, job.write_context(), batch.spec
-            )
+            return job.data_runner.write_bucketed(batch.keyed, targets, ctx, batch.spec)
     except (RecordKeyError, NullOrderingValueError):
         delete_instant_files(job.storage, job.instant_time, action)
         raise
+
+
+def _write_into_buckets(job: WriteJob, action: Action) -> list[HoodieWriteStat]:
+    """upsert, insert, bulk_insert, delete: each bucket's records go to its live file group."""
+    targets = plan_bucket_targets(
+        job.storage,
+        job.timeline,
+        job.cfg,
+        job.batch.spec,
+        merge_on_read=action == Action.DELTA_COMMIT,
+    )
+    return _write_bucketed(job, action, targets, job.write_context())
 
 
 class BucketCopyOnWriteWrite(CopyOnWriteWrite):
     """upsert, insert, bulk_insert, delete into a copy-on-write table on the bucket index."""
 
     def execute(self, job: WriteJob) -> list[HoodieWriteStat]:
-        return _write_bucketed(job, self.action)
+        return _write_into_buckets(job, self.action)
 
 
 class BucketMergeOnReadWrite(MergeOnReadWrite):
     """upsert, insert, bulk_insert, delete into a merge-on-read table on the bucket index."""
 
     def execute(self, job: WriteJob) -> list[HoodieWriteStat]:
-        return _write_bucketed(job, self.action)
+        return _write_into_buckets(job, self.action)
+
+
+class BucketInsertOverwriteWrite(InsertOverwriteWrite):
+    """insert_overwrite, insert_overwrite_table on the bucket index: a new file group per bucket
+    written, replacing the old ones (see the module notes)."""
+
+    def execute(self, job: WriteJob) -> list[HoodieWriteStat]:
+        # the table's layout is checked as for any bucket write: a table of another index or
+        # bucket count is refused before anything is written
+        table = plan_bucket_targets(
+            job.storage, job.timeline, job.cfg, job.batch.spec, merge_on_read=False
+        )
+        fresh = BucketTargets(table.spec, merge_on_read=False)
+        # the handles' insert path: every bucket's file group is new, no stored rows
+        return _write_bucketed(job, self.action, fresh, job.write_context(WriteOperation.INSERT))
+
+    def replaced(
+        self, storage: Storage, job: WriteJob, stats: list[HoodieWriteStat]
+    ) -> dict[str, list[str]]:
+        # the job profiles no partition in advance: the partitions written are the stats' ones
+        written = {s.partition_path or "" for s in stats}
+        return plan_replaced_file_ids(storage, Timeline.load(storage), job.operation, written)

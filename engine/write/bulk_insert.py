@@ -21,7 +21,6 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -40,9 +39,6 @@ from engine.io.parquet import ROW_GROUP_ROWS, BaseFileWriter
 from engine.model.keygen import KeyGenSpec, generate_partition_paths, generate_record_keys
 from engine.model.merge import INTERNAL_COLUMNS
 from engine.model.schema import (
-    COMMIT_SEQNO_COLUMN,
-    COMMIT_TIME_COLUMN,
-    FILE_NAME_COLUMN,
     PARTITION_PATH_COLUMN,
     RECORD_KEY_COLUMN,
 )
@@ -50,6 +46,7 @@ from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
 from engine.write.handles import TaskInfo, WriteContext, prepare_incoming
 from engine.write.markers import create_marker
+from engine.write.meta_fields import stamp_commit, stamp_file_name
 from engine.write.operation_field import stamp_operations
 from engine.write.plan import WriteJob
 
@@ -162,7 +159,8 @@ class _TaskWriter:
         return group
 
     def _buffer(self, group: _FileGroup, rows: pa.Table) -> None:
-        rows = _stamp(rows, self.ctx.instant_time, self.partition_id, group.rows, group.file_name)
+        rows = stamp_commit(rows, self.ctx.instant_time, self.partition_id, group.rows)
+        rows = stamp_operations(stamp_file_name(rows, group.file_name), _NO_STORED_KEYS)
         group.pending.append(rows)
         group.pending_bytes += rows.nbytes
         group.rows += rows.num_rows
@@ -291,19 +289,3 @@ def _by_partition(chunk: pa.Table) -> Iterator[tuple[str, pa.Table]]:
     ):
         yield str(encoded.dictionary[code].as_py()), ordered.slice(start, n)
         start += n
-
-
-def _stamp(rows: pa.Table, instant_time: str, partition_id: int, start: int, name: str) -> pa.Table:
-    """Meta columns of new records: commit time, seqnos from ``start``, file name, and
-    ``_hoodie_operation`` (``I``) when the table writes it."""
-    n = rows.num_rows
-    seq = pc.cast(pa.array(np.arange(start, start + n, dtype=np.int64)), pa.string())
-    seqno = pc.binary_join_element_wise(f"{instant_time}_{partition_id}_", seq, "")
-    for column, values in (
-        (COMMIT_TIME_COLUMN, pa.repeat(pa.scalar(instant_time, pa.string()), n)),
-        (COMMIT_SEQNO_COLUMN, seqno),
-        (FILE_NAME_COLUMN, pa.repeat(pa.scalar(name, pa.string()), n)),
-    ):
-        index = rows.schema.get_field_index(column)
-        rows = rows.set_column(index, rows.schema.field(index), values)
-    return stamp_operations(rows, _NO_STORED_KEYS)

@@ -176,7 +176,10 @@ def changes_of_merge(
     n_changed, n_deleted = changed.num_rows, len(deleted_idx)
     ops = pc.if_else(pc.is_valid(before_idx), CdcOperation.UPDATE.value, CdcOperation.INSERT.value)
     op = pa.concat_arrays(
-        [ops.cast(pa.string()), pa.array([CdcOperation.DELETE.value] * n_deleted, pa.string())]
+        [
+            ops.cast(pa.string()),
+            pa.repeat(pa.scalar(CdcOperation.DELETE.value, pa.string()), n_deleted),
+        ]
     )
     table = pa.table(
         {
@@ -209,7 +212,7 @@ def cdc_records(changes: CdcChanges, mode: SupplementalLoggingMode, instant_time
         return t.select([CDC_OP, CDC_RECORD_KEY])
     if mode is SupplementalLoggingMode.DATA_BEFORE:
         return t.select([CDC_OP, CDC_RECORD_KEY, CDC_BEFORE])
-    ts = pa.array([instant_time] * t.num_rows, pa.string())
+    ts = pa.repeat(pa.scalar(instant_time, pa.string()), t.num_rows)
     return pa.table(
         {
             CDC_OP: t.column(CDC_OP),

@@ -21,7 +21,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -40,15 +39,13 @@ from engine.model.merge import (
     precombine,
 )
 from engine.model.schema import (
-    COMMIT_SEQNO_COLUMN,
-    COMMIT_TIME_COLUMN,
-    FILE_NAME_COLUMN,
     RECORD_KEY_COLUMN,
 )
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.bucketing import Bucket
 from engine.write.cdc import changes_of_merge, needs_cdc_file, write_cdc_file
 from engine.write.markers import create_marker
+from engine.write.meta_fields import stamp_commit, stamp_file_name
 from engine.write.operation_field import stamp_operations
 
 __all__ = ["TaskInfo", "WriteContext", "write_file_group"]
@@ -79,29 +76,6 @@ class TaskInfo:
 
     stage_id: int = 0
     task_attempt_id: int = 0
-
-
-def _stamp(rows: pa.Table, *, instant_time: str, bucket_number: int, start: int) -> pa.Table:
-    """Give newly written rows the instant's commit time and fresh sequence numbers."""
-    n = rows.num_rows
-    seq = pa.array(np.arange(start, start + n).astype(str))
-    seqno = pc.binary_join_element_wise(f"{instant_time}_{bucket_number}_", seq, "")
-    rows = rows.set_column(
-        rows.schema.get_field_index(COMMIT_TIME_COLUMN),
-        COMMIT_TIME_COLUMN,
-        pa.array([instant_time] * n, pa.string()),
-    )
-    return rows.set_column(
-        rows.schema.get_field_index(COMMIT_SEQNO_COLUMN), COMMIT_SEQNO_COLUMN, seqno
-    )
-
-
-def _with_file_name(rows: pa.Table, file_name: str) -> pa.Table:
-    return rows.set_column(
-        rows.schema.get_field_index(FILE_NAME_COLUMN),
-        FILE_NAME_COLUMN,
-        pa.array([file_name] * rows.num_rows, pa.string()),
-    )
 
 
 def prepare_incoming(records: pa.Table, ctx: WriteContext) -> tuple[pa.Table, pa.ChunkedArray]:
@@ -148,11 +122,11 @@ def write_file_group(
 
     write_token = make_write_token(bucket.number, task.stage_id, task.task_attempt_id)
     file_name = format_base_file_name(bucket.file_id, write_token, ctx.instant_time)
-    changed = _stamp(changed, instant_time=ctx.instant_time, bucket_number=bucket.number, start=0)
+    changed = stamp_commit(changed, ctx.instant_time, bucket.number)
     changed = stamp_operations(changed, stored.column(RECORD_KEY_COLUMN))
     unchanged = merged.unchanged
     out = pa.concat_tables([unchanged, changed]) if unchanged.num_rows else changed
-    out = _with_file_name(out, file_name)
+    out = stamp_file_name(out, file_name)
 
     rel = partition_file_path(bucket.partition_path, file_name)
     create_marker(

@@ -108,7 +108,7 @@ def stamp_operations(rows: pa.Table, stored_keys: pa.Array | pa.ChunkedArray | N
         return rows
     n = rows.num_rows
     if stored_keys is None:
-        values = pa.array([HoodieOperation.UPDATE_AFTER.value] * n, pa.string())
+        values = pa.repeat(pa.scalar(HoodieOperation.UPDATE_AFTER.value, pa.string()), n)
     else:
         if isinstance(stored_keys, pa.ChunkedArray):
             stored_keys = stored_keys.combine_chunks()

@@ -24,8 +24,18 @@ then new file groups, spread by key (here: by rank of the sorted distinct keys, 
 file holds a key range). The driver keeps the timeline: the conflict check and the commit
 follow the job.
 
-Used for upsert, insert and delete on the SIMPLE index of a table that has data and no pending
-instant (:func:`one_job_plan`); everything else (a new table, GLOBAL_SIMPLE, CDC, auto keys,
+On GLOBAL_SIMPLE a key is unique in the whole table. A task cannot write another partition's file
+groups, so the one-job write holds only for a batch that moves no key: each task looks the keys
+it did not find in its partition up in the other partitions' latest base files whose footer key
+range (read once by the driver) meets them, and raises :class:`KeyMovedError` when one is
+stored there; each task returns its partitions' distinct keys, and the driver raises it for a
+key arriving in two partitions. The attempt is then rolled back (like any failed write) and the
+write runs again as the two-job write, which moves the key or refuses the batch
+(:mod:`engine.write.global_index`). Keys past every stored range (new increasing ids) read no
+other partition.
+
+Used for upsert, insert and delete on the SIMPLE and GLOBAL_SIMPLE indexes of a table that has
+data and no pending instant (:func:`one_job_plan`); everything else (a new table, CDC, auto keys,
 bulk_insert, replace writes, a partition whose latest base files exceed
 :data:`TASK_BYTES_FACTOR` times ``hoodie.parquet.max.file.size``, a table with pending
 instants to roll back or compact first) takes the two-job write.
@@ -34,8 +44,8 @@ instants to roll back or compact first) takes the two-job write.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -43,15 +53,15 @@ import pyarrow.compute as pc
 
 from engine import config
 from engine.config import HoodieConfig, TableType, WriteOperation
-from engine.errors import HudiError, NullOrderingValueError, RecordKeyError
+from engine.errors import HudiError, KeyMovedError, NullOrderingValueError, RecordKeyError
 from engine.faults import checkpoint
-from engine.fs.filenames import new_file_id
+from engine.fs.filenames import new_file_id, partition_file_path
 from engine.fs.properties import write_partition_metadata
 from engine.fs.storage import Storage
+from engine.io.parquet import read_base_file, read_record_key_range
 from engine.model.keygen import KeyGenSpec
 from engine.model.ordering import naming_ordering_field
 from engine.model.schema import RECORD_KEY_COLUMN
-from engine.runner import LocatedRecords
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline, delete_instant_files
@@ -61,14 +71,14 @@ from engine.write.bucketing import BucketPlan, SizedBaseFile, plan_buckets
 from engine.write.cdc import cdc_logging_mode
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
 from engine.write.index import PartitionKeyRange, find_stored_keys, latest_base_files
-from engine.write.plan import WriteJob, average_record_size
+from engine.write.plan import JobProfile, WriteJob, average_record_size
 
 __all__ = [
     "MAX_PARTITION_TASKS",
     "TASK_BYTES_FACTOR",
     "PartitionTargets",
-    "PartitionTaskProfile",
     "one_job_plan",
+    "one_job_profile",
     "write_by_partition",
 ]
 
@@ -79,6 +89,7 @@ TASK_BYTES_FACTOR = 2
 TASK_BUCKETS = 10_000
 #: at most this many write tasks (a table with more partitions shares tasks between them)
 MAX_PARTITION_TASKS = 64
+_READ_THREADS = 4  # base files a task or the driver reads side by side
 
 
 @dataclass(frozen=True)
@@ -105,6 +116,10 @@ class PartitionTargets:
         sizing: Record size and file sizes of the inserts.
         log_config: Log block and file sizing (merge-on-read).
         completed: The completed instants the listing was made from.
+        global_index: GLOBAL_SIMPLE: a key not stored in its own partition is looked for in
+            every other one; found there, the task raises :class:`KeyMovedError`.
+        key_ranges: Global index: the footer key range of every latest base file (relative
+            path -> (min, max), ``None`` when the footer has none), read once by the driver.
     """
 
     base_files: Mapping[str, Mapping[tuple[str, str], SizedBaseFile]]
@@ -115,6 +130,8 @@ class PartitionTargets:
     sizing: _Sizing
     log_config: LogWriteConfig
     completed: frozenset[str] = field(default_factory=frozenset)
+    global_index: bool = False
+    key_ranges: Mapping[str, tuple[str, str] | None] = field(default_factory=dict)
 
     @property
     def partitions(self) -> list[str]:
@@ -175,13 +192,47 @@ class PartitionTargets:
             file_id: records.filter(pc.is_in(keys, value_set=found))
             for file_id, found in matches.items()
         }
+        stored = pc.unique(pa.concat_arrays(list(matches.values()))) if matches else None
+        if self.global_index and self.looks_up_keys:
+            elsewhere = (
+                distinct
+                if stored is None
+                else distinct.filter(pc.invert(pc.is_in(distinct, stored)))
+            )
+            self._refuse_moved_keys(storage, partition, elsewhere)
         if self.existing_only:
             return _Tagged(updates, records.slice(0, 0), 0, matches)
-        stored = pc.unique(pa.concat_arrays(list(matches.values()))) if matches else None
         inserts = records if stored is None else records.filter(pc.invert(pc.is_in(keys, stored)))
         # upserts count distinct new keys (they are combined); inserts count records
         count = len(distinct) - (len(stored) if stored is not None else 0)
         return _Tagged(updates, inserts, count if self.looks_up_keys else inserts.num_rows, matches)
+
+    def _refuse_moved_keys(self, storage: Storage, partition: str, keys: pa.Array) -> None:
+        """Global index: raise :class:`KeyMovedError` when one of ``keys`` (not stored in
+        ``partition``) is stored in another partition's latest base file; files are pruned by
+        their footer key range first, so keys past every stored range read nothing."""
+        if not len(keys):
+            return
+        bounds = pc.min_max(keys)
+        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+        candidates = []
+        for other, files in sorted(self.base_files.items()):
+            for base in files.values() if other != partition else ():
+                rel = partition_file_path(other, base.base_file)
+                if _meets(self.key_ranges.get(rel), lo, hi):
+                    candidates.append(rel)
+
+        def hits_in(rel: str) -> pa.Array:
+            stored = read_base_file(storage, rel, [RECORD_KEY_COLUMN]).column(RECORD_KEY_COLUMN)
+            return keys.filter(pc.is_in(keys, value_set=stored.combine_chunks()))
+
+        with ThreadPoolExecutor(max_workers=min(_READ_THREADS, max(1, len(candidates)))) as pool:
+            for rel, hits in zip(candidates, pool.map(hits_in, candidates), strict=True):
+                if len(hits):
+                    raise KeyMovedError(
+                        f"record key {hits[0].as_py()!r} arrives in partition {partition!r} "
+                        f"and is stored in {rel!r}"
+                    )
 
     def _plan(self, partition: str, tagged: _Tagged) -> tuple[BucketPlan, dict[str, AppendSlice]]:
         """The partition's buckets, and the slices of those that take log blocks."""
@@ -218,6 +269,11 @@ class PartitionTargets:
             if (partition, b.file_id) in slices and b.file_id not in rewritten
         }
         return plan, appends
+
+
+def _meets(file_range: tuple[str, str] | None, lo: str, hi: str) -> bool:
+    """Whether a footer key range (``None``: unknown) meets [lo, hi]."""
+    return file_range is None or not (file_range[1] < lo or file_range[0] > hi)
 
 
 @dataclass(frozen=True)
@@ -257,7 +313,7 @@ def _eligible(
     return (
         timeline is not None
         and operation in (WriteOperation.UPSERT, WriteOperation.INSERT, WriteOperation.DELETE)
-        and cfg.get(config.INDEX_TYPE) == "SIMPLE"
+        and cfg.get(config.INDEX_TYPE) in ("SIMPLE", "GLOBAL_SIMPLE")
         and cdc_logging_mode(cfg) is None
         and not spec.auto_keys
         and timeline.last_completed() is not None
@@ -305,6 +361,7 @@ def plan_partition_targets(
         for key, base in latest_base_files(timeline, None).items():
             base_files.setdefault(key[0], {})[key] = base
         avg = average_record_size(timeline, estimate)
+    global_index = cfg.get(config.INDEX_TYPE) == "GLOBAL_SIMPLE" and operation.looks_up_keys
     sizing = _Sizing(
         avg_record_size=avg,
         max_file_size=cfg.get(config.PARQUET_MAX_FILE_SIZE),
@@ -321,28 +378,33 @@ def plan_partition_targets(
         sizing=sizing,
         log_config=merge_on_read.log_write_config(cfg),
         completed=_completed(timeline),
+        global_index=global_index,
+        key_ranges=_footer_key_ranges(storage, base_files) if global_index else {},
     )
+
+
+def _footer_key_ranges(
+    storage: Storage, base_files: Mapping[str, Mapping[tuple[str, str], SizedBaseFile]]
+) -> dict[str, tuple[str, str] | None]:
+    """The footer key range of every latest base file (a global write's tasks prune the
+    partitions they look a key up in by them), read side by side."""
+    paths = [
+        partition_file_path(partition, base.base_file)
+        for files in base_files.values()
+        for (partition, _), base in files.items()
+    ]
+    with ThreadPoolExecutor(max_workers=min(_READ_THREADS, max(1, len(paths)))) as pool:
+        ranges = list(pool.map(lambda rel: read_record_key_range(storage, rel), paths))
+    return dict(zip(paths, ranges, strict=True))
 
 
 def _completed(timeline: Timeline) -> frozenset[str]:
     return frozenset(i.instant_time for i in timeline.completed())
 
 
-@dataclass
-class PartitionTaskProfile:
-    """The batch profile of a one-job write: nothing is profiled before the write job (its
-    tasks look the keys up), so no partition is known in advance."""
-
-    targets: PartitionTargets
-    ranges: list[PartitionKeyRange] = field(default_factory=list)
-
-    def locate(
-        self, keyed: Any, *, existing_only: bool = False, key_prefix: str = ""
-    ) -> LocatedRecords:
-        raise HudiError("A one-job write looks its keys up in its write tasks")
-
-    def release(self) -> None:
-        return None
+def one_job_profile(targets: PartitionTargets) -> JobProfile:
+    """The profile of a one-job write (its tasks look the keys up)."""
+    return JobProfile("A one-job write looks its keys up in its write tasks", targets)
 
 
 def write_by_partition(job: WriteJob, action: Action) -> list[HoodieWriteStat]:
@@ -353,9 +415,9 @@ def write_by_partition(job: WriteJob, action: Action) -> list[HoodieWriteStat]:
     """
     batch = job.batch
     profile = batch.profile
-    if not isinstance(profile, PartitionTaskProfile):
+    targets = profile.targets if isinstance(profile, JobProfile) else None
+    if not isinstance(targets, PartitionTargets):
         raise HudiError(f"Write {job.instant_time} was not prepared for the one-job write")
-    targets = profile.targets
     if targets.completed != _completed(job.timeline):  # a write completed since the listing
         targets = plan_partition_targets(
             job.storage,

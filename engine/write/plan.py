@@ -10,7 +10,7 @@ receives it from :class:`engine.write.transaction.WriteTransaction`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine import config
@@ -156,3 +156,27 @@ def average_record_size(timeline: Timeline, default: int) -> int:
         if records > 0 and written > 0:
             return max(1, written // records)
     return default
+
+
+@dataclass
+class JobProfile:
+    """The batch profile of a write whose one Spark job finds the keys' file groups itself (the
+    bucket index hashes them, the one-job write's tasks look them up): nothing is profiled
+    before that job, so no partition is known in advance.
+
+    Attributes:
+        why: What the job does instead (the error of a :meth:`locate` call says it).
+        targets: The one-job write's listing of the table (``None`` on the bucket index).
+    """
+
+    why: str
+    targets: object | None = None
+    ranges: list[PartitionKeyRange] = field(default_factory=list)
+
+    def locate(
+        self, keyed: Any, *, existing_only: bool = False, key_prefix: str = ""
+    ) -> LocatedRecords:
+        raise HudiError(f"{self.why}: nothing is located before the write job")
+
+    def release(self) -> None:
+        return None

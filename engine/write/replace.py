@@ -20,8 +20,10 @@ file slice in the partition)::
                             no records are written
 
 The replaced set is computed when the instant completes, under the table lock, from the timeline
-as it is then: a write completed meanwhile into an overwritten partition is overwritten too, as
-if it had committed first.
+as it is then. A write completed meanwhile into an overwritten partition has written a file group
+the replace would now replace: the conflict check (:mod:`engine.write.conflict`) refuses the
+replace and rolls it back (retrying it overwrites that write's rows too), so no committed row is
+replaced unseen.
 """
 
 from __future__ import annotations
@@ -119,7 +121,9 @@ class InsertOverwriteWrite(WriteStrategy):
     def execute(self, job: WriteJob) -> list[HoodieWriteStat]:
         return write_insert_overwrite(job)
 
-    def replaced(self, storage: Storage, job: WriteJob) -> dict[str, list[str]]:
+    def replaced(
+        self, storage: Storage, job: WriteJob, stats: list[HoodieWriteStat]
+    ) -> dict[str, list[str]]:
         return plan_replaced_file_ids(
             storage, Timeline.load(storage), job.operation, job.touched_partitions
         )
@@ -137,7 +141,9 @@ class DeletePartitionWrite(WriteStrategy):
         job.start_inflight(self.action, None)
         return []
 
-    def replaced(self, storage: Storage, job: WriteJob) -> dict[str, list[str]]:
+    def replaced(
+        self, storage: Storage, job: WriteJob, stats: list[HoodieWriteStat]
+    ) -> dict[str, list[str]]:
         partitions = partitions_to_delete(job.cfg)
         return plan_replaced_file_ids(storage, Timeline.load(storage), job.operation, partitions)
 

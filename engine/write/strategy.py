@@ -40,6 +40,9 @@ class WriteStrategy:
         """Write the data of the requested instant; the write stats to commit."""
         raise NotImplementedError
 
-    def replaced(self, storage: Storage, job: WriteJob) -> dict[str, list[str]] | None:
-        """``partitionToReplaceFileIds`` of a replacecommit (computed under the commit lock)."""
+    def replaced(
+        self, storage: Storage, job: WriteJob, stats: list[HoodieWriteStat]
+    ) -> dict[str, list[str]] | None:
+        """``partitionToReplaceFileIds`` of a replacecommit (computed under the commit lock;
+        ``stats`` are the files the write wrote)."""
         return None

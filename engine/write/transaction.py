@@ -29,7 +29,7 @@ from typing import Any
 
 from engine import config
 from engine.config import HoodieConfig, TableType, WriteOperation
-from engine.errors import ConfigError, HudiError, TableNotFoundError
+from engine.errors import ConfigError, HudiError, KeyMovedError, TableNotFoundError
 from engine.faults import checkpoint
 from engine.fs.storage import Storage
 from engine.model.auto_keys import check_auto_keys, write_operation
@@ -45,8 +45,9 @@ from engine.timeline.instant import Action, new_instant_time
 from engine.timeline.timeline import Timeline, create_requested
 from engine.write.bucket_index import (
     BucketCopyOnWriteWrite,
+    BucketInsertOverwriteWrite,
     BucketMergeOnReadWrite,
-    BucketProfile,
+    bucket_profile,
     bucket_spec,
 )
 from engine.write.cdc import check_cdc_options
@@ -57,8 +58,8 @@ from engine.write.copy_on_write import CopyOnWriteWrite
 from engine.write.create_table import create_table, new_table_properties, take_over_metadata_table
 from engine.write.global_index import check_index_options, index_source
 from engine.write.merge_on_read import MergeOnReadWrite
-from engine.write.partition_write import PartitionTaskProfile, one_job_plan, write_by_partition
-from engine.write.plan import PreparedRecords, WriteJob
+from engine.write.partition_write import one_job_plan, one_job_profile, write_by_partition
+from engine.write.plan import JobProfile, PreparedRecords, WriteJob
 from engine.write.replace import (
     DeletePartitionWrite,
     InsertOverwriteWrite,
@@ -101,7 +102,7 @@ def strategy_for(
     if operation == WriteOperation.DELETE_PARTITION:
         return DeletePartitionWrite()
     if operation.is_replace:
-        return InsertOverwriteWrite()
+        return BucketInsertOverwriteWrite() if bucketed else InsertOverwriteWrite()
     if table_type == TableType.MERGE_ON_READ:
         return BucketMergeOnReadWrite() if bucketed else MergeOnReadWrite()
     return BucketCopyOnWriteWrite() if bucketed else CopyOnWriteWrite()
@@ -158,8 +159,17 @@ class WriteTransaction:
         return self._runner
 
     def run(self, data: Any) -> WriteResult:
-        """Prepare, start, execute and commit the write of ``data``, then run the services."""
-        records, schema = self._prepare(data)
+        """Prepare, start, execute and commit the write of ``data``, then run the services.
+
+        A one-job global-index write whose batch moves a key to another partition is rolled
+        back (:class:`KeyMovedError`) and runs again as the two-job write."""
+        try:
+            return self._run_once(data, one_job=True)
+        except KeyMovedError:
+            return self._run_once(data, one_job=False)
+
+    def _run_once(self, data: Any, *, one_job: bool) -> WriteResult:
+        records, schema = self._prepare(data, one_job=one_job)
         try:
             started = self._start(records, schema)
             with (
@@ -179,7 +189,7 @@ class WriteTransaction:
                     schema,
                     records,
                 )
-                if records is not None and isinstance(records.profile, PartitionTaskProfile):
+                if records is not None and _one_job(records.profile):
                     stats = write_by_partition(job, self.strategy.action)
                 else:
                     stats = self.strategy.execute(job)
@@ -199,7 +209,7 @@ class WriteTransaction:
 
     # ---- prepare (nothing written) ----------------------------------------------------------
 
-    def _prepare(self, data: Any) -> tuple[PreparedRecords | None, str]:
+    def _prepare(self, data: Any, *, one_job: bool) -> tuple[PreparedRecords | None, str]:
         """The prepared records (none for delete_partition) and the commit schema."""
         self._check_options()
         if not self.strategy.writes_records:
@@ -209,7 +219,7 @@ class WriteTransaction:
                 )
             partitions_to_delete(self.cfg)  # raises before anything is written
             return None, Timeline.load(self.storage).latest_schema() or ""
-        return self._prepare_records(data)
+        return self._prepare_records(data, one_job=one_job)
 
     def _check_options(self) -> None:
         check_auto_keys(self.cfg, self.operation, self.props, self.storage.base_path)
@@ -228,15 +238,10 @@ class WriteTransaction:
                     f"the write to {self.storage.base_path} is refused"
                 )
         validate_service_options(self.cfg)
-        if self.bucketed and self.operation.is_replace and self.strategy.writes_records:
-            raise ConfigError(
-                f"{config.INDEX_TYPE.key}=BUCKET: {self.operation} is not implemented on the "
-                "bucket index (its new file groups would not be named by bucket)"
-            )
         payload = self.cfg.get(config.WRITE_PAYLOAD_CLASS) or self.cfg.get(config.PAYLOAD_CLASS)
         check_index_options(self.cfg, str(payload))
 
-    def _prepare_records(self, data: Any) -> tuple[PreparedRecords, str]:
+    def _prepare_records(self, data: Any, *, one_job: bool) -> tuple[PreparedRecords, str]:
         runner, cfg = self.runner, self.cfg
         incoming = runner.incoming(data)
         spec = keygen_spec_from_config(cfg)
@@ -260,15 +265,17 @@ class WriteTransaction:
                 if timeline is not None and self.operation.looks_up_keys
                 else None
             )
-            one_job = one_job_plan(
-                self.storage, cfg, self.operation, self.table_type, spec, timeline
+            targets = (
+                one_job_plan(self.storage, cfg, self.operation, self.table_type, spec, timeline)
+                if one_job
+                else None
             )
             if self.bucketed:  # no lookup: the write job checks keys and routes by hash
                 bucket_spec(cfg, spec)
-                profile: BatchProfile = BucketProfile()
+                profile: BatchProfile = bucket_profile()
                 source = None
-            elif one_job is not None:  # the write job's tasks look the keys up
-                profile, source = PartitionTaskProfile(one_job), None
+            elif targets is not None:  # the write job's tasks look the keys up
+                profile, source = one_job_profile(targets), None
             else:
                 with naming_ordering_field(ordering, self.storage.base_path):
                     profile = runner.locate(keyed, spec, source)  # key/ordering errors: no write
@@ -330,7 +337,7 @@ class WriteTransaction:
     def _commit(self, job: WriteJob, stats: list[HoodieWriteStat]) -> None:
         action = self.strategy.action
         with self.lock.hold():  # commit: conflict check, then the completed instant
-            replaced = self.strategy.replaced(self.storage, job)
+            replaced = self.strategy.replaced(self.storage, job, stats)
             check_write_conflicts(
                 self.storage,
                 job.timeline,
@@ -357,6 +364,11 @@ class WriteTransaction:
         if not prefix:
             return {}
         return {k: v for k, v in self.cfg.extra.items() if k.startswith(prefix)}
+
+
+def _one_job(profile: BatchProfile) -> bool:
+    """Whether the write was prepared for the one-job write (its tasks look the keys up)."""
+    return isinstance(profile, JobProfile) and profile.targets is not None
 
 
 def _written_since(before: Timeline, after: Timeline, compacted: list[str]) -> bool:

@@ -158,3 +158,73 @@ def test_commit_between_listing_and_request_is_listed_again(
     write_hudi(spark.createDataFrame([("k", "p", 2, "z")], SCHEMA), str(path), opts)
     assert _rows(path) == [("a", "p", 1, "x"), ("k", "p", 2, "z")]
     assert len(listings) == 2
+
+
+_GLOBAL = {"hoodie.index.type": "GLOBAL_SIMPLE"}
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_global_upsert_without_moved_keys_is_one_job(
+    spark: SparkSession, tmp_path: Path, table_type: str
+) -> None:
+    """GLOBAL_SIMPLE: each partition's task looks its keys up in its own partition, then the
+    keys it did not find in the other partitions' base files whose footer range meets them
+    (``k100`` falls in every range and is read for; ``z*`` past all of them is not)."""
+    path = tmp_path / "t"
+    opts = {**_table(spark, path, table_type), **_GLOBAL}
+    oracle = {f"k{i}": (f"p{i % 4}", 1, "a") for i in range(40)}
+    batch = [(f"k{i}", f"p{i % 4}", 2, "b") for i in range(0, 40, 3)]
+    batch += [("k100", "p1", 3, "c"), ("z1", "p2", 3, "c"), ("z2", "p2", 3, "c")]
+    with counted_jobs(spark) as count:
+        write_hudi(spark.createDataFrame(batch, SCHEMA), str(path), opts)
+    assert count() == (_ONE_JOB, 2)
+    oracle.update({key: (dt, ts, v) for key, dt, ts, v in batch})
+    assert _rows(path) == sorted((k, dt, ts, v) for k, (dt, ts, v) in oracle.items())
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_global_moved_key_rolls_the_attempt_back_and_writes_in_two_jobs(
+    spark: SparkSession, tmp_path: Path, table_type: str
+) -> None:
+    """A key arriving in another partition than the one storing it is found by its task, which
+    cannot reach the old partition's file group: the attempt is rolled back (a rollback
+    instant, no file of it left) and the two-job write moves the key."""
+    path = tmp_path / "t"
+    opts = {**_table(spark, path, table_type), **_GLOBAL}
+    before = _data_files(path)
+    batch = [("k0", "p3", 2, "moved"), ("k1", "p1", 2, "b"), ("n1", "p2", 2, "c")]
+    result = write_hudi(spark.createDataFrame(batch, SCHEMA), str(path), opts)
+    oracle = {f"k{i}": (f"p{i % 4}", 1, "a") for i in range(40)}
+    oracle.update({key: (dt, ts, v) for key, dt, ts, v in batch})
+    assert _rows(path) == sorted((k, dt, ts, v) for k, (dt, ts, v) in oracle.items())
+    timeline = [p.name for p in (path / ".hoodie").iterdir() if p.is_file()]
+    assert len([n for n in timeline if n.endswith(".rollback")]) == 1
+    # the attempt's base files are gone (its log files keep a rollback command block, as
+    # Hudi 0.14 rolls back log appends): the base files added are those the commit names
+    added = {f for f in _data_files(path) - before if f.endswith(".parquet")}
+    assert added == {s.path for s in result.write_stats if s.path.endswith(".parquet")}
+
+
+def _data_files(path: Path) -> set[str]:
+    return {
+        str(p.relative_to(path))
+        for p in path.rglob("*")
+        if p.is_file() and ".hoodie" not in p.parts and not p.name.startswith(".hoodie_")
+    }
+
+
+def test_global_new_key_in_two_partitions_is_refused_table_untouched(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A key new to the table arriving in two partitions is written by two tasks that cannot see
+    each other: the driver finds it in their results, the attempt is rolled back, and the
+    two-job write refuses the batch before writing, naming the key."""
+    path = tmp_path / "t"
+    opts = {**_table(spark, path, "COPY_ON_WRITE"), **_GLOBAL}
+    before = _rows(path)
+    files = sorted(str(p) for p in path.rglob("*.parquet"))
+    batch = [("n", "p0", 2, "x"), ("n", "p1", 2, "y"), ("k2", "p2", 2, "b")]
+    with pytest.raises(RecordKeyError, match="'n' arrives in partitions 'p0' and 'p1'"):
+        write_hudi(spark.createDataFrame(batch, SCHEMA), str(path), opts)
+    assert _rows(path) == before
+    assert sorted(str(p) for p in path.rglob("*.parquet")) == files

@@ -97,7 +97,11 @@ class Oracle:
         return merged
 
     def apply(self, batch: Sequence[Row], operation: str, instant: str) -> None:
-        """Apply one committed write."""
+        """Apply one committed write (``insert_overwrite``: the partitions the batch writes
+        start empty, and its records, combined, are inserts)."""
+        if operation == "insert_overwrite":
+            touched = {self.identity(r)[1] for r in batch}
+            self.rows = {i: r for i, r in self.rows.items() if i[1] not in touched}
         if operation == "delete":
             # deletes by key carry no ordering value (they always remove the stored row)
             ordering = {self.ordering: None} if self.ordering else {}

@@ -118,6 +118,8 @@ SEQUENCES_1X = SEQUENCES
 # the bucket index (version 6, two buckets per partition): a tenth as many sequences again
 SEQUENCES_BUCKET = max(GROUP, SEQUENCES // 10)
 BUCKET_INDEX = {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": 2}
+# the bucket-index sequences also draw insert_overwrite, whose batch the model combines
+BUCKET_OVERWRITE = {**BUCKET_INDEX, "hoodie.combine.before.insert": True}
 _MERGE_MODE_PAYLOADS = {PARTIAL: DEFAULT, NON_DEFAULTS: OVERWRITE}
 
 

@@ -5,7 +5,8 @@ deletes by key, and keys landing in new partitions (null ordering values are ref
 tests/integration/test_null_ordering.py). After every commit hudi-rs must read
 exactly the model's rows (data and commit times); after the last one ``read_hudi`` (Spark) must
 agree too. ``make test`` runs 40 sequences in each of table versions 6, 8 and 9, ``make
-test-long`` ten times as many; a tenth of them again on the bucket index.
+test-long`` ten times as many; a tenth of them again on the bucket index, with
+``insert_overwrite`` drawn too.
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ batch = st.tuples(
     st.lists(record, min_size=1, max_size=6),
 )
 sequence = st.tuples(st.sampled_from(PAYLOADS), st.lists(batch, min_size=1, max_size=3))
+bucket_batch = st.tuples(
+    st.sampled_from(["upsert", "upsert", "delete", "insert_overwrite"]),
+    st.lists(record, min_size=1, max_size=6),
+)
+bucket_sequence = st.tuples(
+    st.sampled_from(PAYLOADS), st.lists(bucket_batch, min_size=1, max_size=3)
+)
 
 
 def run_sequence(
@@ -67,6 +75,7 @@ def test_cow_random_sequences_on_s3(spark, s3, group) -> None:  # type: ignore[n
     runner.run_group(spark, group, partial(run_sequence, location=s3.table_uri))
 
 
-@runner.sequence_groups(sequence, runner.SEQUENCES_BUCKET)
+@runner.sequence_groups(bucket_sequence, runner.SEQUENCES_BUCKET)
 def test_cow_random_sequences_on_the_bucket_index(spark, group) -> None:  # type: ignore[no-untyped-def]
-    runner.run_group(spark, group, partial(run_sequence, extra=runner.BUCKET_INDEX))
+    """Upserts, deletes and partition overwrites (new file groups per bucket)."""
+    runner.run_group(spark, group, partial(run_sequence, extra=runner.BUCKET_OVERWRITE))

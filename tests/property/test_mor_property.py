@@ -50,6 +50,13 @@ step = st.one_of(
     st.just(("compact", [], False, "avro")),
 )
 sequence = st.tuples(st.sampled_from(PAYLOADS), st.lists(step, min_size=1, max_size=4))
+bucket_step = st.one_of(
+    step,
+    st.tuples(st.just("insert_overwrite"), st.lists(record, min_size=1, max_size=6), st.booleans()),
+)
+bucket_sequence = st.tuples(
+    st.sampled_from(PAYLOADS), st.lists(bucket_step, min_size=1, max_size=4)
+)
 
 
 def judge_snapshot(path: str, payload: str, oracle: Oracle, context: Any) -> None:
@@ -141,7 +148,8 @@ def test_mor_random_sequences_on_s3(spark, s3, group) -> None:  # type: ignore[n
     runner.run_group(spark, group, partial(run_sequence, location=s3.table_uri))
 
 
-@runner.sequence_groups(sequence, runner.SEQUENCES_BUCKET)
+@runner.sequence_groups(bucket_sequence, runner.SEQUENCES_BUCKET)
 def test_mor_random_sequences_on_the_bucket_index(spark, group) -> None:  # type: ignore[no-untyped-def]
-    """Inserts and updates of existing buckets become log blocks; compaction folds them."""
-    runner.run_group(spark, group, partial(run_sequence, extra=runner.BUCKET_INDEX))
+    """Inserts and updates of existing buckets become log blocks; compaction folds them;
+    partition overwrites replace the buckets' file groups with new base files."""
+    runner.run_group(spark, group, partial(run_sequence, extra=runner.BUCKET_OVERWRITE))
