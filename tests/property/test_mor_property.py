@@ -52,7 +52,12 @@ step = st.one_of(
 sequence = st.tuples(st.sampled_from(PAYLOADS), st.lists(step, min_size=1, max_size=4))
 bucket_step = st.one_of(
     step,
-    st.tuples(st.just("insert_overwrite"), st.lists(record, min_size=1, max_size=6), st.booleans()),
+    st.tuples(
+        st.just("insert_overwrite"),
+        st.lists(record, min_size=1, max_size=6),
+        st.booleans(),
+        st.sampled_from(["avro", "parquet"]),
+    ),
 )
 bucket_sequence = st.tuples(
     st.sampled_from(PAYLOADS), st.lists(bucket_step, min_size=1, max_size=4)
