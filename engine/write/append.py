@@ -9,12 +9,13 @@ every append writes a NEW log file version of the slice, never re-opens an exist
       data block       ... one per ~hoodie.logfile.data.block.max.size of estimated bytes
       DELETE_BLOCK     one, after the data blocks: deleted keys with their ordering values
 
-A data block is a PARQUET_DATA_BLOCK (type 5: a Parquet file written with the base files' codec
-and dictionary choice), the default of ``hoodie.logfile.data.block.format`` (measured faster to
-encode and to read than Avro, :mod:`engine.config`), or an AVRO_DATA_BLOCK (type 3, Hudi's
-default) when that key is ``avro``. Both carry the INSTANT_TIME and SCHEMA (table schema with
-meta fields) headers and the same records, and both are sized by the same estimate: the format
-changes how a block is encoded, never which records it holds.
+A data block is an AVRO_DATA_BLOCK (type 3), the default of ``hoodie.logfile.data.block.format``
+as in Hudi, or a PARQUET_DATA_BLOCK (type 5: a Parquet file written with the base files' codec
+and dictionary choice) when that key is ``parquet`` (smaller and faster to read, not faster to
+write at upsert block sizes: the measurement is in :mod:`engine.config`). Both carry the
+INSTANT_TIME and SCHEMA (table schema with meta fields) headers and the same records, and both
+are sized by the same estimate: the format changes how a block is encoded, never which records
+it holds.
 
 Block sizing follows the append handle: every record has a size estimate; the running estimate
 starts at the first record's and is refined (``0.8 * old + 0.2 * record``) every 100 buffered

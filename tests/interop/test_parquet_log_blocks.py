@@ -152,11 +152,11 @@ def incremental(oracle: Oracle, begin: str, end: str) -> list[tuple[Any, ...]]:
 STEPS: list[tuple[str, range, str]] = [
     ("insert", range(12), "parquet"),
     ("upsert", range(0, 16, 2), "parquet"),
-    ("upsert", range(1, 14, 3), "avro"),
+    ("upsert", range(1, 14, 3), ""),  # the default: Avro blocks
     ("delete", range(0, 12, 5), "parquet"),
     ("upsert", range(3, 18, 4), "parquet"),
     ("compact", range(0), ""),
-    ("upsert", range(0, 20, 3), ""),  # the default: Parquet blocks
+    ("upsert", range(0, 20, 3), "parquet"),
 ]
 
 
@@ -189,8 +189,8 @@ def test_parquet_block_tables_read_as_the_model_says(
     blocks = data_blocks(Path(path))
     kinds = {b.block_type for b in blocks}
     assert kinds == {HoodieLogBlockType.PARQUET_DATA_BLOCK, HoodieLogBlockType.AVRO_DATA_BLOCK}
-    last = {b.block_type for b in blocks if b.instant_time == instants[-1]}
-    assert last == {HoodieLogBlockType.PARQUET_DATA_BLOCK}
+    default = {b.block_type for b in blocks if b.instant_time == instants[2]}
+    assert default == {HoodieLogBlockType.AVRO_DATA_BLOCK}
     for begin, end in pairwise(instants):
         read = read_table(
             path,

@@ -95,7 +95,7 @@ def test_every_option_key_starts_with_hoodie_and_has_doc() -> None:
 
 def test_log_data_block_format_accepts_avro_and_parquet_and_refuses_hfile() -> None:
     option = config.LOGFILE_DATA_BLOCK_FORMAT
-    assert config.parse_options({}).get(option) == "parquet"
+    assert config.parse_options({}).get(option) == "avro"
     assert config.parse_options({option.key: "AVRO"}).get(option) == "avro"
     assert config.parse_options({option.key: "parquet"}).get(option) == "parquet"
     with pytest.raises(ConfigError, match=r"'hfile'.*'hoodie.logfile.data.block.format'.*metadata"):
