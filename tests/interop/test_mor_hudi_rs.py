@@ -29,15 +29,6 @@ def identity(row: dict[str, Any]) -> tuple[str, str]:
     return str(row["id"]), f"region={row['region']}"
 
 
-def incremental_expected(oracle: Oracle, begin: str, end: str) -> list[tuple[Any, ...]]:
-    state: dict[tuple[str, str], dict[str, Any]] = {}
-    for instant, snapshot in oracle.history:
-        if instant <= end:
-            state = snapshot
-    changed = {k: r for k, r in state.items() if begin < r["_hoodie_commit_time"] <= end}
-    return Oracle.as_set(changed, COLUMNS)
-
-
 @pytest.mark.parametrize("payload", [OVERWRITE, DEFAULT])
 def test_mor_table_hudi_rs_reads_model_rows_every_query_type(spark, tmp_path, payload) -> None:  # type: ignore[no-untyped-def]
     path = str(tmp_path / "t")
@@ -105,5 +96,5 @@ def test_mor_table_hudi_rs_reads_model_rows_every_query_type(spark, tmp_path, pa
         )
     for begin, end in [*pairwise(instants), (instants[0], instants[4])]:
         assert actual_set(hudi_rs_rows(path, incremental=(begin, end)), COLUMNS) == (
-            incremental_expected(oracle, begin, end)
+            oracle.changed(COLUMNS, begin, end)
         ), (begin, end)

@@ -138,15 +138,6 @@ def judge(path: str, oracle: Oracle, context: Any) -> None:
     assert actual_set(hudi_rs_rows(path), COLUMNS) == expected, context
 
 
-def incremental(oracle: Oracle, begin: str, end: str) -> list[tuple[Any, ...]]:
-    state: dict[tuple[str, str], dict[str, Any]] = {}
-    for instant, snapshot in oracle.history:
-        if instant <= end:
-            state = snapshot
-    changed = {k: r for k, r in state.items() if begin < r["_hoodie_commit_time"] <= end}
-    return Oracle.as_set(changed, COLUMNS)
-
-
 # (operation, keys, block format): updates and inserts, deletes, Avro and Parquet blocks in one
 # file slice, then compaction and appends to the compacted slice
 STEPS: list[tuple[str, range, str]] = [
@@ -200,7 +191,7 @@ def test_parquet_block_tables_read_as_the_model_says(
                 config.READ_END_INSTANTTIME.key: end,
             },
         ).to_pylist()
-        expected = incremental(oracle, begin, end)
+        expected = oracle.changed(COLUMNS, begin, end)
         assert actual_set(read, COLUMNS) == expected, (begin, end)
         assert actual_set(hudi_rs_rows(path, incremental=(begin, end)), COLUMNS) == expected
 

@@ -153,6 +153,16 @@ class Oracle:
                 state = snapshot
         return self.as_set(state, columns)
 
+    def changed(self, columns: Sequence[str], begin: str, end: str) -> list[tuple[Any, ...]]:
+        """An incremental query's rows: those of the state as of ``end`` that a commit in
+        ``(begin, end]`` last changed."""
+        state: dict[tuple[str, str], Row] = {}
+        for instant, snapshot in self.history:
+            if instant <= end:
+                state = snapshot
+        changed = {k: r for k, r in state.items() if begin < r["_hoodie_commit_time"] <= end}
+        return self.as_set(changed, columns)
+
 
 def actual_set(rows: Iterable[Row], columns: Sequence[str]) -> list[tuple[Any, ...]]:
     out = [
