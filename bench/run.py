@@ -97,6 +97,13 @@ TARGETS: dict[str, dict[tuple[str, str], float]] = {
 }
 
 
+def shape_work(shape: str, data: Path) -> Path:
+    """A shape's prepared tables, named by its data (rows, batch, hot partitions): a work
+    directory reused with another ``BENCH_ROWS`` prepares new tables instead of reusing stale
+    ones."""
+    return WORK / f"{shape}-{data.name}"
+
+
 def shared_bench_dir() -> Path:
     for candidate in (os.environ.get("HUDI_SHARED_DIR"), REPO.parent / "shared"):
         if candidate and (Path(candidate) / "bench" / "gen_data.py").is_file():
@@ -220,8 +227,7 @@ class Bench:
     def hudi_upsert(self, kind: str, shape: str, data: Path, meta: dict[str, Any]) -> Contender:
         from engine import write_hudi
 
-        shape_dir = WORK / shape
-        base = self.hudi_base(data, kind, shape_dir)
+        base = self.hudi_base(data, kind, shape_work(shape, data))
 
         def run(rep: int) -> dict[str, Any]:
             table = WORK / "out" / f"{shape}-{kind}-{rep}"
@@ -254,7 +260,7 @@ class Bench:
         from pyspark.sql import functions as F
 
         spark, anchors = self.spark, self.anchors
-        anchor_args = argparse.Namespace(work=str(WORK / shape), data=str(data))
+        anchor_args = argparse.Namespace(work=str(shape_work(shape, data)), data=str(data))
         base = anchors.spark_prepared_base(spark, anchor_args)
         spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
 
@@ -289,7 +295,7 @@ class Bench:
 
         def run(rep: int) -> dict[str, Any]:
             cmd = [sys.executable, str(self.bench_dir / "anchors.py"), "deltalake-merge"]
-            cmd += ["--data", str(data), "--work", str(WORK / shape), "--reps", "1"]
+            cmd += ["--data", str(data), "--work", str(shape_work(shape, data)), "--reps", "1"]
             load = loadavg()
             out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
             lines = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
