@@ -22,12 +22,10 @@ that look keys up and then write): nothing reads it but this job, which evaluate
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from collections.abc import Callable, Iterator
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import TaskContext
@@ -51,6 +49,7 @@ from engine.spark.jobs import (
 from engine.spark.session import is_connect
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.bucket_index import BucketTargets, bucket_ids
+from engine.write.grouping import groups_in_arrival_order
 from engine.write.handles import WriteContext
 
 __all__ = ["write_bucketed"]
@@ -151,7 +150,8 @@ def _write_task(
         partition_id = context.partitionId() if context else 0
         task = current_task()
         stats: list[HoodieWriteStat] = []
-        for k, (partition, bucket, rows) in enumerate(_by_bucket(table)):
+        groups = groups_in_arrival_order(table, PARTITION_PATH_COLUMN, _BUCKET_COLUMN)
+        for k, (partition, bucket, rows) in enumerate(groups):
             checkpoint("task.before_file")
             stats += targets.write(
                 rows,
@@ -165,20 +165,3 @@ def _write_task(
         yield pa.RecordBatch.from_pydict({"stat": [json.dumps(s.to_dict()) for s in stats]})
 
     return write_task
-
-
-def _by_bucket(table: pa.Table) -> Iterator[tuple[str, int, pa.Table]]:
-    """(partition path, bucket, records) of every bucket in ``table``, in that order: one
-    stable sort, then slices (a record keeps its arrival order within its bucket)."""
-    order = pc.sort_indices(
-        table, [(PARTITION_PATH_COLUMN, "ascending"), (_BUCKET_COLUMN, "ascending")]
-    )
-    table = table.take(order)
-    buckets = table.column(_BUCKET_COLUMN).to_numpy()
-    partitions = pc.dictionary_encode(table.column(PARTITION_PATH_COLUMN)).combine_chunks()
-    codes = partitions.indices.to_numpy(zero_copy_only=False)
-    starts = np.flatnonzero((codes[1:] != codes[:-1]) | (buckets[1:] != buckets[:-1])) + 1
-    bounds = [0, *starts.tolist(), table.num_rows]
-    rows = table.drop_columns([_BUCKET_COLUMN])
-    for begin, end in itertools.pairwise(bounds):
-        yield partitions[begin].as_py(), int(buckets[begin]), rows.slice(begin, end - begin)

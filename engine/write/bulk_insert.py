@@ -44,6 +44,7 @@ from engine.model.schema import (
 )
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
+from engine.write.grouping import groups_in_arrival_order
 from engine.write.handles import TaskInfo, WriteContext, prepare_incoming
 from engine.write.markers import create_marker
 from engine.write.meta_fields import stamp_commit, stamp_file_name
@@ -126,7 +127,7 @@ class _TaskWriter:
 
     def add(self, chunk: pa.Table) -> None:
         """Stamp and buffer a chunk of records, cut per partition path."""
-        for partition, rows in _by_partition(chunk):
+        for partition, _, rows in groups_in_arrival_order(chunk, PARTITION_PATH_COLUMN):
             rows = self._inserts(rows)
             while rows.num_rows:
                 group = self.open.get(partition) or self._new_group(partition)
@@ -269,23 +270,3 @@ def _chunks(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Table]:
             gathered, rows = [], 0
     if gathered:
         yield pa.Table.from_batches(gathered)
-
-
-def _by_partition(chunk: pa.Table) -> Iterator[tuple[str, pa.Table]]:
-    """The chunk's rows per partition path, each in arrival order."""
-    paths = chunk.column(PARTITION_PATH_COLUMN)
-    distinct = pc.unique(paths)
-    if len(distinct) == 1:
-        yield str(distinct[0].as_py()), chunk
-        return
-    encoded = pc.dictionary_encode(paths).combine_chunks()
-    order = pc.sort_indices(encoded.indices)  # stable: arrival order within a path
-    ordered = chunk.take(order)
-    codes = encoded.indices.take(order)
-    counts = pc.value_counts(codes)
-    start = 0
-    for code, n in sorted(
-        zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True)
-    ):
-        yield str(encoded.dictionary[code].as_py()), ordered.slice(start, n)
-        start += n

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -131,7 +132,11 @@ def test_file_ids_carry_the_bucket() -> None:
 
 
 def test_a_task_splits_its_records_by_partition_and_bucket_in_arrival_order() -> None:
-    from engine.spark.bucket_write import _BUCKET_COLUMN, _by_bucket
+    from engine.spark.bucket_write import _BUCKET_COLUMN
+    from engine.write.grouping import groups_in_arrival_order
+
+    def _by_bucket(table: pa.Table) -> Iterator[tuple[str, int, pa.Table]]:
+        return groups_in_arrival_order(table, "_hoodie_partition_path", _BUCKET_COLUMN)
 
     table = pa.table(
         {
