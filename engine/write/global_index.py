@@ -35,7 +35,6 @@ from engine import config
 from engine.config import HoodieConfig
 from engine.errors import ConfigError, RecordKeyError
 from engine.fs.storage import Storage
-from engine.io.parquet import read_base_file
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 from engine.timeline.timeline import Timeline
 from engine.write.index import (
@@ -44,6 +43,7 @@ from engine.write.index import (
     PartitionKeyRange,
     latest_base_files,
     plan_index_lookup,
+    stored_keys_among,
 )
 
 __all__ = [
@@ -168,9 +168,7 @@ def lookup_global(keys: pa.Table, source: IndexSource) -> pa.Table:
 
 def _keys_found(source: IndexSource, candidate: IndexCandidate, keys: pa.Array) -> pa.Table:
     """The ``keys`` stored in one candidate base file, with its partition and file group."""
-    stored = read_base_file(source.storage, candidate.rel_path, [RECORD_KEY_COLUMN])
-    stored_keys = stored.column(RECORD_KEY_COLUMN).combine_chunks()
-    hits = pc.unique(stored_keys.filter(pc.is_in(stored_keys, value_set=keys)))
+    hits = pc.unique(stored_keys_among(source.storage, candidate.rel_path, keys))
     return pa.table(
         {
             RECORD_KEY_COLUMN: hits,

@@ -35,10 +35,12 @@ __all__ = [
     "PartitionKeyRange",
     "PartitionLookup",
     "find_stored_keys",
+    "key_range_meets",
     "latest_base_files",
     "lookup_partition",
     "plan_index_lookup",
     "sized_base_file",
+    "stored_keys_among",
 ]
 
 _READ_THREADS = 4  # base files whose keys one lookup task reads at a time
@@ -64,11 +66,16 @@ class IndexCandidate:
     rel_path: str
 
 
-def _overlaps(file_range: tuple[str, str] | None, batch: PartitionKeyRange) -> bool:
-    if file_range is None:
-        return True
-    lo, hi = file_range
-    return not (hi < batch.min_key or lo > batch.max_key)
+def key_range_meets(file_range: tuple[str, str] | None, lo: str, hi: str) -> bool:
+    """Whether a base file's footer key range (``None``: unknown) meets the keys [lo, hi]."""
+    return file_range is None or not (file_range[1] < lo or file_range[0] > hi)
+
+
+def stored_keys_among(storage: Storage, rel_path: str, keys: pa.Array) -> pa.Array:
+    """The record keys of one base file that are among ``keys`` (its key column only)."""
+    stored = read_base_file(storage, rel_path, [RECORD_KEY_COLUMN])
+    column = stored.column(RECORD_KEY_COLUMN).combine_chunks()
+    return column.filter(pc.is_in(column, value_set=keys))
 
 
 def plan_index_lookup(
@@ -90,7 +97,7 @@ def plan_index_lookup(
         if batch is None:
             continue
         rel = partition_file_path(partition, base.base_file)
-        if _overlaps(read_record_key_range(storage, rel), batch):
+        if key_range_meets(read_record_key_range(storage, rel), batch.min_key, batch.max_key):
             out.append(IndexCandidate(partition, file_id, rel))
     return out
 
@@ -196,9 +203,7 @@ def find_stored_keys(
     candidates = plan_index_lookup(storage, latest, [key_range])
 
     def found_in(candidate: IndexCandidate) -> pa.Array:
-        stored = read_base_file(storage, candidate.rel_path, [RECORD_KEY_COLUMN])
-        keys = stored.column(RECORD_KEY_COLUMN).combine_chunks()
-        return keys.filter(pc.is_in(keys, value_set=distinct))
+        return stored_keys_among(storage, candidate.rel_path, distinct)
 
     # a partition's files are read by one task: overlap their reads (Arrow releases the GIL)
     with ThreadPoolExecutor(max_workers=min(_READ_THREADS, max(1, len(candidates)))) as pool:

@@ -58,7 +58,7 @@ from engine.faults import checkpoint
 from engine.fs.filenames import new_file_id, partition_file_path
 from engine.fs.properties import write_partition_metadata
 from engine.fs.storage import Storage
-from engine.io.parquet import read_base_file, read_record_key_range
+from engine.io.parquet import read_record_key_range
 from engine.model.keygen import KeyGenSpec
 from engine.model.ordering import naming_ordering_field
 from engine.model.schema import RECORD_KEY_COLUMN
@@ -70,7 +70,13 @@ from engine.write.append import AppendSlice, LogWriteConfig
 from engine.write.bucketing import BucketPlan, SizedBaseFile, plan_buckets
 from engine.write.cdc import cdc_logging_mode
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
-from engine.write.index import PartitionKeyRange, find_stored_keys, latest_base_files
+from engine.write.index import (
+    PartitionKeyRange,
+    find_stored_keys,
+    key_range_meets,
+    latest_base_files,
+    stored_keys_among,
+)
 from engine.write.plan import JobProfile, WriteJob, average_record_size
 
 __all__ = [
@@ -193,7 +199,7 @@ class PartitionTargets:
             for file_id, found in matches.items()
         }
         stored = pc.unique(pa.concat_arrays(list(matches.values()))) if matches else None
-        if self.global_index and self.looks_up_keys:
+        if self.global_index:  # set for the writes that look keys up
             elsewhere = (
                 distinct
                 if stored is None
@@ -219,12 +225,11 @@ class PartitionTargets:
         for other, files in sorted(self.base_files.items()):
             for base in files.values() if other != partition else ():
                 rel = partition_file_path(other, base.base_file)
-                if _meets(self.key_ranges.get(rel), lo, hi):
+                if key_range_meets(self.key_ranges.get(rel), lo, hi):
                     candidates.append(rel)
 
         def hits_in(rel: str) -> pa.Array:
-            stored = read_base_file(storage, rel, [RECORD_KEY_COLUMN]).column(RECORD_KEY_COLUMN)
-            return keys.filter(pc.is_in(keys, value_set=stored.combine_chunks()))
+            return stored_keys_among(storage, rel, keys)
 
         with ThreadPoolExecutor(max_workers=min(_READ_THREADS, max(1, len(candidates)))) as pool:
             for rel, hits in zip(candidates, pool.map(hits_in, candidates), strict=True):
@@ -269,11 +274,6 @@ class PartitionTargets:
             if (partition, b.file_id) in slices and b.file_id not in rewritten
         }
         return plan, appends
-
-
-def _meets(file_range: tuple[str, str] | None, lo: str, hi: str) -> bool:
-    """Whether a footer key range (``None``: unknown) meets [lo, hi]."""
-    return file_range is None or not (file_range[1] < lo or file_range[0] > hi)
 
 
 @dataclass(frozen=True)
