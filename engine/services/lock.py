@@ -1,30 +1,40 @@
 """The table lock: one writer at a time changes the timeline.
 
 A file ``.hoodie/lock`` (the place Hudi's file-system lock provider uses) created exclusively;
-its content names the holder (host, pid, time). Writers hold it around start-commit and around
-commit (conflict check + completing the instant), not while Spark writes data, so disjoint writers
-overlap their data work.
+its content names the holder (host, pid, time, token). Writers hold it around start-commit and
+around commit (conflict check + completing the instant), not while Spark writes data, so
+disjoint writers overlap their data work.
 
 A lock left behind by a killed writer is broken when its holder is provably gone: same host and
-the pid no longer alive, or older than ``hoodie.write.lock.filesystem.expire`` minutes.
-Exclusive creation is atomic on local and POSIX file systems. Object stores offer no such
-primitive: there the lock is the conditional-write lock of ``engine.services.storage_lock``
-(``hoodie.write.lock.provider=...StorageBasedLockProvider``, the default on S3 when boto3 is
-installed). Without it a table on an object store only has a best-effort file lock (write, then
-read back the owner token), fine for one writer; writers declaring
+the pid no longer alive, or older than ``hoodie.write.lock.filesystem.expire`` minutes. On a
+local file system every change our writers make to the lock file (create and write the record;
+judge it stale, delete it and create our own; release, which deletes it only while it names our
+token) happens under an exclusive ``flock`` of the guard file ``.hoodie/.aux/lock.guard``. So of
+any number of waiters that find the same stale lock exactly one breaks it and takes the lock,
+the others find the winner's fresh record when their turn comes, and no waiter ever sees a
+half-written record of ours. The kernel drops a ``flock`` when its holder dies, so the guard
+itself never goes stale; it is never deleted (nothing reads ``.aux`` but bootstrap indexes).
+Writers that do not know the guard (Apache Hudi's provider) still meet the exclusive create.
+
+Object stores offer no such primitive: there the lock is the conditional-write lock of
+``engine.services.storage_lock`` (``hoodie.write.lock.provider=...StorageBasedLockProvider``,
+the default on S3 when boto3 is installed). Without it a table on an object store only has a
+best-effort file lock (write, then read back the owner token; a stale lock is judged and deleted
+unguarded), fine for one writer; writers declaring
 ``hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL`` are then refused rather than
 trusted to it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import socket
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 import pyarrow.fs as pafs
 
@@ -36,7 +46,11 @@ from engine.fs.storage import Storage
 from engine.services.storage_lock import ConditionalWriteLock, boto3_available
 
 LOCK_FILE = f"{METAFOLDER}/lock"
+GUARD_FILE = f"{METAFOLDER}/.aux/lock.guard"
 _POLL_SECONDS = 0.1
+_GUARD_POLL_SECONDS = 0.005
+# an empty lock file older than this is abandoned: its creator died before writing the record
+_EMPTY_RECORD_GRACE_SECONDS = 5
 
 
 def pid_alive(pid: int) -> bool:
@@ -48,6 +62,53 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def take_guard(path: str, deadline: float) -> int:
+    """An open descriptor of the guard file ``path`` holding its exclusive ``flock``.
+
+    The ``flock`` belongs to the open file, so closing the descriptor (or dying) releases it.
+    Once locked, the descriptor must still be the file at ``path``: had the guard been deleted
+    and created anew meanwhile, two processes could each hold a different file.
+
+    Raises:
+        LockTimeoutError: the guard stayed held until ``deadline`` (``time.monotonic()``).
+    """
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            _flock_until(fd, path, deadline)
+            if _same_file(fd, path):
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+
+
+def _flock_until(fd: int, path: str, deadline: float) -> None:
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise LockTimeoutError(
+                    f"Timed out waiting for the table lock's guard {path}: a process taking or "
+                    "releasing the lock holds it (stopped?); raise "
+                    f"{config.LOCK_WAIT_TIME_MS.key} or end that process"
+                ) from None
+            time.sleep(_GUARD_POLL_SECONDS)
+
+
+def _same_file(fd: int, path: str) -> bool:
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
 class TableLock:
@@ -97,8 +158,8 @@ class TableLock:
     def _is_abandoned(self) -> bool:
         owner = self._read_owner()
         if not owner:
-            # a holder killed between create and write leaves an empty file; give it a moment
-            return self._age_seconds() > 5
+            # a holder killed between create and write (or a foreign writer still writing)
+            return self._age_seconds() > _EMPTY_RECORD_GRACE_SECONDS
         pid, host = owner.get("pid"), owner.get("host")
         if host == socket.gethostname() and isinstance(pid, int) and not pid_alive(pid):
             return True
@@ -127,10 +188,7 @@ class TableLock:
         if self._conditional is not None:
             self._acquire_conditional(self._conditional, deadline)
             return
-        while not self._try_create():
-            if self._is_abandoned():
-                self.storage.delete(LOCK_FILE)
-                continue
+        while not self._try_take(deadline):
             if time.monotonic() >= deadline:
                 owner = self._read_owner()
                 raise LockTimeoutError(
@@ -141,6 +199,26 @@ class TableLock:
                 )
             time.sleep(_POLL_SECONDS)
         self._held = 1
+
+    def _try_take(self, deadline: float) -> bool:
+        """One attempt: create the lock file, or break a lock whose holder is gone and create it.
+
+        Judging, breaking and creating happen under the guard, so two waiters never both break
+        one stale lock, nor one of them the lock the other has just created.
+        """
+        with self._guarded(deadline):
+            if self._try_create():
+                return True
+            if not self._is_abandoned():
+                return False
+            self.storage.delete(LOCK_FILE)
+            return self._try_create()
+
+    def _guarded(self, deadline: float) -> AbstractContextManager[None]:
+        """The guard of the lock file on a local file system; nothing on object stores."""
+        if not isinstance(self.storage.fs, pafs.LocalFileSystem):
+            return nullcontext()
+        return _held_guard(self.storage.full_path(GUARD_FILE), deadline)
 
     def _acquire_conditional(self, lock: ConditionalWriteLock, deadline: float) -> None:
         while not lock.try_acquire():
@@ -159,11 +237,14 @@ class TableLock:
         if self._held > 1:
             self._held -= 1
             return
-        if self._held == 1 and self._conditional is not None:
+        held, self._held = self._held, 0
+        if held == 1 and self._conditional is not None:
             self._conditional.release()
-        elif self._held == 1 and self._read_owner().get("token") == self.token:
-            self.storage.delete(LOCK_FILE)
-        self._held = 0
+        elif held == 1:
+            with self._guarded(time.monotonic() + self.wait_ms / 1000):
+                # a lock broken as expired and taken by another writer is theirs now
+                if self._read_owner().get("token") == self.token:
+                    self.storage.delete(LOCK_FILE)
 
     @contextmanager
     def hold(self) -> Iterator[None]:
@@ -172,6 +253,15 @@ class TableLock:
             yield
         finally:
             self.release()
+
+
+@contextmanager
+def _held_guard(path: str, deadline: float) -> Iterator[None]:
+    fd = take_guard(path, deadline)
+    try:
+        yield
+    finally:
+        os.close(fd)
 
 
 def _conditional_lock(

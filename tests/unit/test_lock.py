@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from engine import config
 from engine.errors import LockTimeoutError
 from engine.fs.storage import Storage
-from engine.services.lock import LOCK_FILE, TableLock
+from engine.services.lock import GUARD_FILE, LOCK_FILE, TableLock, take_guard
 
 pytestmark = pytest.mark.unit
 
@@ -76,3 +77,43 @@ def test_table_lock_reentrant_release_only_at_outermost(tmp_path: Path) -> None:
             pass
         assert (tmp_path / LOCK_FILE).exists()
     assert not (tmp_path / LOCK_FILE).exists()
+
+
+def test_table_lock_release_leaves_a_lock_another_writer_took_over(tmp_path: Path) -> None:
+    lock = TableLock(Storage(str(tmp_path)), _cfg(100))
+    lock.acquire()
+    # its record expired and another writer broke it and took the lock: the lock is theirs now
+    theirs = b'{"host": "h", "pid": 1, "acquired_at": 0, "token": "theirs"}'
+    (tmp_path / LOCK_FILE).write_bytes(theirs)
+    lock.release()
+    assert (tmp_path / LOCK_FILE).read_bytes() == theirs
+
+
+def test_table_lock_times_out_on_a_held_guard_naming_it_table_untouched(tmp_path: Path) -> None:
+    guard = take_guard(str(tmp_path / GUARD_FILE), time.monotonic() + 1)
+    try:
+        with pytest.raises(LockTimeoutError, match=r"guard .*\.hoodie/\.aux/lock\.guard"):
+            TableLock(Storage(str(tmp_path)), _cfg(200)).acquire()
+    finally:
+        os.close(guard)
+    assert not (tmp_path / LOCK_FILE).exists()
+
+
+def test_guard_deleted_while_waited_for_is_taken_anew(tmp_path: Path) -> None:
+    """A waiter that locks the guard's old file after it was deleted must not count it as held:
+    whoever opens the path now gets the new file, and two holders would not exclude each other."""
+    path = tmp_path / GUARD_FILE
+    first = take_guard(str(path), time.monotonic() + 1)
+    taken: list[int] = []
+    waiter = threading.Thread(
+        target=lambda: taken.append(take_guard(str(path), time.monotonic() + 10))
+    )
+    waiter.start()
+    time.sleep(0.2)  # the waiter has opened the old file and polls its flock
+    path.unlink()
+    os.close(first)
+    waiter.join(10)
+    try:
+        assert os.fstat(taken[0]).st_ino == path.stat().st_ino
+    finally:
+        os.close(taken[0])
