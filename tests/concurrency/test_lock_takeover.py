@@ -63,12 +63,14 @@ def _reap(waiters: list[Any], timeout: float) -> None:
 
 
 def _assert_one_holder_at_a_time(log: Path) -> set[str]:
-    lines = [line.split() for line in log.read_text().splitlines()]
-    assert len(lines) == 2 * WAITERS, lines
+    """The tokens of the holders, checked to have held the lock one after another."""
+    text = log.read_text()  # the whole log in every failure: it shows who overlapped whom
+    lines = [line.split() for line in text.splitlines()]
+    assert len(lines) == 2 * WAITERS, text
     for enter, leave in zip(lines[::2], lines[1::2], strict=True):
         token = enter[1]
-        assert enter == ["enter", token, token], lines
-        assert leave == ["exit", token, token], lines
+        assert enter == ["enter", token, token], text
+        assert leave == ["exit", token, token], text
     return {line[1] for line in lines}
 
 
