@@ -7,7 +7,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: install test test-long demo demo-connect check bench java clean browser
+.PHONY: install test test-long demo demo-connect check bench bench-dbt java clean browser
 
 java:
 	@$(PYTHON) scripts/check_java.py
@@ -58,6 +58,10 @@ check: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pip install -q -e ".[dev,bench]"
 	$(PY) bench/run.py
+
+# the seconds a user waits: a one-model project, each dbt run a fresh process (bench/dbt_latency.py)
+bench-dbt: $(STAMP)
+	$(PY) bench/dbt_latency.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

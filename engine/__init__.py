@@ -35,6 +35,7 @@ __all__ = [
     "register_data_source",
     "spark_reads_natively",
     "spark_table",
+    "warm_python_workers",
     "write_hudi",
 ]
 
@@ -61,6 +62,7 @@ _EXPORTS = {
     "write_hudi": "engine.spark.api",
     "read_hudi": "engine.spark.api",
     "register_data_source": "engine.spark",
+    "warm_python_workers": "engine.spark.warmup",
 }
 
 
@@ -82,4 +84,5 @@ if TYPE_CHECKING:
     from engine.spark.api import read_hudi, spark_reads_natively, spark_table, write_hudi
     from engine.spark.runner import SparkRunner
     from engine.spark.session import QUIET_LOG4J, get_spark
+    from engine.spark.warmup import warm_python_workers
     from engine.table import HudiTable, WriteResult

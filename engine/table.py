@@ -20,6 +20,7 @@ the write transaction; the data work runs on the table's runner (:mod:`engine.ru
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
@@ -141,6 +142,7 @@ class HudiTable:
     ) -> None:
         s3 = resolve_s3_settings(storage_options) if is_s3_uri(base_path) else None
         self.storage = Storage(base_path, s3)
+        self.storage_options: dict[str, Any] = dict(storage_options or {})
         self.base_path = self.storage.base_path
         self.runner = runner
 
@@ -167,6 +169,20 @@ class HudiTable:
         names = [s.base_file for s in view.latest_base_files() if s.base_file]
         last = timeline.last_completed()
         return names, last.instant_time if last is not None else None
+
+    def timeline_hash(self) -> str:
+        """A digest of the completed instants of the active timeline (Hudi's ``timelineHash``):
+        it changes whenever a writer, a table service or a rollback completes an instant, so a
+        reader that planned at one hash knows its plan is stale at another. ``""`` without a
+        table."""
+        if not self.exists:
+            return ""
+        digest = hashlib.sha256()
+        for instant in self.timeline().completed():
+            digest.update(
+                f"{instant.instant_time}.{instant.action}.{instant.completion_time or ''};".encode()
+            )
+        return digest.hexdigest()
 
     def latest_instant(self) -> str | None:
         """The latest completed write instant (commit, deltacommit, replacecommit); ``None``

@@ -17,6 +17,7 @@ import pyarrow.fs as pafs
 
 from engine import config
 from engine.config import HoodieConfig
+from engine.fs.s3 import is_s3_uri, resolve_s3_settings
 from engine.fs.storage import Storage
 from engine.fs.view import FileSlice, FileSystemView
 from engine.read.plan import TableInfo, load_table_info
@@ -74,7 +75,11 @@ class InspectedTable:
         }
 
 
-def open_table(base_path: str, options: Mapping[str, Any] | None = None) -> InspectedTable:
+def open_table(
+    base_path: str,
+    options: Mapping[str, Any] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> InspectedTable:
     """Open a table for inspection.
 
     ``options`` are the ``hoodie.*`` write and service options the table's writers use
@@ -85,8 +90,12 @@ def open_table(base_path: str, options: Mapping[str, Any] | None = None) -> Insp
         TableNotFoundError: no table at ``base_path``.
         QueryError: a table version other than 5/6 (timeline layout 1).
         ConfigError: an unknown ``hoodie.*`` key or a malformed value in ``options``.
+
+    ``storage_options`` carry an S3 table's endpoint and credentials (``fs.s3a.*``, as
+    :class:`engine.HudiTable` takes them).
     """
-    storage = Storage(base_path)
+    s3 = resolve_s3_settings(storage_options) if is_s3_uri(base_path) else None
+    storage = Storage(base_path, s3)
     info = load_table_info(storage)
     persisted = {
         opt.key: info.properties[opt.key]

@@ -6,7 +6,12 @@ start-commit and around commit; their data work overlaps. Heartbeats
 consistent at commit is **the conflict check**, under the lock: every instant that completed after
 this write started and touched one of its file groups (wrote or replaced it) makes this write fail
 with :class:`~engine.errors.WriteConflictError`; its instant is rolled back first, so the table is
-as if it never ran. Writers touching disjoint file groups both succeed.
+as if it never ran. Writers touching disjoint file groups both succeed — unless both inserted one
+record key: neither saw the other's key when it looked its keys up, so each put it in a file group
+of its own and the table would hold it twice. The base files the other instant inserted into are
+checked for this write's keys (their footer key ranges first); a shared key fails this write the
+same way. (Hudi's file-group check alone lets such duplicates through; a record key is unique in
+the table here, as dbt's ``unique_key`` means it.)
 """
 
 from __future__ import annotations
@@ -14,12 +19,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from engine.errors import HudiError, WriteConflictError
 from engine.fs.storage import Storage
+from engine.io.parquet import read_base_file, read_record_key_range
+from engine.model.schema import RECORD_KEY_COLUMN
 from engine.services.lock import TableLock
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
+from engine.write.index import key_range_meets, stored_keys_among
 from engine.write.rollback import rollback_instant
 
 __all__ = ["check_write_conflicts", "rollback_on_error"]
@@ -62,9 +73,11 @@ def check_write_conflicts(
         WriteConflictError: naming both instants and the shared file groups; the write's
             instant has been rolled back.
     """
+    stats = list(stats)
     ours = _touched(stats, replaced)
     before = {i.instant_time for i in started.completed()}
     current = Timeline.load(storage)
+    our_keys: pa.Array | None = None
     for other in current.commits_timeline():
         if other.instant_time in before or other.instant_time == instant_time:
             continue
@@ -74,6 +87,11 @@ def check_write_conflicts(
         if bucketed:
             clash |= {g for g in ours if _bucket_of(g) in {_bucket_of(t) for t in theirs}}
         if not clash:
+            if our_keys is None:
+                our_keys = _inserted_base_file_keys(storage, stats)
+            _check_inserted_keys(
+                storage, our_keys, metadata.write_stats(), other, instant_time, action
+            )
             continue
         rollback_instant(
             storage, Instant(instant_time, action, State.INFLIGHT), current.max_instant_time()
@@ -83,6 +101,51 @@ def check_write_conflicts(
             f"Write {instant_time} ({action.value}) on {storage.base_path} conflicts with "
             f"{other.action.value} {other.instant_time}, completed meanwhile, on file group(s) "
             f"{shown}; the write was rolled back, retry it"
+        )
+
+
+def _inserting_base_files(stats: Iterable[HoodieWriteStat]) -> list[str]:
+    return [s.path for s in stats if s.path and s.num_inserts > 0 and s.path.endswith(".parquet")]
+
+
+def _inserted_base_file_keys(storage: Storage, stats: list[HoodieWriteStat]) -> pa.Array:
+    """The record keys of the base files this write inserted into (its key column only)."""
+    paths = _inserting_base_files(stats)
+    if not paths:
+        return pa.array([], pa.string())
+    columns = [
+        read_base_file(storage, p, [RECORD_KEY_COLUMN]).column(RECORD_KEY_COLUMN) for p in paths
+    ]
+    return pa.chunked_array(columns, pa.string()).combine_chunks()
+
+
+def _check_inserted_keys(
+    storage: Storage,
+    our_keys: pa.Array,
+    their_stats: Iterable[HoodieWriteStat],
+    other: Instant,
+    instant_time: str,
+    action: Action,
+) -> None:
+    """Fail (rolled back) when ``other`` inserted one of this write's record keys elsewhere."""
+    if len(our_keys) == 0:
+        return
+    lo, hi = pc.min(our_keys).as_py(), pc.max(our_keys).as_py()
+    for path in _inserting_base_files(their_stats):
+        if not key_range_meets(read_record_key_range(storage, path), lo, hi):
+            continue
+        shared = stored_keys_among(storage, path, our_keys)
+        if len(shared) == 0:
+            continue
+        current = Timeline.load(storage)
+        rollback_instant(
+            storage, Instant(instant_time, action, State.INFLIGHT), current.max_instant_time()
+        )
+        keys = ", ".join(sorted(str(k) for k in shared.to_pylist())[:5])
+        raise WriteConflictError(
+            f"Write {instant_time} ({action.value}) on {storage.base_path} conflicts with "
+            f"{other.action.value} {other.instant_time}, completed meanwhile, which inserted the "
+            f"same record key(s) {keys} in {path}; the write was rolled back, retry it"
         )
 
 

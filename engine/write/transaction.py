@@ -29,8 +29,15 @@ from typing import Any
 
 from engine import config
 from engine.config import HoodieConfig, TableType, WriteOperation
-from engine.errors import ConfigError, HudiError, KeyMovedError, TableNotFoundError
+from engine.errors import (
+    ConfigError,
+    HudiError,
+    KeyMovedError,
+    TableNotFoundError,
+    WriteConflictError,
+)
 from engine.faults import checkpoint
+from engine.fs.properties import PROPERTIES_FILE
 from engine.fs.storage import Storage
 from engine.model.auto_keys import check_auto_keys, write_operation
 from engine.model.keygen import keygen_spec_from_config
@@ -305,6 +312,7 @@ class WriteTransaction:
     def _start(self, records: PreparedRecords | None, schema: str) -> _Started:
         with self.lock.hold():  # start-commit: one writer at a time
             if self.props is None:
+                _refuse_created_meanwhile(self.storage)
                 class_name = records.spec.class_name if records is not None else ""
                 create_table(self.storage, new_table_properties(self.cfg, class_name, schema))
             else:
@@ -364,6 +372,18 @@ class WriteTransaction:
         if not prefix:
             return {}
         return {k: v for k, v in self.cfg.extra.items() if k.startswith(prefix)}
+
+
+def _refuse_created_meanwhile(storage: Storage) -> None:
+    """A write that prepared its batch for a new table (a bulk_insert, no key lookup) cannot go
+    on once another writer created the table: it would insert keys the table may hold already.
+    Nothing is written yet (call under the lock)."""
+    if storage.exists(PROPERTIES_FILE):
+        raise WriteConflictError(
+            f"This write on {storage.base_path} conflicts with another writer, which created the "
+            "table while this write prepared its batch for a new table; nothing was written, "
+            "retry it"
+        )
 
 
 def _one_job(profile: BatchProfile) -> bool:

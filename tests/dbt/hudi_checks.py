@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -19,9 +20,27 @@ def rows_of(rows: Iterable[Any], columns: list[str]) -> list[tuple[Any, ...]]:
     return sorted(tuple(_canon(r[c]) for c in columns) for r in rows)
 
 
+_WHOLE_RELATION = re.compile(r"^\s*select \* from `?([\w]+)`?\.`?([\w]+)`?\s*$", re.IGNORECASE)
+
+
 def spark_rows(spark: Any, sql: str, columns: list[str]) -> list[tuple[Any, ...]]:
-    """``columns`` of a query's rows, sorted."""
+    """``columns`` of a query's rows, sorted. ``select * from schema.name`` of a Hudi model reads
+    its latest committed snapshot through the engine, as ``ref()`` does: the model's catalog
+    entry lists no files and refuses reads (``publish.py``)."""
+    whole = _WHOLE_RELATION.match(sql)
+    if whole and _hudi_base_path(spark, whole.group(1), whole.group(2)):
+        from engine import read_hudi
+
+        frame = read_hudi(spark, base_path_of(spark, whole.group(1), whole.group(2)))
+        return rows_of(frame.select(*columns).collect(), columns)
     return rows_of(spark.sql(sql).select(*columns).collect(), columns)
+
+
+def _hudi_base_path(spark: Any, schema: str, identifier: str) -> str | None:
+    if not spark.catalog.tableExists(f"{schema}.{identifier}"):
+        return None
+    rows = spark.sql(f"SHOW TBLPROPERTIES `{schema}`.`{identifier}`").collect()
+    return {r["key"]: r["value"] for r in rows}.get("dbt_hudi.base_path")
 
 
 def hudi_rs_rows(base_path: str, columns: list[str]) -> list[tuple[Any, ...]]:

@@ -10,7 +10,6 @@ from dbt.adapters.hudi.options import (
     estimated_bytes,
     parse_model_config,
 )
-from dbt.adapters.hudi.publish import format_base_file_filter
 from engine import config as hc
 
 pytestmark = pytest.mark.unit
@@ -141,14 +140,6 @@ def test_check_columns_missing_key_and_non_boolean_delete_marker_reported() -> N
     problems = cfg.check_columns({"ID": "bigint", "_hoodie_is_deleted": "string"})
     assert len(problems) == 3
     assert "'k2'" in problems[0] and "'ts'" in problems[1] and "boolean" in problems[2]
-
-
-def test_format_base_file_filter_exact_names_escaped_and_empty() -> None:
-    assert (
-        format_base_file_filter(["b.parquet", "a.parquet", "a.parquet"]) == "{a.parquet,b.parquet}"
-    )
-    assert format_base_file_filter(["x{1}.parquet"]) == "{x\\{1\\}.parquet}"
-    assert format_base_file_filter([]) == "__dbt_hudi_no_base_files__"
 
 
 def test_index_type_and_buckets_become_the_bucket_index_options() -> None:

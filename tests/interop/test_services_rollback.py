@@ -186,6 +186,41 @@ def test_conflict_check_same_file_group_raises_and_rolls_back(spark, tmp_path) -
     assert rows_by_id(path) == {**before, "k0": "a-wins"}
 
 
+def _inserted(path: Path, partition: str, instant_time: str, keys: list[str]) -> HoodieWriteStat:
+    """A base file writer B inserted ``keys`` into, in a new file group of its own."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    file_id = f"b{len(keys)}{'0' * 7}-0000-0000-0000-000000000000-0"
+    rel = f"{partition}/{file_id}_0-1-0_{instant_time}.parquet"
+    (path / partition).mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"_hoodie_record_key": keys}), path / rel)
+    return HoodieWriteStat(
+        file_id=file_id, path=rel, partition_path=partition, num_inserts=len(keys)
+    )
+
+
+def test_conflict_check_same_new_key_in_two_file_groups_raises(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Two writers insert one new key, each into a file group of its own: the second to commit
+    fails (neither saw the other's key), so the key is never in the table twice."""
+    path = tmp_path / "t"
+    before = seed(spark, path, OPTIONS)
+    storage = Storage(str(path))
+    started = Timeline.load(storage)
+    t_b = new_instant_time(started.max_instant_time())
+    create_requested(storage, t_b, Action.COMMIT)
+    transition_to_inflight(storage, t_b, Action.COMMIT)
+    with Heartbeat(storage, t_b, parse_options({})):
+        t_a = write(spark, path, [("k-new", "2024-01-03", 2, "a")], OPTIONS)
+        others = [_inserted(path, "2024-01-03", t_b, ["k-other"])]
+        check_write_conflicts(storage, started, t_b, Action.COMMIT, others)
+        same = [_inserted(path, "2024-01-03", t_b, ["k-new", "k-mine"])]
+        with pytest.raises(WriteConflictError, match=f"{t_b}.*{t_a}.*k-new.*rolled back"):
+            check_write_conflicts(storage, started, t_b, Action.COMMIT, same)
+    assert Timeline.load(storage).get(t_b) is None
+    assert rows_by_id(path) == {**before, "k-new": "a"}
+
+
 def test_is_write_alive_heartbeat_states(tmp_path) -> None:  # type: ignore[no-untyped-def]
     storage = Storage(str(tmp_path))
     cfg = parse_options(

@@ -28,7 +28,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from engine import HOODIE_META_COLUMNS, META_COLUMNS, HudiTable, read_hudi
+from engine import HOODIE_META_COLUMNS, META_COLUMNS, HudiTable, read_hudi, spark_table
 from engine import config as hoodie
 from engine.errors import QueryError
 
@@ -73,7 +73,7 @@ def changes_frame(
     bound incremental queries take on table versions 8 and 9)."""
     from pyspark.sql import functions as F
 
-    upstream = HudiTable(upstream_path)
+    upstream = spark_table(upstream_path, spark)
     snapshot = read_hudi(spark, upstream_path, {"as.of.instant": as_of})
     data = [c for c in snapshot.columns if c not in HOODIE_META_COLUMNS]
     if begin is None:

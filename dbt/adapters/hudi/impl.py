@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, cast
 
@@ -21,13 +21,18 @@ from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from dbt.adapters.hudi.connections import HudiConnectionManager, HudiCredentials
 from dbt.adapters.hudi.options import HudiModelConfig, estimated_bytes, parse_model_config
-from dbt.adapters.hudi.publish import PublishedTable, catalog_base_path, get_session, publish
+from dbt.adapters.hudi.publish import (
+    Comments,
+    PublishedTable,
+    catalog_base_path,
+    get_session,
+    publish,
+)
 from dbt.adapters.hudi.relation import HudiRelation
 from dbt.adapters.hudi.schema_change import plan_write
 from engine import (
     HOODIE_META_COLUMNS,
     HudiTable,
-    TableType,
     WriteOperation,
     WriteResult,
     spark_table,
@@ -61,6 +66,14 @@ class HudiAdapter(SparkAdapter):
 
     Relation = HudiRelation
     ConnectionManager = HudiConnectionManager
+
+    def __init__(self, config: Any, mp_context: Any) -> None:
+        super().__init__(config, mp_context)
+        credentials = config.credentials
+        if isinstance(credentials, HudiCredentials) and credentials.has_session:
+            from dbt.adapters.hudi.prewarm import start_prewarm
+
+            start_prewarm(credentials.server_side_parameters)
 
     # ---- session -------------------------------------------------------------------------------
 
@@ -113,17 +126,26 @@ class HudiAdapter(SparkAdapter):
     def hudi_catalog_relation(self, relation: HudiRelation) -> HudiRelation:
         """``relation`` as its catalog table (what DDL, grants and docs address)."""
         catalog = relation.catalog_relation() if isinstance(relation, HudiRelation) else relation
-        table = catalog.incorporate(type=self.Relation.Table)  # type: ignore[no-untyped-call]
+        table = catalog.incorporate(type=self.Relation.Table)
         return cast(HudiRelation, table)
 
     @available.parse(lambda relation: relation)
     def hudi_snapshot_relation(self, relation: HudiRelation) -> HudiRelation:
-        """``relation`` as its latest committed snapshot (a session view for merge-on-read)."""
+        """``relation`` as its latest committed snapshot: the session view of a Hudi model's
+        table (see ``relation.py``); any other relation as it is."""
         if not isinstance(relation, HudiRelation):
             return relation
-        if self._table_type_of(relation) == TableType.MERGE_ON_READ:
+        if self._table_type_of(relation) is not None:
             return relation.snapshot_relation()
-        return relation.catalog_relation()
+        return relation
+
+    @available
+    def hudi_model_exists(self, relation: Any) -> bool:
+        """Whether ``relation`` is the catalog entry of a built Hudi model (a view that holds
+        the table's base path, see ``publish.py``): what ``is_incremental()`` asks."""
+        if relation is None or not self._credentials.has_session:
+            return False
+        return self._table_type_of(relation) is not None
 
     def _table_type_of(self, relation: HudiRelation) -> str | None:
         """Table type recorded on the catalog table (None when it is not a Hudi model's)."""
@@ -181,7 +203,7 @@ class HudiAdapter(SparkAdapter):
                 cfg.get("grants"),
                 platform_has_grants=not cfg.get("grants") or self._platform_has_grants(),
             ),
-            location_problem(path, _entries(path)),
+            location_problem(path, _entries(self._table(path))),
         ]
         found = [p for p in problems if p]
         if found:
@@ -279,7 +301,7 @@ class HudiAdapter(SparkAdapter):
             plan = plan_node(name, kind, raw, snapshot_key=snapshot_key)
             if not plan.full_refresh:
                 cfg = self._parse(relation, plan.materialization, plan.config)
-                table = HudiTable(self._base_path(relation, cfg, self._spark()))
+                table = self._table(self._base_path(relation, cfg, self._spark()))
                 if table.exists:
                     persisted = table.table_type()
                     plan = plan_node(
@@ -321,7 +343,7 @@ class HudiAdapter(SparkAdapter):
         spark = self._spark()
         schema, name = str(upstream.schema), str(upstream.identifier)
         upstream_path = catalog_base_path(spark, schema, name)
-        upstream_table = HudiTable(upstream_path) if upstream_path else None
+        upstream_table = self._table(upstream_path) if upstream_path else None
         as_of = upstream_table.latest_instant() if upstream_table else None
         end = upstream_table.latest_completion_time() if upstream_table else None
         if upstream_path is None or as_of is None or end is None:
@@ -332,7 +354,7 @@ class HudiAdapter(SparkAdapter):
         own_path = self._base_path_of(
             relation, config.get("location"), config.get("location_root"), spark
         )
-        begin = None if full_refresh else HudiTable(own_path).latest_extra_metadata(key)
+        begin = None if full_refresh else self._table(own_path).latest_extra_metadata(key)
         try:
             frame = changes_frame(spark, upstream_path, begin, end, as_of)
         except HudiError as e:
@@ -345,7 +367,18 @@ class HudiAdapter(SparkAdapter):
 
     # ---- downstream ref() ----------------------------------------------------------------------
 
-    def _publish(self, relation: Any, base_path: str, table_type: str) -> PublishedTable:
+    def _table(self, base_path: str) -> HudiTable:
+        """The table at ``base_path`` with the session's storage settings (S3 credentials given
+        only as ``spark.hadoop.fs.s3a.*`` included): every adapter path opens tables here."""
+        return spark_table(base_path, self._spark())
+
+    def _publish(
+        self,
+        relation: Any,
+        base_path: str,
+        table_type: str,
+        comments: Comments | None = None,
+    ) -> PublishedTable:
         from engine import read_hudi
 
         spark = self._spark()
@@ -356,6 +389,7 @@ class HudiAdapter(SparkAdapter):
             base_path=base_path,
             table_type=table_type,
             columns=read_hudi(spark, base_path).schema,
+            comments=comments,
         )
 
     @available
@@ -369,8 +403,66 @@ class HudiAdapter(SparkAdapter):
         path = base_path or catalog_base_path(spark, str(relation.schema), str(relation.identifier))
         if path is None:
             raise DbtRuntimeError(f"{relation} is not a Hudi model's table (no base path recorded)")
-        published = self._publish(relation, path, HudiTable(path).table_type())
+        published = self._publish(relation, path, self._table(path).table_type())
         return dict(published.__dict__)
+
+    @available
+    def hudi_persist_docs(
+        self,
+        relation: HudiRelation,
+        description: str | None,
+        column_descriptions: Mapping[str, str] | None,
+    ) -> dict[str, Any]:
+        """Write a Hudi model's docs on its catalog entry: the entry is published again with
+        the table and column comments (a view takes them where it is created)."""
+        spark = self._spark()
+        schema, identifier = str(relation.schema), str(relation.identifier)
+        path = catalog_base_path(spark, schema, identifier)
+        if path is None:
+            raise DbtRuntimeError(f"{relation} is not a Hudi model's table (no base path recorded)")
+        comments = Comments(description or None, dict(column_descriptions or {}))
+        published = self._publish(relation, path, self._table(path).table_type(), comments)
+        return dict(published.__dict__)
+
+    # ---- docs ------------------------------------------------------------------------------
+
+    def _get_columns_for_catalog(self, relation: Any) -> Iterable[dict[str, Any]]:
+        """dbt-spark's catalog rows; a Hudi model's are of type ``table`` and carry the table's
+        figures (rows, files, bytes, last completed instant, table type: ``catalog_stats.py``)."""
+        rows = list(super()._get_columns_for_catalog(relation))
+        if not rows or not self._credentials.has_session:
+            return rows
+        spark = self._spark()
+        path = catalog_base_path(spark, str(relation.schema), str(relation.identifier))
+        if path is None:
+            return rows
+        from dbt.adapters.hudi.catalog_stats import hudi_catalog_stats
+
+        try:
+            stats = hudi_catalog_stats(spark, self._table(path))
+        except HudiError as e:
+            logger.warning(f"Hudi figures of {relation} for the catalog: {e}")
+            return rows
+        # the entry is a view only so that no file list can go stale: the model is a table
+        return [{**row, "table_type": "table", **stats} for row in rows]
+
+    def get_rows_different_sql(
+        self,
+        relation_a: Any,
+        relation_b: Any,
+        column_names: list[str] | None = None,
+        except_operator: str = "EXCEPT",
+    ) -> str:
+        """dbt-spark's comparison of two relations, a Hudi model's read at its latest snapshot
+        (its catalog entry refuses reads, see ``publish.py``)."""
+        return str(
+            super().get_rows_different_sql(
+                self.hudi_snapshot_relation(relation_a),
+                self.hudi_snapshot_relation(relation_b),
+                column_names,
+                except_operator,
+            )
+        )
 
     # ---- run-operations --------------------------------------------------------------------
 
@@ -432,9 +524,9 @@ class HudiAdapter(SparkAdapter):
         return result
 
 
-def _entries(path: str) -> list[str] | None:
-    """Names directly under ``path`` (empty when absent, None when it is a file)."""
-    storage = HudiTable(path).storage
+def _entries(table: HudiTable) -> list[str] | None:
+    """Names directly under the table's base path (empty when absent, None when a file)."""
+    storage = table.storage
     if storage.is_dir(""):
         return [entry.name for entry in storage.list_dir()]
     return None if storage.exists("") else []

@@ -1,33 +1,27 @@
-"""How downstream SQL reads a Hudi model: its catalog table and, for MOR, its snapshot view.
+"""How downstream SQL reads a Hudi model: its snapshot view, and what the catalog holds.
 
-Measured on PySpark 4.3 (no Hudi JVM bundle): a catalog table ``USING`` a Python data source
-loses its options and location; a persistent view may not name a temporary view
-(``INVALID_TEMP_OBJ_REFERENCE``); an external parquet table over the base path sees every file
-slice (stale and duplicate rows). What is exact:
+A Hudi table's latest snapshot is whatever its timeline says now: another dbt invocation, Apache
+Hudi's writers, a streaming job, compaction, cleaning and rollback all change which files make it
+up. Measured on PySpark 4.3 without the Hudi JVM bundle, no catalog object follows a timeline:
+an external ``USING parquet`` table over the base path sees every file slice (stale and duplicate
+rows); one filtered to the base files of the last publish reads *nothing* once a clean deletes
+them (silently: 0 rows); a catalog table ``USING`` a Python data source loses its path; a
+persistent view may not name a temporary view (``INVALID_TEMP_OBJ_REFERENCE``). So:
 
-* **Catalog table** (every Hudi model): an external ``USING parquet`` table at the base path with
-  the snapshot's columns and the storage options::
-
-      recursiveFileLookup = true
-      pathGlobFilter      = {<name of the latest committed base file of each file group>,...}
-
-  so Spark reads exactly the latest committed base files (older slices, replaced file groups,
-  files of inflight instants, ``.hoodie/`` and log files are all left out), and the metastore
-  keeps it across processes (a 21 kB filter round-trips through Derby). That is the snapshot of
-  a copy-on-write table and the read-optimized view of a merge-on-read table (Hudi's Hive-sync
-  convention for a MOR table's plain name). ``dbt docs generate`` lists it with its columns.
-  Table properties record the base path, table type and instant.
-* **Snapshot view** (merge-on-read models): a session temporary view over the engine's snapshot
-  read (base files merged with log blocks), registered after each commit and, in a fresh
-  process, before the first statement that names it (``HudiConnectionManager.add_query``).
+* **Snapshot view** (every Hudi model; what ``ref()`` renders to, see ``relation.py``): a session
+  temporary view over the engine's snapshot read of the base path. It is registered after each
+  commit of this process and, before **every** statement that names it, registered again when the
+  table's timeline hash changed since (:func:`ensure_snapshot_views`): each statement reads the
+  latest committed snapshot when it starts, whoever committed it.
+* **Catalog entry** (``schema.identifier``): a view with the snapshot's columns (comments
+  included, so ``dbt docs generate`` lists them) and the table's base path and type as
+  properties, whose every read fails with an error naming the base path and how to read the
+  table: ``engine.read_hudi(spark, path)``, ``spark.read.format("hudi").load(path)`` after
+  ``engine.register_data_source(spark)``, or ``ref()`` in dbt. It never answers stale or empty.
 
 :func:`publish` does both after every commit; it is the one entry point of the mechanism
-(``HudiAdapter.hudi_publish``).
-
-A table on S3 that this Spark cannot open (no Hadoop S3A connector) cannot back a ``parquet``
-catalog table: its catalog object is then a view with the same columns and properties that fails,
-saying why, when read directly, and every model reads it through its snapshot view (``ref()``
-renders to it for any Hudi model on S3, see ``relation.py``).
+(``HudiAdapter.hudi_publish``). Every table handle it opens carries the session's storage
+settings (``spark_table``: S3 credentials given only as ``spark.hadoop.fs.s3a.*`` travel).
 """
 
 from __future__ import annotations
@@ -40,7 +34,7 @@ from typing import TYPE_CHECKING
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.hudi.relation import SNAPSHOT_VIEWS, format_snapshot_view_name
-from engine import HudiTable, TableType, spark_reads_natively
+from engine import spark_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -48,12 +42,10 @@ if TYPE_CHECKING:
 
 BASE_PATH_PROPERTY = "dbt_hudi.base_path"
 TABLE_TYPE_PROPERTY = "dbt_hudi.table_type"
-INSTANT_TIME_PROPERTY = "dbt_hudi.instant_time"
-# a file name no Hudi writer produces: the filter of a table without base files
-_NO_BASE_FILES = "__dbt_hudi_no_base_files__"
-_GLOB_SPECIALS = "\\{}[]*?,^"
 
 _LOCK = threading.RLock()
+# snapshot view name -> (base path, timeline hash it was registered at), in this process
+_REGISTERED: dict[str, tuple[str, str]] = {}
 
 
 @dataclass(frozen=True)
@@ -64,8 +56,7 @@ class PublishedTable:
     base_path: str
     table_type: str
     instant_time: str | None
-    base_files: int
-    snapshot_view: str | None
+    snapshot_view: str
 
 
 def get_session(server_side_parameters: Mapping[str, str] | None = None) -> SparkSession:
@@ -88,33 +79,32 @@ def format_catalog_name(schema: str, identifier: str) -> str:
     return f"{_quote_identifier(schema)}.{_quote_identifier(identifier)}"
 
 
-def _glob_escape(name: str) -> str:
-    return "".join("\\" + c if c in _GLOB_SPECIALS else c for c in name)
-
-
-def format_base_file_filter(base_file_names: Iterable[str]) -> str:
-    """The ``pathGlobFilter`` matching exactly ``base_file_names`` (file names, no directory)."""
-    names = sorted(set(base_file_names))
-    if not names:
-        return _NO_BASE_FILES
-    return "{" + ",".join(_glob_escape(n) for n in names) + "}"
-
-
-def latest_base_file_names(base_path: str) -> tuple[list[str], str | None]:
-    """Names of the latest committed base file of every live file group, and the last instant."""
-    return HudiTable(base_path).latest_base_file_names()
-
-
-def _drop_catalog_object(spark: SparkSession, schema: str, identifier: str) -> None:
-    """Drop what holds the name now: external tables lose metadata only, never Hudi files."""
-    name = format_catalog_name(schema, identifier)
+def _drop_table(spark: SparkSession, schema: str, identifier: str) -> None:
+    """Drop a catalog *table* holding the name (an older publish's): metadata only, never Hudi
+    files; a view is replaced in place by ``CREATE OR REPLACE VIEW``."""
     if not spark.catalog.tableExists(f"{schema}.{identifier}"):
         return
     table = spark.catalog.getTable(f"{schema}.{identifier}")
-    if (table.tableType or "").upper() == "VIEW":
-        spark.sql(f"DROP VIEW IF EXISTS {name}")
-    else:
-        spark.sql(f"DROP TABLE IF EXISTS {name}")
+    if (table.tableType or "").upper() != "VIEW":
+        spark.sql(f"DROP TABLE IF EXISTS {format_catalog_name(schema, identifier)}")
+
+
+@dataclass(frozen=True)
+class Comments:
+    """Docs a catalog entry carries: the table's comment and its columns'."""
+
+    table: str | None = None
+    columns: Mapping[str, str] | None = None
+
+
+def existing_comments(spark: SparkSession, schema: str, identifier: str) -> Comments:
+    """The comments the current catalog entry carries (kept when it is published again)."""
+    name = f"{schema}.{identifier}"
+    if not spark.catalog.tableExists(name):
+        return Comments()
+    table = spark.catalog.getTable(name)
+    columns = {c.name: c.description for c in spark.catalog.listColumns(name) if c.description}
+    return Comments(table.description or None, columns)
 
 
 def publish(
@@ -125,8 +115,9 @@ def publish(
     base_path: str,
     table_type: str,
     columns: StructType,
+    comments: Comments | None = None,
 ) -> PublishedTable:
-    """(Re)register ``schema.identifier`` as the table's latest committed snapshot.
+    """(Re)register ``schema.identifier``'s catalog entry and its snapshot view.
 
     Args:
         spark: the dbt process's session.
@@ -135,73 +126,87 @@ def publish(
         base_path: the Hudi table's base path.
         table_type: ``COPY_ON_WRITE`` or ``MERGE_ON_READ``.
         columns: the table's snapshot schema (meta columns included), the catalog's columns.
+        comments: docs for the entry; ``None`` keeps the current entry's.
     """
-    names, instant_time = latest_base_file_names(base_path)
-    location = HudiTable(base_path).uri
-    native = spark_reads_natively(spark, base_path)
-    properties = {
-        BASE_PATH_PROPERTY: base_path,
-        TABLE_TYPE_PROPERTY: table_type,
-        INSTANT_TIME_PROPERTY: instant_time or "",
-    }
-    assignments = ", ".join(
-        f"{_quote_string(k)} = {_quote_string(v)}" for k, v in properties.items()
-    )
-    catalog_name = format_catalog_name(schema, identifier)
+    table = spark_table(base_path, spark)
+    properties = {BASE_PATH_PROPERTY: base_path, TABLE_TYPE_PROPERTY: table_type}
     with _LOCK:
-        _drop_catalog_object(spark, schema, identifier)
-        if native:
-            spark.catalog.createTable(
-                f"{schema}.{identifier}",
-                path=location,
-                source="parquet",
-                schema=columns,
-                recursiveFileLookup="true",
-                pathGlobFilter=format_base_file_filter(names),
-            )
-            spark.sql(f"ALTER TABLE {catalog_name} SET TBLPROPERTIES ({assignments})")
-        else:
-            _create_unreadable_view(spark, catalog_name, columns, assignments, base_path)
-        view = None
-        if table_type == TableType.MERGE_ON_READ or not native:
-            view = register_snapshot_view(spark, schema, identifier, base_path)
+        kept = comments if comments is not None else existing_comments(spark, schema, identifier)
+        _drop_table(spark, schema, identifier)
+        spark.sql(_catalog_view_sql(schema, identifier, base_path, columns, properties, kept))
+        view = register_snapshot_view(spark, schema, identifier, base_path)
     return PublishedTable(
         catalog_name=f"{schema}.{identifier}",
         base_path=base_path,
         table_type=table_type,
-        instant_time=instant_time,
-        base_files=len(names),
+        instant_time=table.latest_instant(),
         snapshot_view=view,
     )
 
 
-def _create_unreadable_view(
-    spark: SparkSession, catalog_name: str, columns: StructType, assignments: str, base_path: str
-) -> None:
-    """The catalog object of a table Spark cannot open: the table's columns and properties, and
-    an error naming the way to read it when it is read."""
-    message = _quote_string(
-        f"{catalog_name} is a Hudi table at {base_path}, which this Spark cannot open (no Hadoop "
-        "S3A connector): read it through ref() or hudi_snapshot(), which go through the engine"
+def unreadable_message(catalog_name: str, base_path: str) -> str:
+    """What reading a Hudi model's catalog entry says: where the table is and how to read it."""
+    return (
+        f"{catalog_name} is a Hudi table at {base_path}. Its catalog entry lists no files (they "
+        "change with every commit, so a listing would go stale): read the table with "
+        f"engine.read_hudi(spark, '{base_path}'), or spark.read.format('hudi').load('{base_path}') "
+        "after engine.register_data_source(spark), or through ref() in dbt"
+    )
+
+
+def _catalog_view_sql(
+    schema: str,
+    identifier: str,
+    base_path: str,
+    columns: StructType,
+    properties: Mapping[str, str],
+    comments: Comments,
+) -> str:
+    """``CREATE OR REPLACE VIEW`` of the catalog entry: the columns (with their comments), the
+    properties, and a filter that fails every read that reaches a row (a filter, unlike a
+    projected column, cannot be pruned by ``count(*)``)."""
+    name = format_catalog_name(schema, identifier)
+    column_comments = comments.columns or {}
+    declared = ", ".join(
+        _quote_identifier(f.name)
+        + (
+            f" COMMENT {_quote_string(column_comments[f.name])}"
+            if f.name in column_comments
+            else ""
+        )
+        for f in columns.fields
     )
     selected = ", ".join(
-        f"CAST({'raise_error(' + message + ')' if i == 0 else 'NULL'} AS "
-        f"{field.dataType.simpleString()}) AS {_quote_identifier(field.name)}"
-        for i, field in enumerate(columns.fields)
+        f"CAST(NULL AS {f.dataType.simpleString()}) AS {_quote_identifier(f.name)}"
+        for f in columns.fields
     )
-    spark.sql(f"CREATE VIEW {catalog_name} TBLPROPERTIES ({assignments}) AS SELECT {selected}")
+    assignments = ", ".join(
+        f"{_quote_string(k)} = {_quote_string(v)}" for k, v in properties.items()
+    )
+    comment = f" COMMENT {_quote_string(comments.table)}" if comments.table else ""
+    message = _quote_string(unreadable_message(f"{schema}.{identifier}", base_path))
+    return (
+        f"CREATE OR REPLACE VIEW {name} ({declared}){comment} TBLPROPERTIES ({assignments}) "
+        f"AS SELECT {selected} WHERE raise_error({message}) IS NULL"
+    )
 
 
 def register_snapshot_view(
     spark: SparkSession, schema: str, identifier: str, base_path: str
 ) -> str:
-    """Register the session view that reads the table's latest committed snapshot."""
+    """Register the session view that reads the table's latest committed snapshot.
+
+    The timeline hash is taken before the read plans: a commit landing in between leaves the
+    recorded hash older than the plan, so the next statement registers again (never the other
+    way round, which would keep a stale plan)."""
     from engine import read_hudi
 
     name = format_snapshot_view_name(schema, identifier)
     with _LOCK:
+        timeline_hash = spark_table(base_path, spark).timeline_hash()
         read_hudi(spark, base_path).createOrReplaceTempView(name)
         SNAPSHOT_VIEWS[name] = (schema, identifier)
+        _REGISTERED[name] = (base_path, timeline_hash)
     return name
 
 
@@ -223,11 +228,13 @@ def catalog_table_type(spark: SparkSession, schema: str, identifier: str) -> str
 
 
 def ensure_snapshot_views(names: Iterable[str], server_side_parameters: Mapping[str, str]) -> None:
-    """Register each named snapshot view this session does not have yet.
+    """Make each named snapshot view read its table's latest committed snapshot: register it
+    when this session lacks it, and again when the table's timeline hash moved since (a commit,
+    clean, compaction or rollback by anyone).
 
     Raises:
-        DbtRuntimeError: a view stands for a model whose catalog table does not exist (the model
-            was never built) or is not a Hudi table.
+        DbtRuntimeError: a view stands for a model whose catalog entry does not exist (the model
+            was never built) or is not a Hudi model's.
     """
     spark = None
     for name in names:
@@ -236,16 +243,20 @@ def ensure_snapshot_views(names: Iterable[str], server_side_parameters: Mapping[
             continue  # not rendered by this process: leave the name to Spark
         if spark is None:
             spark = get_session(server_side_parameters)
-        if spark.catalog.tableExists(name):
-            continue
-        schema, identifier = target
         with _LOCK:
-            if spark.catalog.tableExists(name):
-                continue
-            base_path = catalog_base_path(spark, schema, identifier)
-            if base_path is None:
-                raise DbtRuntimeError(
-                    f"Hudi model {schema}.{identifier} has no catalog table with a "
-                    f"'{BASE_PATH_PROPERTY}' property: build it first (dbt run -s {identifier})"
-                )
-            register_snapshot_view(spark, schema, identifier, base_path)
+            _refresh_snapshot_view(spark, name, target)
+
+
+def _refresh_snapshot_view(spark: SparkSession, name: str, target: tuple[str, str]) -> None:
+    schema, identifier = target
+    registered = _REGISTERED.get(name)
+    base_path = registered[0] if registered else catalog_base_path(spark, schema, identifier)
+    if base_path is None:
+        raise DbtRuntimeError(
+            f"Hudi model {schema}.{identifier} has no catalog entry with a "
+            f"'{BASE_PATH_PROPERTY}' property: build it first (dbt run -s {identifier})"
+        )
+    current = spark_table(base_path, spark).timeline_hash()
+    if registered == (base_path, current) and spark.catalog.tableExists(name):
+        return
+    register_snapshot_view(spark, schema, identifier, base_path)

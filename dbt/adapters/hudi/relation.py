@@ -1,19 +1,20 @@
 """How a Hudi model is named in the SQL of the models, tests and hooks that read it.
 
-A copy-on-write model is read through its catalog table, which lists exactly the latest base
-files (see ``snapshot.py``), so it renders like any Spark relation: ``schema.identifier``.
-
-A merge-on-read model cannot be read exactly by a catalog object Spark understands natively: its
-snapshot merges log blocks into base files, which only the engine does. ``ref()`` to it therefore
-renders as a session view name::
+A Hudi table's snapshot changes with every commit, whoever makes it (another dbt invocation,
+Apache Hudi's writers, a table service, a rollback), and only the engine knows which files it is
+made of. So SQL never names a Hudi model's catalog object (see ``publish.py``): ``ref()`` to any
+Hudi model — ``hudi_upsert``, ``hudi_insert_overwrite``, ``hudi_mor``, and dbt-spark
+``file_format='hudi'`` tables, incremental models, seeds and snapshots — and ``{{ this }}`` rendered
+while the model itself runs (an ``is_incremental()`` filter) render as a session view name::
 
     `hudi_snapshot__{schema}__{identifier}`
 
-that the connection registers (``read_hudi`` over the table's base path, found in the catalog
-table's properties) before it runs any statement naming it. Rendering stays pure: it records the
-view name in :data:`SNAPSHOT_VIEWS` and touches no Spark, so ``dbt parse`` and ``dbt compile``
-work without a session. ``{{ this }}`` and the names in logs and the manifest stay the catalog
-name (the read-optimized table); ``{{ hudi_snapshot(this) }}`` reads the snapshot instead.
+that the connection (re)registers over the table's latest committed snapshot before every
+statement naming it, whenever the table's timeline changed (``publish.ensure_snapshot_views``).
+Rendering stays pure: it records the view name in :data:`SNAPSHOT_VIEWS` and touches no Spark,
+so ``dbt parse`` and ``dbt compile`` work without a session. The manifest's ``relation_name`` and
+log lines (rendered outside the node's run) keep the catalog name; DDL, grants and docs address
+the catalog object through ``catalog_relation()``.
 """
 
 from __future__ import annotations
@@ -41,36 +42,44 @@ def format_snapshot_view_name(schema: str, identifier: str) -> str:
     return f"{SNAPSHOT_VIEW_PREFIX}{schema}__{identifier}"
 
 
-def _materialized(relation_config: Any) -> str | None:
+def _config_value(relation_config: Any, key: str) -> Any:
     config = getattr(relation_config, "config", None)
     if config is None:
         return None
     if isinstance(config, Mapping):
-        value = config.get("materialized")
-    else:
-        value = getattr(config, "materialized", None)
+        return config.get(key)
+    getter = getattr(config, "get", None)
+    return getter(key) if callable(getter) else getattr(config, key, None)
+
+
+def _materialized(relation_config: Any) -> str | None:
+    value = _config_value(relation_config, "materialized")
     return value if isinstance(value, str) else None
 
 
-def _on_s3(quoting: Any, relation_config: Any) -> bool:
-    """Whether a Hudi model's table lives on S3 (its ``location``, ``location_root`` or the
-    profile's ``hudi_base_path``): such a model is read through its snapshot view, which reads
-    through the engine whether or not Spark has an S3A connector."""
-    config = getattr(relation_config, "config", None)
-    getter = getattr(config, "get", None)
+def is_hudi_node(relation_config: Any) -> bool:
+    """Whether a node writes a Hudi table: a ``hudi_*`` materialization, or a dbt-spark table,
+    incremental model, seed or snapshot with ``file_format='hudi'``."""
+    if _materialized(relation_config) in HUDI_MATERIALIZATIONS:
+        return True
+    file_format = _config_value(relation_config, "file_format")
+    return isinstance(file_format, str) and file_format.strip().lower() == "hudi"
 
-    def value(key: str) -> Any:
-        return getter(key) if callable(getter) else getattr(config, key, None)
 
-    credentials = getattr(quoting, "credentials", None)
-    root = (
-        value("location")
-        or value("location_root")
-        or getattr(credentials, "hudi_base_path", None)
-        or ""
-    )
-    scheme, sep, _ = str(root).partition("://")
-    return bool(sep) and scheme.lower() in ("s3", "s3a")
+def _running_node(relation_config: Any) -> bool:
+    """Whether the calling thread runs this node now: dbt names a node's connection after its
+    ``unique_id`` while it compiles and executes the node, and only then (the manifest's
+    ``relation_name`` is rendered at parse time, with no such connection)."""
+    unique_id = getattr(relation_config, "unique_id", None)
+    if not unique_id:
+        return False
+    try:
+        from dbt.adapters.factory import get_adapter_by_type
+
+        connection = get_adapter_by_type("hudi").connections.get_if_exists()  # type: ignore[no-untyped-call]
+    except Exception:  # no hudi adapter registered in this process: not running
+        return False
+    return connection is not None and connection.name == unique_id
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -87,23 +96,31 @@ class HudiRelation(SparkRelation):
 
     @classmethod
     def create_from(cls, quoting: Any, relation_config: Any, **kwargs: Any) -> HudiRelation:
-        """Build the relation of a node; ``ref()`` to a merge-on-read model reads its snapshot.
+        """Build the relation of a node; ``ref()`` to a Hudi model, and ``this`` while the
+        model runs, read its latest committed snapshot.
 
         dbt-core's ``ref()`` passes ``event_time_filter`` (and ``limit``); ``this``, the
-        manifest's ``relation_name`` and log lines do not, so they keep the catalog name.
+        manifest's ``relation_name`` and log lines do not.
         """
         is_ref = "event_time_filter" in kwargs
         relation = super().create_from(quoting, relation_config, **kwargs)
         location = hudi_source_location(relation_config)
         if location is not None:  # a Hudi table another pipeline writes (sources.py)
-            return cast(HudiRelation, relation.incorporate(hudi_source_location=location))  # type: ignore[no-untyped-call]
-        materialized = _materialized(relation_config)
-        if is_ref and (
-            materialized == MOR_MATERIALIZATION
-            or (materialized in HUDI_MATERIALIZATIONS and _on_s3(quoting, relation_config))
-        ):
-            return cast(HudiRelation, relation.incorporate(hudi_snapshot=True))  # type: ignore[no-untyped-call]
+            return cast(HudiRelation, relation.incorporate(hudi_source_location=location))
+        if is_hudi_node(relation_config) and (is_ref or _running_node(relation_config)):
+            return cast(HudiRelation, relation.incorporate(hudi_snapshot=True))
         return relation
+
+    def incorporate(self, **kwargs: Any) -> Any:
+        """dbt's ``incorporate``; a relation renamed from a snapshot relation (a temporary
+        relation ``make_temp_relation`` derives) is a plain name, not a snapshot view."""
+        path = kwargs.get("path")
+        renamed = isinstance(path, Mapping) and path.get("identifier", self.identifier) != (
+            self.identifier
+        )
+        if self.hudi_snapshot and renamed and "hudi_snapshot" not in kwargs:
+            kwargs["hudi_snapshot"] = False
+        return super().incorporate(**kwargs)  # type: ignore[no-untyped-call]
 
     @property
     def snapshot_view_name(self) -> str:
@@ -125,8 +142,8 @@ class HudiRelation(SparkRelation):
 
     def snapshot_relation(self) -> HudiRelation:
         """This relation as its session snapshot view (merge-on-read models)."""
-        return cast(HudiRelation, self.incorporate(hudi_snapshot=True))  # type: ignore[no-untyped-call]
+        return cast(HudiRelation, self.incorporate(hudi_snapshot=True))
 
     def catalog_relation(self) -> HudiRelation:
         """This relation as its catalog table (for DDL, grants, docs)."""
-        return cast(HudiRelation, self.incorporate(hudi_snapshot=False))  # type: ignore[no-untyped-call]
+        return cast(HudiRelation, self.incorporate(hudi_snapshot=False))

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from engine import HudiTable, spark_table
+from engine import spark_table
 
 
 def run_clean(base_path: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -22,7 +22,7 @@ def run_clean(base_path: str, options: Mapping[str, Any] | None = None) -> dict[
         ``instant_time`` (None when nothing was due), ``deleted`` file count, ``message``.
     """
     started = time.monotonic()
-    result = HudiTable(base_path).clean(options)
+    result = spark_table(base_path).clean(options)
     seconds = time.monotonic() - started
     if result is None:
         return {"instant_time": None, "deleted": 0, "message": "nothing to clean"}
@@ -65,7 +65,8 @@ def table_health(base_path: str, options: Mapping[str, Any] | None = None) -> di
     from engine.cli.render import health_text, plain
     from engine.inspect import health, open_table
 
-    report = health(open_table(base_path, options))
+    storage_options = spark_table(base_path).storage_options
+    report = health(open_table(base_path, options, storage_options))
     return {
         "healthy": report.healthy,
         "findings": plain(report.findings),

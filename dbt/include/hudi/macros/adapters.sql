@@ -26,22 +26,20 @@
 {% endmacro %}
 
 
-{#- The catalog table of a Hudi model is recreated after every commit (it lists the latest base
-    files), so docs are written to it each run: table comment and column comments. -#}
+{#- A Hudi model's catalog entry is a view published after every commit (publish.py): its docs
+    are written where it is created, the table comment and the column comments at once. -#}
 {% macro hudi__persist_docs(relation, model, for_relation, for_columns) -%}
-  {%- if model.config.materialized is string and model.config.materialized.startswith('hudi_') -%}
-    {%- if for_relation and config.persist_relation_docs() and model.description -%}
-      {% call statement('dbt_hudi_table_comment') -%}
-        alter table {{ relation }} set tblproperties ('comment' = '{{ model.description | replace("\\", "\\\\") | replace("'", "\\'") }}')
-      {%- endcall %}
-    {%- endif -%}
-    {%- if for_columns and config.persist_column_docs() and model.columns -%}
-      {%- set existing_columns = adapter.get_columns_in_relation(relation) | map(attribute="name") | list -%}
-      {%- for column_name, column in model.columns.items() if column_name in existing_columns and column.description -%}
-        {% call statement('dbt_hudi_column_comment') -%}
-          alter table {{ relation }} alter column {{ adapter.quote(column_name) }} comment '{{ column.description | replace("\\", "\\\\") | replace("'", "\\'") }}'
-        {%- endcall %}
+  {%- if (model.config.materialized is string and model.config.materialized.startswith('hudi_'))
+        or dbt_hudi_is_file_format(model.config) -%}
+    {%- set description = model.description if for_relation and config.persist_relation_docs() else none -%}
+    {%- set columns = {} -%}
+    {%- if for_columns and config.persist_column_docs() -%}
+      {%- for column_name, column in model.columns.items() if column.description -%}
+        {%- do columns.update({column_name: column.description}) -%}
       {%- endfor -%}
+    {%- endif -%}
+    {%- if description or columns -%}
+      {%- do adapter.hudi_persist_docs(relation, description, columns) -%}
     {%- endif -%}
   {%- else -%}
     {{ spark__persist_docs(relation, model, for_relation, for_columns) }}

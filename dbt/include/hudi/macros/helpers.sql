@@ -120,17 +120,18 @@
   {% if not execute %}
     {{ return(False) }}
   {% else %}
+    {#- a Hudi model's catalog entry is a view holding its base path (adapter.hudi_model_exists) -#}
     {% set relation = adapter.get_relation(this.database, this.schema, this.table) %}
     {{ return(relation is not none
-              and relation.type == 'table'
+              and (relation.type == 'table' or adapter.hudi_model_exists(relation))
               and model.config.materialized in ['incremental', 'hudi_upsert', 'hudi_mor', 'hudi_insert_overwrite']
               and not should_full_refresh()) }}
   {% endif %}
 {% endmacro %}
 
 
-{#- The snapshot of a hudi_mor model, e.g. `{{ hudi_snapshot(this) }}` in an is_incremental()
-    filter; `{{ this }}` itself names the catalog (read-optimized) table. -#}
+{#- The latest committed snapshot of a Hudi model's table, for a relation dbt did not render
+    as one (`ref()` and `{{ this }}` in a running model already are; see relation.py). -#}
 {% macro hudi_snapshot(relation) %}
   {{ return(adapter.hudi_snapshot_relation(relation)) }}
 {% endmacro %}

@@ -5,16 +5,17 @@
 {% endmacro %}
 
 
-{#- A persistent view cannot read a merge-on-read model: its snapshot is a session view, and
-    Spark refuses persistent views over temporary objects. Fail before any DDL, saying what
-    works instead. -#}
+{#- A persistent view cannot read a Hudi model: its snapshot is a session view (the files of a
+    Hudi snapshot change with every commit, so no catalog object lists them, see publish.py), and
+    Spark refuses persistent views over temporary objects. Fail before any DDL, saying what works
+    instead. -#}
 {% macro hudi__create_view_as(relation, sql) -%}
   {%- if 'hudi_snapshot__' in sql -%}
     {%- do exceptions.raise_compiler_error(
-        "View model '" ~ relation.identifier ~ "' selects from a hudi_mor model. Spark cannot "
-        ~ "keep a persistent view over a merge-on-read snapshot (it is read by the engine in "
-        ~ "each session). Materialize '" ~ relation.identifier ~ "' as 'table' (or "
-        ~ "'ephemeral'), or make the upstream model hudi_upsert, whose catalog table a view can read."
+        "View model '" ~ relation.identifier ~ "' selects from a Hudi model. Spark cannot keep a "
+        ~ "persistent view over a Hudi snapshot (it is read by the engine in each session, at the "
+        ~ "latest commit). Materialize '" ~ relation.identifier ~ "' as 'table', 'incremental' or "
+        ~ "a hudi_* materialization (or 'ephemeral')."
     ) -%}
   {%- endif -%}
   {%- if 'hudi_source__' in sql -%}

@@ -25,7 +25,9 @@
     {%- set rows_sql = build_snapshot_table(strategy, model['compiled_code']) -%}
   {%- else -%}
     {{ adapter.valid_snapshot_target(target_relation, columns) }}
-    {%- set rows_sql = dbt_hudi_snapshot_changes_sql(strategy, target_relation, columns) -%}
+    {#- the history is read from the table's latest committed snapshot, not its catalog entry -#}
+    {%- set rows_sql = dbt_hudi_snapshot_changes_sql(strategy, target_relation, columns,
+                                                    adapter.hudi_snapshot_relation(target_relation)) -%}
   {%- endif -%}
   {%- set rows_view = make_temp_relation(target_relation, '__dbt_hudi_snapshot') -%}
   {% call statement('dbt_hudi_snapshot_rows') -%}
@@ -47,11 +49,11 @@
 {#- The rows dbt-spark's snapshot MERGE INTO changes, as full rows of the snapshot table:
     closed versions (dbt_valid_to from the staging row) and inserted versions. A source column the
     table does not have yet is added (null in the closed versions). -#}
-{% macro dbt_hudi_snapshot_changes_sql(strategy, target_relation, columns) %}
+{% macro dbt_hudi_snapshot_changes_sql(strategy, target_relation, columns, read_relation) %}
   {%- set staged = make_temp_relation(target_relation, '__dbt_hudi_staged') -%}
   {% call statement('dbt_hudi_snapshot_staging') -%}
     create or replace temporary view {{ staged }} as
-    {{ snapshot_staging_table(strategy, model['compiled_code'], target_relation) }}
+    {{ snapshot_staging_table(strategy, model['compiled_code'], read_relation) }}
   {%- endcall %}
   {%- set internal = ['dbt_change_type', 'dbt_unique_key'] -%}
   {%- set staged_names = [] -%}
@@ -73,7 +75,7 @@
     {%- elif name | lower in target_lower -%} DEST.{{ adapter.quote(name) }}
     {%- else -%} null {%- endif %} as {{ adapter.quote(name) }}{{ ',' if not loop.last }}
   {%- endfor %}
-  from {{ target_relation }} as DEST
+  from {{ read_relation }} as DEST
   join {{ staged }} as SRC
     on SRC.{{ columns.dbt_scd_id }} = DEST.{{ columns.dbt_scd_id }}
   where

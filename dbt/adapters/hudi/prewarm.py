@@ -1,0 +1,68 @@
+"""Start Spark and warm its Python workers while dbt parses the project.
+
+Every ``dbt run`` is a fresh process: it starts a JVM and a SparkSession, and its first Hudi
+write starts the Python workers and imports the engine in them. None of that needs the
+project, so the adapter starts it in a background thread as soon as dbt registers it, for the
+commands that run SQL; dbt's parsing and catalog work overlap it. The connection's first
+statement asks for the same session (``SparkSession.builder.getOrCreate`` waits for the one
+being built), and the first write finds its workers warm (over Spark Connect, the server's).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+from dbt.adapters.events.logging import AdapterLogger
+
+logger = AdapterLogger("Hudi")
+
+# dbt commands that run statements on the session (parse, ls, deps, clean, debug do not)
+PREWARM_COMMANDS = frozenset(
+    {"run", "build", "seed", "snapshot", "test", "show", "run-operation", "compile", "docs"}
+)
+_WARMED: weakref.WeakSet[Any] = weakref.WeakSet()
+_LOCK = threading.Lock()
+
+
+def dbt_command() -> str | None:
+    """The dbt command this process runs (``run``, ``build``, ...), if dbt set its flags."""
+    try:
+        from dbt.flags import get_flags
+
+        which = getattr(get_flags(), "WHICH", None)  # type: ignore[no-untyped-call]
+    except Exception:  # dbt-core not driving this process (a library use of the adapter)
+        return None
+    return str(which) if which else None
+
+
+def warm_session(server_side_parameters: Mapping[str, str]) -> None:
+    """Build the process's session and warm its Python workers, once per session."""
+    from dbt.adapters.hudi.publish import get_session
+    from engine import warm_python_workers
+
+    spark = get_session(server_side_parameters)
+    with _LOCK:
+        if spark in _WARMED:
+            return
+        _WARMED.add(spark)
+    tasks = warm_python_workers(spark)
+    logger.debug(f"Python workers warmed ({tasks} task(s))")
+
+
+def start_prewarm(server_side_parameters: Mapping[str, str]) -> threading.Thread | None:
+    """Run :func:`warm_session` in a daemon thread for the commands that run SQL."""
+    if dbt_command() not in PREWARM_COMMANDS:
+        return None
+
+    def run() -> None:
+        try:
+            warm_session(server_side_parameters)
+        except Exception as e:  # a warm-up only: the statements that need Spark say what fails
+            logger.debug(f"Spark warm-up skipped: {e}")
+
+    thread = threading.Thread(target=run, name="dbt-hudi-prewarm", daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,40 @@
+"""The warm-up the adapter starts while dbt parses: one task per core imports the engine's task
+modules; only commands that run SQL start it, in a daemon thread that never fails the run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dbt.adapters.hudi import prewarm
+from engine import warm_python_workers
+from engine.spark.warmup import TASK_MODULES
+
+pytestmark = [pytest.mark.spark]
+
+
+def test_warm_python_workers_one_task_per_local_core(spark: Any) -> None:
+    master = spark.conf.get("spark.master")
+    assert master.startswith("local[")
+    assert warm_python_workers(spark) == int(master[len("local[") : -1].split(",")[0])
+
+
+def test_task_modules_are_the_engine_modules_tasks_unpickle() -> None:
+    import importlib
+
+    for name in TASK_MODULES:  # a renamed module would make the warm-up fail silently
+        assert importlib.import_module(name).__name__ == name
+
+
+@pytest.mark.parametrize(("command", "started"), [("run", True), ("parse", False), (None, False)])
+def test_prewarm_only_for_commands_that_run_sql(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, command: str | None, started: bool
+) -> None:
+    monkeypatch.setattr(prewarm, "dbt_command", lambda: command)
+    thread = prewarm.start_prewarm({})
+    assert (thread is not None) == started
+    if thread is not None:
+        thread.join(timeout=120)
+        assert not thread.is_alive()
+        assert spark in prewarm._WARMED
