@@ -27,6 +27,13 @@ class TableType(StrEnum):
     MERGE_ON_READ = "MERGE_ON_READ"
 
 
+class BloomFilterType(StrEnum):
+    """``hoodie.bloom.index.filter.type``: Hudi's ``BloomFilterTypeCode`` of base-file filters."""
+
+    SIMPLE = "SIMPLE"
+    DYNAMIC_V0 = "DYNAMIC_V0"
+
+
 class WriteOperation(StrEnum):
     """``hoodie.datasource.write.operation``, spelled as Hudi's datasource spells it."""
 
@@ -83,6 +90,21 @@ def parse_str(value: str) -> str:
 
 def parse_int(value: str) -> int:
     return int(value.strip())
+
+
+def parse_positive_int(value: str) -> int:
+    number = int(value.strip())
+    if number <= 0:
+        raise ValueError("expected a positive integer")
+    return number
+
+
+def parse_probability(value: str) -> float:
+    """A probability strictly between 0 and 1 (a false positive rate)."""
+    number = float(value.strip())
+    if not 0.0 < number < 1.0:
+        raise ValueError("expected a number strictly between 0 and 1")
+    return number
 
 
 def parse_bool(value: str) -> bool:
@@ -551,6 +573,34 @@ INSERT_DROP_DUPS = _option(
 )
 
 # --- index (engine.write.index, engine.write.global_index) -----------------------------------
+BLOOM_FILTER_TYPE = _option(
+    "hoodie.bloom.index.filter.type",
+    enum_choice(BloomFilterType),
+    BloomFilterType.DYNAMIC_V0,
+    "The bloom filter of record keys every base file carries in its footer "
+    "(org.apache.hudi.bloomfilter), read by Hudi's BLOOM and GLOBAL_BLOOM indexes: DYNAMIC_V0 "
+    "(Hudi's default: a new filter row every hoodie.index.bloom.num_entries keys, up to "
+    "hoodie.bloom.index.filter.dynamic.max.entries) or SIMPLE (one filter).",
+)
+BLOOM_FILTER_NUM_ENTRIES = _option(
+    "hoodie.index.bloom.num_entries",
+    parse_positive_int,
+    60_000,
+    "Keys a base file's bloom filter (a row of a DYNAMIC_V0 filter) is sized for.",
+)
+BLOOM_FILTER_FPP = _option(
+    "hoodie.index.bloom.fpp",
+    parse_probability,
+    1e-9,
+    "False positive rate of a bloom filter holding hoodie.index.bloom.num_entries keys.",
+)
+BLOOM_FILTER_DYNAMIC_MAX_ENTRIES = _option(
+    "hoodie.bloom.index.filter.dynamic.max.entries",
+    parse_positive_int,
+    100_000,
+    "DYNAMIC_V0: rows are added while rows x num_entries is below this; past it the rows take "
+    "keys in turn and the false positive rate grows.",
+)
 SIMPLE_INDEX_UPDATE_PARTITION_PATH = _option(
     "hoodie.simple.index.update.partition.path",
     parse_bool,

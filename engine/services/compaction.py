@@ -48,6 +48,7 @@ from engine.fs.filenames import (
 from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
 from engine.fs.view import FileSlice, FileSystemView, Visibility, list_partition_paths
+from engine.io.bloom_filter import BloomFilterSpec
 from engine.io.logfile import HoodieLogBlockType, read_log_blocks
 from engine.io.parquet import (
     avro_schema_with_meta,
@@ -313,6 +314,7 @@ class CompactionContext:
     table: TableInfo
     visibility: Visibility
     commit_schema: str
+    bloom: BloomFilterSpec  # the bloom filter every compacted base file carries
     compression: str = config.PARQUET_COMPRESSION_CODEC.default
     s3: S3Settings | None = None  # how tasks reach a table on S3
     operation_field: bool = False  # the table's files carry _hoodie_operation: keep it
@@ -382,6 +384,7 @@ def compact_file_slice(
         rel,
         merged,
         avro_schema_with_meta=writer_schema,
+        bloom=ctx.bloom,
         compression=ctx.compression,
     )
     stored = base if base is not None else schema.empty_table()
@@ -476,10 +479,38 @@ def rollback_compaction(storage: Storage, instant_time: str) -> None:
     delete_instant_files(storage, instant_time, Action.COMPACTION)
 
 
+def _refuse_missing_files(storage: Storage, instant_time: str, plan: HoodieCompactionPlan) -> None:
+    """Roll the compaction back when its plan names files that are gone (cleaned or rolled
+    back meanwhile): the plan cannot run any more.
+
+    Raises:
+        TimelineError: naming the instant and the first missing files.
+    """
+    missing = [
+        path
+        for op in plan.operations
+        for path in (op.file_slice.base_file_path, *op.file_slice.log_file_paths)
+        if path is not None and not storage.exists(path)
+    ]
+    if missing:
+        rollback_compaction(storage, instant_time)
+        raise TimelineError(
+            f"Compaction {instant_time} rolled back: its plan names missing files {missing[:3]}"
+        )
+
+
 def execute_compaction(
-    storage: Storage, instant_time: str, *, runner: OperationRunner
+    storage: Storage,
+    instant_time: str,
+    *,
+    runner: OperationRunner,
+    bloom: BloomFilterSpec | None = None,
 ) -> HoodieCommitMetadata:
     """Run a requested (or retry an inflight) compaction and complete it as ``<C>.commit``.
+
+    ``bloom`` is the filter of the compacted base files: the compacting write's options (as
+    Hudi's compactor uses its write config), else what the table's properties name (the
+    defaults: Hudi persists no bloom key).
 
     Raises:
         TimelineError: ``instant_time`` is not a pending compaction.
@@ -489,18 +520,7 @@ def execute_compaction(
     if instant is None or instant.action is not Action.COMPACTION or instant.is_completed:
         raise TimelineError(f"No pending compaction {instant_time} in {storage.base_path}")
     plan = _read_plan(storage, instant)
-    missing = [
-        path
-        for op in plan.operations
-        for path in (op.file_slice.base_file_path, *op.file_slice.log_file_paths)
-        if path is not None and not storage.exists(path)
-    ]
-    if missing:
-        # the slices were cleaned or rolled back meanwhile: the plan cannot run any more
-        rollback_compaction(storage, instant_time)
-        raise TimelineError(
-            f"Compaction {instant_time} rolled back: its plan names missing files {missing[:3]}"
-        )
+    _refuse_missing_files(storage, instant_time, plan)
     for rel in _leftovers(storage, instant_time, plan):
         storage.delete(rel)  # a failed attempt's partial output
     delete_markers(storage, instant_time)
@@ -519,6 +539,7 @@ def execute_compaction(
         commit_schema=commit_schema,
         operation_field=table_has_operation_field(storage, timeline),
         compression=_compression_codec(table),
+        bloom=bloom or BloomFilterSpec.of_properties(table.properties),
     )
     stats = runner(plan.operations, ctx) if plan.operations else []
     remove_unreported_files(storage, instant_time, stats)
@@ -545,15 +566,16 @@ def run_pending_compactions(
     runner: OperationRunner,
     order: Order = "FIFO",
     done: Callable[[str], None] | None = None,
+    bloom: BloomFilterSpec | None = None,
 ) -> list[str]:
     """Run every pending compaction, oldest first (FIFO) or newest first (LIFO); ``done`` is
-    told each completed instant (progress)."""
+    told each completed instant (progress); ``bloom`` as :func:`execute_compaction` says."""
     pending = [i.instant_time for i in pending_compactions(Timeline.load(storage))]
     if order == "LIFO":
         pending.reverse()
     completed = []
     for instant_time in pending:
-        execute_compaction(storage, instant_time, runner=runner)
+        execute_compaction(storage, instant_time, runner=runner, bloom=bloom)
         completed.append(instant_time)
         if done is not None:
             done(instant_time)
@@ -577,5 +599,5 @@ def compact_inline_if_due(
         )
     instant_time = schedule_compaction(storage, cfg)
     if instant_time is not None:
-        execute_compaction(storage, instant_time, runner=runner)
+        execute_compaction(storage, instant_time, runner=runner, bloom=BloomFilterSpec.of(cfg))
     return instant_time

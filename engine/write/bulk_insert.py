@@ -185,6 +185,7 @@ class _TaskWriter:
                 group.rel_path,
                 rows,
                 avro_schema_with_meta=self.ctx.avro_schema_with_meta,
+                bloom=self.ctx.bloom,
                 compression=self.ctx.compression,
                 dictionary=self.dictionary,
             )
