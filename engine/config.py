@@ -601,6 +601,20 @@ BLOOM_FILTER_DYNAMIC_MAX_ENTRIES = _option(
     "DYNAMIC_V0: rows are added while rows x num_entries is below this; past it the rows take "
     "keys in turn and the false positive rate grows.",
 )
+BLOOM_INDEX_PRUNE_BY_RANGES = _option(
+    "hoodie.bloom.index.prune.by.ranges",
+    parse_bool,
+    True,
+    "BLOOM and GLOBAL_BLOOM: only the base files whose footer key range (min/max record key) "
+    "covers an incoming key are checked; false checks the bloom filter of every file.",
+)
+BLOOM_INDEX_UPDATE_PARTITION_PATH = _option(
+    "hoodie.bloom.index.update.partition.path",
+    parse_bool,
+    True,
+    "GLOBAL_BLOOM: a key arriving with a new partition path is deleted from its old partition "
+    "and written to the new one; false updates it in place in its old partition.",
+)
 SIMPLE_INDEX_UPDATE_PARTITION_PATH = _option(
     "hoodie.simple.index.update.partition.path",
     parse_bool,
@@ -742,14 +756,16 @@ LOGFILE_DATA_BLOCK_FORMAT = _option(
     "100k-row slice merges in 0.07 s against 0.17 s): set parquet for read-heavy tables. Apache "
     "Hudi's readers and hudi-rs read both. Delete blocks stay delete blocks, CDC blocks Avro.",
 )
-INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BUCKET")
+INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET")
 INDEX_TYPE = _option(
     "hoodie.index.type",
     choice(*INDEX_TYPES),
     "SIMPLE",
     "How a write finds the file group of a stored key: SIMPLE joins the batch with the record "
     "keys of the touched partitions' latest base files; GLOBAL_SIMPLE with those of every "
-    "partition (a key is unique in the whole table); BUCKET hashes the key to one of "
+    "partition (a key is unique in the whole table); BLOOM and GLOBAL_BLOOM look the keys up "
+    "in the same files, pruned by the footers' key ranges and bloom filters first (Hudi's "
+    "HoodieBloomIndex and HoodieGlobalBloomIndex); BUCKET hashes the key to one of "
     "hoodie.bucket.index.num.buckets file groups per partition (no lookup). Persisted in "
     "hoodie.properties when BUCKET.",
 )
