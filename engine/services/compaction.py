@@ -411,16 +411,18 @@ def _compaction_stat(
         merged.num_rows - num_inserts - int(pc.sum(pc.cast(kept, pa.int64())).as_py() or 0)
     )
     log_bytes, blocks, corrupt, rollbacks = log_counts
-    return HoodieWriteStat(
+    return HoodieWriteStat.of_file(
         file_id=op.file_id,
         path=rel,
         partition_path=op.partition_path,
         prev_commit=op.base_instant_time if op.base_file else "null",
+        size=size,
+        elapsed_ms=elapsed,
+        created=False,  # Hudi reports a compaction's time as upsert time
         num_writes=merged.num_rows,
         num_deletes=stored.num_rows - (merged.num_rows - num_inserts),
         num_update_writes=num_updates,
         num_inserts=num_inserts,
-        total_write_bytes=size,
         total_log_records=int(op.metrics.get("TOTAL_LOG_RECORDS", 0)),
         total_log_files_compacted=len(op.log_files),
         total_log_size_compacted=log_bytes,
@@ -428,8 +430,6 @@ def _compaction_stat(
         total_log_blocks=blocks,
         total_corrupt_log_block=corrupt,
         total_rollback_blocks=rollbacks,
-        file_size_in_bytes=size,
-        runtime_stats={"totalScanTime": 0, "totalUpsertTime": elapsed, "totalCreateTime": 0},
     )
 
 

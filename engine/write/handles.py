@@ -193,23 +193,18 @@ def _log_changes(
 def _base_file_stat(
     bucket: Bucket, rel: str, num_writes: int, merged: _MergedRecords, size: int, elapsed: int
 ) -> HoodieWriteStat:
-    is_merge = bucket.base_file is not None
-    return HoodieWriteStat(
+    return HoodieWriteStat.of_file(
         file_id=bucket.file_id,
         path=rel,
         partition_path=bucket.partition_path,
         prev_commit=bucket.prev_commit,
+        size=size,
+        elapsed_ms=elapsed,
+        created=bucket.base_file is None,
         num_writes=num_writes,
         num_deletes=merged.num_deletes,
         num_update_writes=merged.num_updates,
         num_inserts=merged.num_inserts,
-        total_write_bytes=size,
-        file_size_in_bytes=size,
-        runtime_stats={
-            "totalScanTime": 0,
-            "totalUpsertTime": elapsed if is_merge else 0,
-            "totalCreateTime": 0 if is_merge else elapsed,
-        },
     )
 
 
