@@ -58,7 +58,6 @@ from engine.io.parquet import (
 )
 from engine.model.schema import (
     COMMIT_SEQNO_COLUMN,
-    FILE_NAME_COLUMN,
     RECORD_KEY_COLUMN,
     add_operation_field,
     schema_json,
@@ -86,6 +85,7 @@ from engine.timeline.timeline import (
 from engine.write.commit import build_commit_metadata, remove_unreported_files
 from engine.write.handles import TaskInfo
 from engine.write.markers import create_marker, delete_markers, list_marked_files
+from engine.write.meta_fields import stamp_file_name
 from engine.write.operation_field import table_has_operation_field
 
 __all__ = [
@@ -370,11 +370,7 @@ def compact_file_slice(
     merged = merge_file_slice(plan, file_slice, base, schema)
     write_token = make_write_token(number, task.stage_id, task.task_attempt_id)
     file_name = format_base_file_name(op.file_id, write_token, ctx.instant_time)
-    merged = merged.set_column(
-        merged.schema.get_field_index(FILE_NAME_COLUMN),
-        FILE_NAME_COLUMN,
-        pa.array([file_name] * merged.num_rows, pa.string()),
-    )
+    merged = stamp_file_name(merged, file_name)  # commit times and seqnos are kept
     rel = partition_file_path(op.partition_path, file_name)
     create_marker(
         storage, ctx.instant_time, op.partition_path, file_name, "MERGE" if base else "CREATE"
