@@ -15,6 +15,7 @@ import pytest
 
 from engine import write_hudi
 from engine.config import parse_options
+from engine.errors import ConfigError
 from engine.fs.storage import Storage
 from engine.io.bloom_filter import BloomFilterSpec
 from engine.model.schema import RECORD_KEY_COLUMN
@@ -106,4 +107,9 @@ def test_bloom_indexes_update_stored_keys_and_move_keys_between_partitions(
     _write(spark, moved, [("k4", "p1", 3, "c4")], **glob, **{flag: "false"})  # k4 stays in p0
     expected = {(f"k{i}", f"p{i % 2}", f"a{i}") for i in (0, 1, 5)}
     expected |= {("k2", "p1", "b2"), ("k3", "p1", "b3"), ("k4", "p0", "c4")}
+    assert _rows(moved) == sorted(expected)
+    # a payload that merges a moving record with the stored one is refused, naming the flag
+    merging = {"hoodie.datasource.write.payload.class": "DefaultHoodieRecordPayload"}
+    with pytest.raises(ConfigError, match=r"hoodie\.bloom\.index\.update\.partition\.path=true"):
+        _write(spark, moved, [("k5", "p0", 4, "d5")], **glob, **merging)
     assert _rows(moved) == sorted(expected)
