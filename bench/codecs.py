@@ -27,6 +27,7 @@ import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from engine.fs.storage import Storage  # noqa: E402
+from engine.io.bloom_filter import BloomFilterSpec  # noqa: E402
 from engine.io.parquet import read_base_file, write_base_file  # noqa: E402
 from engine.model.schema import META_COLUMNS  # noqa: E402
 
@@ -64,7 +65,12 @@ def main() -> None:
             rel = f"{codec}-{rep}.parquet"
             t0 = time.perf_counter()
             size = write_base_file(
-                storage, rel, table, avro_schema_with_meta="{}", compression=codec
+                storage,
+                rel,
+                table,
+                avro_schema_with_meta="{}",
+                bloom=BloomFilterSpec(),
+                compression=codec,
             )
             t1 = time.perf_counter()
             read_base_file(storage, rel)

@@ -10,6 +10,10 @@ the table size ``R``; shapes::
     hot2      R rows, R/10-row batch in the last 2 partitions
     small     R rows, 2,000-row batch in the last partition (a dbt incremental run)
     large     5R rows, R/2-row batch over all partitions (cost must follow the batch)
+    recent    R rows whose keys grow with time (``k%09d`` in ``ts`` order, each ``dt`` a
+              range of them), R/10-row batch of updates to the newest tenth of the keys and
+              new keys, all in the last partition: where key ranges and bloom filters pay
+    recent-large  the same on 5R rows with an R/2-row batch
 
 Contenders per shape, each run on a fresh copy of its prepared table (untimed), one warm-up
 round, then ``BENCH_REPS`` (default 3) rounds A B C ... A B C, medians:
@@ -21,6 +25,8 @@ round, then ``BENCH_REPS`` (default 3) rounds A B C ... A B C, medians:
     cow-simple / mor-simple   the same with index_type='SIMPLE' (Hudi's Spark default)
     cow-bucket / mor-bucket   the same with index_type='BUCKET'
     cow-gzip                  the same with Hudi's own default codec
+    cow-bloom / mor-bloom     the same with index_type='BLOOM' (the recent shapes)
+    cow-gbloom / mor-gbloom   the same with index_type='GLOBAL_BLOOM' (the recent shapes)
     spark-io                  dbt-spark's incremental insert_overwrite of the touched partitions
                               of a plain Parquet table (the shared anchors.py, same session)
     delta-merge               delta-rs MERGE of the same batch (anchors.py, own process: its
@@ -70,7 +76,9 @@ from engine.config import WriteOperation  # noqa: E402
 ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
 REPS = int(os.environ.get("BENCH_REPS", "3"))
 ONLY = set(os.environ.get("BENCH_ONLY", "codec,upsert,bulk,scan").split(","))
-SHAPES_WANTED = os.environ.get("BENCH_SHAPES", "uniform,hot2,small,large").split(",")
+SHAPES_WANTED = os.environ.get(
+    "BENCH_SHAPES", "uniform,hot2,small,large,recent,recent-large"
+).split(",")
 WORK = Path(os.environ.get("BENCH_WORK", str(Path(tempfile.gettempdir()) / "dbt-hudi-bench")))
 
 # name -> (table rows, batch rows, hot partitions)
@@ -79,7 +87,16 @@ SHAPES: dict[str, tuple[int, int, int]] = {
     "hot2": (ROWS, ROWS // 10, 2),
     "small": (ROWS, 2_000, 1),
     "large": (5 * ROWS, ROWS // 2, 0),
+    "recent": (ROWS, ROWS // 10, 0),
+    "recent-large": (5 * ROWS, ROWS // 2, 0),
 }
+# time-ordered keys: every index side by side (dbt's default, cow / mor, is GLOBAL_SIMPLE)
+RECENT_SHAPES = ("recent", "recent-large")
+RECENT_VARIANTS = [
+    f"{kind}-{index}"
+    for kind in ("cow", "mor")
+    for index in ("simple", "bloom", "gbloom", "bucket")
+]
 VARIANT_SHAPES = ("uniform", "hot2", "small", "large")
 VARIANTS = [
     v
@@ -94,6 +111,8 @@ TARGETS: dict[str, dict[tuple[str, str], float]] = {
     "hot2": {("cow", "spark-io"): 0.5, ("mor", "spark-io"): 0.33, ("mor", "delta-merge"): 1.0},
     "small": {("cow", "spark-io"): 0.5, ("mor", "spark-io"): 0.5},
     "large": {("cow", "spark-io"): 0.5, ("mor", "spark-io"): 0.25},
+    "recent": {},
+    "recent-large": {},
 }
 
 
@@ -132,6 +151,40 @@ def generate(bench_dir: Path, out: Path, rows: int, updates: int, hot: int) -> d
     return dict(json.loads(meta_file.read_text()))
 
 
+def time_ordered(uniform: Path, out: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """The ``recent`` shapes' data from a uniform dataset of the same sizes: the base rows'
+    ``dt`` becomes the range of their key (keys and ``ts`` grow together, so each partition
+    holds a time range of keys), and the batch updates keys drawn from the newest tenth and
+    inserts keys past the last one, all in the last partition; payloads and ``ts`` are kept."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if (out / "meta.json").exists():
+        return dict(json.loads((out / "meta.json").read_text()))
+    out.mkdir(parents=True, exist_ok=True)
+    rows, updates, parts = meta["rows"], meta["updates"], meta["partitions"]
+    base = pq.read_table(uniform / "base.parquet")
+    days = sorted(set(base["dt"].to_pylist()))
+    dt = np.array(days)[np.arange(rows, dtype=np.int64) * parts // rows]
+    base = base.set_column(base.schema.get_field_index("dt"), "dt", pa.array(dt))
+    rng = np.random.default_rng(7)
+    n_new = meta["n_insert_new"]
+    recent = np.arange(rows - max(rows // 10, updates), rows, dtype=np.int64)
+    old = np.sort(rng.choice(recent, size=updates - n_new, replace=False))
+    idx = rng.permutation(np.concatenate([old, np.arange(rows, rows + n_new, dtype=np.int64)]))
+    ids = pa.array([f"k{i:09d}" for i in idx], pa.string())
+    batch = pq.read_table(uniform / "updates.parquet")
+    batch = batch.set_column(batch.schema.get_field_index("id"), "id", ids)
+    last = pa.array([days[-1]] * updates, pa.string())
+    batch = batch.set_column(batch.schema.get_field_index("dt"), "dt", last)
+    pq.write_table(base, out / "base.parquet", compression="snappy")
+    pq.write_table(batch, out / "updates.parquet", compression="snappy")
+    recent_meta = {**meta, "touched_partitions": [days[-1]], "time_ordered": True}
+    (out / "meta.json").write_text(json.dumps(recent_meta, indent=1))
+    return recent_meta
+
+
 # ---- options as the dbt materializations pass them ------------------------------------------
 
 
@@ -144,7 +197,8 @@ def model_options(kind: str, operation: str) -> dict[str, str]:
     A partitioned model whose key may change partition gets ``GLOBAL_SIMPLE`` there (dbt's
     ``unique_key`` is unique in the table); ``-simple`` variants set ``index_type='SIMPLE'``
     (keys that stay in their partition), ``-bucket`` ones ``index_type='BUCKET'`` (Hudi's 4
-    buckets), ``-gzip`` ones Hudi's own codec."""
+    buckets), ``-bloom`` and ``-gbloom`` ones ``BLOOM`` and ``GLOBAL_BLOOM``, ``-gzip`` ones
+    Hudi's own codec."""
     from dbt.adapters.hudi.options import parse_model_config
 
     config: dict[str, Any] = {"unique_key": "id", "partition_by": "dt", "precombine_key": "ts"}
@@ -152,6 +206,10 @@ def model_options(kind: str, operation: str) -> dict[str, str]:
         config["index_type"] = "SIMPLE"
     if kind.endswith("-bucket"):
         config["index_type"] = "BUCKET"
+    if kind.endswith("-bloom"):
+        config["index_type"] = "BLOOM"
+    if kind.endswith("-gbloom"):
+        config["index_type"] = "GLOBAL_BLOOM"
     if kind.endswith("-gzip"):
         config["hudi_options"] = {hc.PARQUET_COMPRESSION_CODEC.key: "gzip"}
     materialization = "hudi_mor" if kind.startswith("mor") else "hudi_upsert"
@@ -216,7 +274,7 @@ class Bench:
         from engine import write_hudi
 
         # the codec and index variants upsert the default base (bulk_insert looks nothing up)
-        table_kind = kind.replace("-gzip", "").replace("-simple", "")
+        table_kind = kind.split("-")[0] if not kind.endswith("-bucket") else kind
         path = shape_dir / "prepared" / f"hudi-{table_kind}"
         if not (path / ".hoodie" / "hoodie.properties").exists():
             shutil.rmtree(path, ignore_errors=True)
@@ -350,6 +408,8 @@ def upsert_section(bench: Bench, datasets: dict[str, tuple[Path, dict[str, Any]]
         kinds = ["cow", "mor"]
         if shape in VARIANT_SHAPES:
             kinds += VARIANTS
+        if shape in RECENT_SHAPES:
+            kinds += RECENT_VARIANTS
         contenders = [bench.hudi_upsert(k, shape, data, meta) for k in kinds]
         contenders += [bench.spark_io(shape, data, meta), bench.delta_merge(shape, data, meta)]
         rounds(contenders)
@@ -525,6 +585,9 @@ def main() -> None:
         rows, updates, hot = SHAPES[shape]
         out = WORK / "data" / f"{rows}-{updates}-hot{hot}"
         datasets[shape] = (out, generate(bench_dir, out, rows, updates, hot))
+        if shape in RECENT_SHAPES:
+            recent = WORK / "data" / f"{rows}-{updates}-recent"
+            datasets[shape] = (recent, time_ordered(out, recent, datasets[shape][1]))
 
     from engine.spark.session import local_session
 

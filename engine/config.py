@@ -27,6 +27,13 @@ class TableType(StrEnum):
     MERGE_ON_READ = "MERGE_ON_READ"
 
 
+class BloomFilterType(StrEnum):
+    """``hoodie.bloom.index.filter.type``: Hudi's ``BloomFilterTypeCode`` of base-file filters."""
+
+    SIMPLE = "SIMPLE"
+    DYNAMIC_V0 = "DYNAMIC_V0"
+
+
 class WriteOperation(StrEnum):
     """``hoodie.datasource.write.operation``, spelled as Hudi's datasource spells it."""
 
@@ -83,6 +90,21 @@ def parse_str(value: str) -> str:
 
 def parse_int(value: str) -> int:
     return int(value.strip())
+
+
+def parse_positive_int(value: str) -> int:
+    number = int(value.strip())
+    if number <= 0:
+        raise ValueError("expected a positive integer")
+    return number
+
+
+def parse_probability(value: str) -> float:
+    """A probability strictly between 0 and 1 (a false positive rate)."""
+    number = float(value.strip())
+    if not 0.0 < number < 1.0:
+        raise ValueError("expected a number strictly between 0 and 1")
+    return number
 
 
 def parse_bool(value: str) -> bool:
@@ -551,6 +573,48 @@ INSERT_DROP_DUPS = _option(
 )
 
 # --- index (engine.write.index, engine.write.global_index) -----------------------------------
+BLOOM_FILTER_TYPE = _option(
+    "hoodie.bloom.index.filter.type",
+    enum_choice(BloomFilterType),
+    BloomFilterType.DYNAMIC_V0,
+    "The bloom filter of record keys every base file carries in its footer "
+    "(org.apache.hudi.bloomfilter), read by Hudi's BLOOM and GLOBAL_BLOOM indexes: DYNAMIC_V0 "
+    "(Hudi's default: a new filter row every hoodie.index.bloom.num_entries keys, up to "
+    "hoodie.bloom.index.filter.dynamic.max.entries) or SIMPLE (one filter).",
+)
+BLOOM_FILTER_NUM_ENTRIES = _option(
+    "hoodie.index.bloom.num_entries",
+    parse_positive_int,
+    60_000,
+    "Keys a base file's bloom filter (a row of a DYNAMIC_V0 filter) is sized for.",
+)
+BLOOM_FILTER_FPP = _option(
+    "hoodie.index.bloom.fpp",
+    parse_probability,
+    1e-9,
+    "False positive rate of a bloom filter holding hoodie.index.bloom.num_entries keys.",
+)
+BLOOM_FILTER_DYNAMIC_MAX_ENTRIES = _option(
+    "hoodie.bloom.index.filter.dynamic.max.entries",
+    parse_positive_int,
+    100_000,
+    "DYNAMIC_V0: rows are added while rows x num_entries is below this; past it the rows take "
+    "keys in turn and the false positive rate grows.",
+)
+BLOOM_INDEX_PRUNE_BY_RANGES = _option(
+    "hoodie.bloom.index.prune.by.ranges",
+    parse_bool,
+    True,
+    "BLOOM and GLOBAL_BLOOM: only the base files whose footer key range (min/max record key) "
+    "covers an incoming key are checked; false checks the bloom filter of every file.",
+)
+BLOOM_INDEX_UPDATE_PARTITION_PATH = _option(
+    "hoodie.bloom.index.update.partition.path",
+    parse_bool,
+    True,
+    "GLOBAL_BLOOM: a key arriving with a new partition path is deleted from its old partition "
+    "and written to the new one; false updates it in place in its old partition.",
+)
 SIMPLE_INDEX_UPDATE_PARTITION_PATH = _option(
     "hoodie.simple.index.update.partition.path",
     parse_bool,
@@ -692,14 +756,16 @@ LOGFILE_DATA_BLOCK_FORMAT = _option(
     "100k-row slice merges in 0.07 s against 0.17 s): set parquet for read-heavy tables. Apache "
     "Hudi's readers and hudi-rs read both. Delete blocks stay delete blocks, CDC blocks Avro.",
 )
-INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BUCKET")
+INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET")
 INDEX_TYPE = _option(
     "hoodie.index.type",
     choice(*INDEX_TYPES),
     "SIMPLE",
     "How a write finds the file group of a stored key: SIMPLE joins the batch with the record "
     "keys of the touched partitions' latest base files; GLOBAL_SIMPLE with those of every "
-    "partition (a key is unique in the whole table); BUCKET hashes the key to one of "
+    "partition (a key is unique in the whole table); BLOOM and GLOBAL_BLOOM look the keys up "
+    "in the same files, pruned by the footers' key ranges and bloom filters first (Hudi's "
+    "HoodieBloomIndex and HoodieGlobalBloomIndex); BUCKET hashes the key to one of "
     "hoodie.bucket.index.num.buckets file groups per partition (no lookup). Persisted in "
     "hoodie.properties when BUCKET.",
 )

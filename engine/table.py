@@ -36,6 +36,7 @@ from engine.fs.s3 import is_s3_uri, resolve_s3_settings
 from engine.fs.storage import Storage
 from engine.fs.table_version import write_view_of_properties
 from engine.fs.view import FileSystemView
+from engine.io.bloom_filter import BloomFilterSpec
 from engine.model.schema import avro_to_arrow_schema, remove_meta_fields
 from engine.read.plan import parse_read_query, plan_query
 from engine.runner import Runner
@@ -325,6 +326,7 @@ class HudiTable:
                 runner=compact,
                 order=order,
                 done=on_compacted,
+                bloom=BloomFilterSpec.of(cfg),
             )
             completed = run()
             if not completed and schedule_compaction(self.storage, cfg, force=True) is not None:

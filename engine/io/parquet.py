@@ -7,11 +7,17 @@ Layout of a base file this module writes::
     footer    parquet.avro.schema     writer Avro schema including the meta fields
               hoodie_min_record_key   lexicographic min of _hoodie_record_key
               hoodie_max_record_key   lexicographic max
+              org.apache.hudi.bloomfilter    the bloom filter of the file's record keys
+              hoodie_bloom_filter_type_code  DYNAMIC_V0 (absent for SIMPLE filters)
     types     as the commit's Avro schema maps them (timestamps as INT64 micros, decimals with
               the table's precision, int8/int16 widened to int32)
 
-The min/max keys let the index skip files whose key range misses the incoming keys; no reader
-needs them. Bloom filters are not written (Hudi's default Spark index in 0.14 is SIMPLE).
+The min/max keys let an index skip files whose key range misses the incoming keys; the bloom
+filter (:mod:`engine.io.bloom_filter`, built as Hudi builds it from every row's key in write
+order) lets Hudi's BLOOM and GLOBAL_BLOOM indexes, ours and Apache Hudi's writers, skip files
+that cannot hold a key. No reader needs them. Every base file carries both, whatever the index,
+as Apache Hudi's writers do; the Parquet files inside PARQUET_DATA_BLOCKs carry no filter (Hudi
+writes none there either).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import pyarrow.parquet as pq
 from engine.config import PARQUET_COMPRESSION_CODEC
 from engine.faults import checkpoint
 from engine.fs.storage import Storage
+from engine.io.bloom_filter import BloomFilter, BloomFilterSpec, decode_footer_filter
 from engine.model.promote import promote_array
 from engine.model.schema import (
     HOODIE_META_COLUMNS,
@@ -44,6 +51,7 @@ __all__ = [
     "align_to_schema",
     "encode_parquet_file",
     "read_base_file",
+    "read_bloom_filter",
     "read_record_key_range",
     "table_arrow_schema",
     "write_base_file",
@@ -115,6 +123,7 @@ def write_base_file(
     table: pa.Table,
     *,
     avro_schema_with_meta: str,
+    bloom: BloomFilterSpec,
     compression: str = PARQUET_COMPRESSION_CODEC.default,
 ) -> int:
     """Write a new base file (never overwriting) and return its size in bytes.
@@ -124,6 +133,7 @@ def write_base_file(
         rel_path: Path relative to the base path (``<partition>/<base file name>``).
         table: Rows with the meta columns first, already aligned to the table schema.
         avro_schema_with_meta: Writer schema recorded in the footer.
+        bloom: The bloom filter the footer carries (the write's options).
         compression: Parquet codec (``hoodie.parquet.compression.codec``).
     """
     writer = BaseFileWriter(
@@ -131,6 +141,7 @@ def write_base_file(
         rel_path,
         table,
         avro_schema_with_meta=avro_schema_with_meta,
+        bloom=bloom,
         compression=compression,
     )
     with writer:
@@ -141,7 +152,7 @@ def write_base_file(
 
 class BaseFileWriter:
     """One base file written as its rows arrive, in row groups of at most ``ROW_GROUP_ROWS``;
-    the footer (Avro schema, min/max record key) is written at the end.
+    the footer (Avro schema, min/max record key, bloom filter) is written at the end.
 
     A writer that streams rows (bulk_insert) holds one row group at a time instead of the
     file's rows; given the rows as one table, the file is what :func:`write_base_file` writes.
@@ -160,12 +171,14 @@ class BaseFileWriter:
         first: pa.Table,
         *,
         avro_schema_with_meta: str,
+        bloom: BloomFilterSpec,
         compression: str = PARQUET_COMPRESSION_CODEC.default,
         dictionary: bool | list[str] | None = None,
     ) -> None:
         self._storage = storage
         self.rel_path = rel_path
         self._avro = avro_schema_with_meta
+        self._bloom = bloom.new_filter()
         self._min: str | None = None
         self._max: str | None = None
         self.num_rows = 0
@@ -186,6 +199,7 @@ class BaseFileWriter:
         lo, hi = _key_range(table)
         self._min = lo if self._min is None else min(self._min, lo)
         self._max = hi if self._max is None else max(self._max, hi)
+        self._bloom.add(table.column(RECORD_KEY_COLUMN))
         self._writer.write_table(table.replace_schema_metadata(None), row_group_size=ROW_GROUP_ROWS)
         self.num_rows += table.num_rows
 
@@ -193,7 +207,8 @@ class BaseFileWriter:
         """Write the footer (key/values as Hudi writes them, no ARROW:schema blob) and return
         the file's size in bytes."""
         try:
-            self._writer.add_key_value_metadata(_footer(self._avro, self._min, self._max))
+            footer = _footer(self._avro, self._min, self._max)
+            self._writer.add_key_value_metadata({**footer, **self._bloom.footer_entries()})
             self._writer.close()
         finally:
             self._out.close()
@@ -310,3 +325,14 @@ def avro_schema_with_meta(commit_schema: str) -> str:
     from engine.model.schema import add_meta_fields
 
     return schema_json(add_meta_fields(json.loads(commit_schema)))
+
+
+def read_bloom_filter(storage: Storage, rel_path: str) -> BloomFilter | None:
+    """The footer's bloom filter (Hudi's or ours), or ``None`` when the file carries none.
+
+    Raises:
+        HudiError: the footer holds a value that is not a filter Hudi serializes.
+    """
+    with storage.open_input(rel_path) as f:
+        meta = pq.read_metadata(f).metadata or {}
+    return decode_footer_filter(meta, rel_path)

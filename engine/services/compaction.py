@@ -48,6 +48,7 @@ from engine.fs.filenames import (
 from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
 from engine.fs.view import FileSlice, FileSystemView, Visibility, list_partition_paths
+from engine.io.bloom_filter import BloomFilterSpec
 from engine.io.logfile import HoodieLogBlockType, read_log_blocks
 from engine.io.parquet import (
     avro_schema_with_meta,
@@ -57,7 +58,6 @@ from engine.io.parquet import (
 )
 from engine.model.schema import (
     COMMIT_SEQNO_COLUMN,
-    FILE_NAME_COLUMN,
     RECORD_KEY_COLUMN,
     add_operation_field,
     schema_json,
@@ -85,6 +85,7 @@ from engine.timeline.timeline import (
 from engine.write.commit import build_commit_metadata, remove_unreported_files
 from engine.write.handles import TaskInfo
 from engine.write.markers import create_marker, delete_markers, list_marked_files
+from engine.write.meta_fields import stamp_file_name
 from engine.write.operation_field import table_has_operation_field
 
 __all__ = [
@@ -313,6 +314,7 @@ class CompactionContext:
     table: TableInfo
     visibility: Visibility
     commit_schema: str
+    bloom: BloomFilterSpec  # the bloom filter every compacted base file carries
     compression: str = config.PARQUET_COMPRESSION_CODEC.default
     s3: S3Settings | None = None  # how tasks reach a table on S3
     operation_field: bool = False  # the table's files carry _hoodie_operation: keep it
@@ -368,11 +370,7 @@ def compact_file_slice(
     merged = merge_file_slice(plan, file_slice, base, schema)
     write_token = make_write_token(number, task.stage_id, task.task_attempt_id)
     file_name = format_base_file_name(op.file_id, write_token, ctx.instant_time)
-    merged = merged.set_column(
-        merged.schema.get_field_index(FILE_NAME_COLUMN),
-        FILE_NAME_COLUMN,
-        pa.array([file_name] * merged.num_rows, pa.string()),
-    )
+    merged = stamp_file_name(merged, file_name)  # commit times and seqnos are kept
     rel = partition_file_path(op.partition_path, file_name)
     create_marker(
         storage, ctx.instant_time, op.partition_path, file_name, "MERGE" if base else "CREATE"
@@ -382,6 +380,7 @@ def compact_file_slice(
         rel,
         merged,
         avro_schema_with_meta=writer_schema,
+        bloom=ctx.bloom,
         compression=ctx.compression,
     )
     stored = base if base is not None else schema.empty_table()
@@ -408,16 +407,18 @@ def _compaction_stat(
         merged.num_rows - num_inserts - int(pc.sum(pc.cast(kept, pa.int64())).as_py() or 0)
     )
     log_bytes, blocks, corrupt, rollbacks = log_counts
-    return HoodieWriteStat(
+    return HoodieWriteStat.of_file(
         file_id=op.file_id,
         path=rel,
         partition_path=op.partition_path,
         prev_commit=op.base_instant_time if op.base_file else "null",
+        size=size,
+        elapsed_ms=elapsed,
+        created=False,  # Hudi reports a compaction's time as upsert time
         num_writes=merged.num_rows,
         num_deletes=stored.num_rows - (merged.num_rows - num_inserts),
         num_update_writes=num_updates,
         num_inserts=num_inserts,
-        total_write_bytes=size,
         total_log_records=int(op.metrics.get("TOTAL_LOG_RECORDS", 0)),
         total_log_files_compacted=len(op.log_files),
         total_log_size_compacted=log_bytes,
@@ -425,8 +426,6 @@ def _compaction_stat(
         total_log_blocks=blocks,
         total_corrupt_log_block=corrupt,
         total_rollback_blocks=rollbacks,
-        file_size_in_bytes=size,
-        runtime_stats={"totalScanTime": 0, "totalUpsertTime": elapsed, "totalCreateTime": 0},
     )
 
 
@@ -476,10 +475,38 @@ def rollback_compaction(storage: Storage, instant_time: str) -> None:
     delete_instant_files(storage, instant_time, Action.COMPACTION)
 
 
+def _refuse_missing_files(storage: Storage, instant_time: str, plan: HoodieCompactionPlan) -> None:
+    """Roll the compaction back when its plan names files that are gone (cleaned or rolled
+    back meanwhile): the plan cannot run any more.
+
+    Raises:
+        TimelineError: naming the instant and the first missing files.
+    """
+    missing = [
+        path
+        for op in plan.operations
+        for path in (op.file_slice.base_file_path, *op.file_slice.log_file_paths)
+        if path is not None and not storage.exists(path)
+    ]
+    if missing:
+        rollback_compaction(storage, instant_time)
+        raise TimelineError(
+            f"Compaction {instant_time} rolled back: its plan names missing files {missing[:3]}"
+        )
+
+
 def execute_compaction(
-    storage: Storage, instant_time: str, *, runner: OperationRunner
+    storage: Storage,
+    instant_time: str,
+    *,
+    runner: OperationRunner,
+    bloom: BloomFilterSpec | None = None,
 ) -> HoodieCommitMetadata:
     """Run a requested (or retry an inflight) compaction and complete it as ``<C>.commit``.
+
+    ``bloom`` is the filter of the compacted base files: the compacting write's options (as
+    Hudi's compactor uses its write config), else what the table's properties name (the
+    defaults: Hudi persists no bloom key).
 
     Raises:
         TimelineError: ``instant_time`` is not a pending compaction.
@@ -489,18 +516,7 @@ def execute_compaction(
     if instant is None or instant.action is not Action.COMPACTION or instant.is_completed:
         raise TimelineError(f"No pending compaction {instant_time} in {storage.base_path}")
     plan = _read_plan(storage, instant)
-    missing = [
-        path
-        for op in plan.operations
-        for path in (op.file_slice.base_file_path, *op.file_slice.log_file_paths)
-        if path is not None and not storage.exists(path)
-    ]
-    if missing:
-        # the slices were cleaned or rolled back meanwhile: the plan cannot run any more
-        rollback_compaction(storage, instant_time)
-        raise TimelineError(
-            f"Compaction {instant_time} rolled back: its plan names missing files {missing[:3]}"
-        )
+    _refuse_missing_files(storage, instant_time, plan)
     for rel in _leftovers(storage, instant_time, plan):
         storage.delete(rel)  # a failed attempt's partial output
     delete_markers(storage, instant_time)
@@ -519,6 +535,7 @@ def execute_compaction(
         commit_schema=commit_schema,
         operation_field=table_has_operation_field(storage, timeline),
         compression=_compression_codec(table),
+        bloom=bloom or BloomFilterSpec.of_properties(table.properties),
     )
     stats = runner(plan.operations, ctx) if plan.operations else []
     remove_unreported_files(storage, instant_time, stats)
@@ -545,15 +562,16 @@ def run_pending_compactions(
     runner: OperationRunner,
     order: Order = "FIFO",
     done: Callable[[str], None] | None = None,
+    bloom: BloomFilterSpec | None = None,
 ) -> list[str]:
     """Run every pending compaction, oldest first (FIFO) or newest first (LIFO); ``done`` is
-    told each completed instant (progress)."""
+    told each completed instant (progress); ``bloom`` as :func:`execute_compaction` says."""
     pending = [i.instant_time for i in pending_compactions(Timeline.load(storage))]
     if order == "LIFO":
         pending.reverse()
     completed = []
     for instant_time in pending:
-        execute_compaction(storage, instant_time, runner=runner)
+        execute_compaction(storage, instant_time, runner=runner, bloom=bloom)
         completed.append(instant_time)
         if done is not None:
             done(instant_time)
@@ -577,5 +595,5 @@ def compact_inline_if_due(
         )
     instant_time = schedule_compaction(storage, cfg)
     if instant_time is not None:
-        execute_compaction(storage, instant_time, runner=runner)
+        execute_compaction(storage, instant_time, runner=runner, bloom=BloomFilterSpec.of(cfg))
     return instant_time

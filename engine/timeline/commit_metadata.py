@@ -56,6 +56,38 @@ class HoodieWriteStat:
     # -> size); None when none was written (Java writes null)
     cdc_stats: dict[str, int] | None = None
 
+    @classmethod
+    def of_file(
+        cls,
+        *,
+        file_id: str,
+        path: str,
+        partition_path: str,
+        prev_commit: str,
+        size: int,
+        elapsed_ms: int,
+        created: bool,
+        **counts: Any,
+    ) -> HoodieWriteStat:
+        """The stat of one file a write or a compaction wrote (the one place every writer builds
+        it): ``size`` is both the bytes written and the file size, and ``elapsed_ms`` is the
+        create time of a new file (``created``) or the upsert time of a merge or an append, as
+        Hudi's handles report them. ``counts`` are the other fields (``num_writes``...)."""
+        return cls(
+            file_id=file_id,
+            path=path,
+            partition_path=partition_path,
+            prev_commit=prev_commit,
+            total_write_bytes=size,
+            file_size_in_bytes=size,
+            runtime_stats={
+                "totalScanTime": 0,
+                "totalUpsertTime": 0 if created else elapsed_ms,
+                "totalCreateTime": elapsed_ms if created else 0,
+            },
+            **counts,
+        )
+
     @property
     def written_paths(self) -> list[str]:
         """Every file this stat reports: its data file and its ``.cdc`` log files."""

@@ -325,22 +325,17 @@ def _write_log_files(
         storage.write_bytes(rel, b"".join(log_file.parts))
         known.append(log_file.name)
         stats.append(
-            HoodieWriteStat(
+            HoodieWriteStat.of_file(
                 file_id=file_slice.file_id,
                 path=rel,
                 partition_path=file_slice.partition_path,
                 prev_commit=file_slice.base_instant_time,
+                size=log_file.size,
+                elapsed_ms=elapsed_ms,
+                created=False,  # an append reports its time as upsert time
                 num_writes=log_file.records,
                 num_deletes=log_file.deletes,
                 num_update_writes=log_file.records,
-                num_inserts=0,
-                total_write_bytes=log_file.size,
-                file_size_in_bytes=log_file.size,
-                runtime_stats={
-                    "totalScanTime": 0,
-                    "totalUpsertTime": elapsed_ms,
-                    "totalCreateTime": 0,
-                },
                 log_version=log_file.version,
                 log_offset=0,
                 base_file=file_slice.base_file or "",

@@ -185,6 +185,7 @@ class _TaskWriter:
                 group.rel_path,
                 rows,
                 avro_schema_with_meta=self.ctx.avro_schema_with_meta,
+                bloom=self.ctx.bloom,
                 compression=self.ctx.compression,
                 dictionary=self.dictionary,
             )
@@ -205,22 +206,16 @@ class _TaskWriter:
         checkpoint("task.after_file")
         elapsed = int((time.monotonic() - group.started) * 1000)
         self.stats.append(
-            HoodieWriteStat(
+            HoodieWriteStat.of_file(
                 file_id=group.file_id,
                 path=group.rel_path,
                 partition_path=group.partition_path,
                 prev_commit="null",
+                size=size,
+                elapsed_ms=elapsed,
+                created=True,
                 num_writes=group.rows,
-                num_deletes=0,
-                num_update_writes=0,
                 num_inserts=group.rows,
-                total_write_bytes=size,
-                file_size_in_bytes=size,
-                runtime_stats={
-                    "totalScanTime": 0,
-                    "totalUpsertTime": 0,
-                    "totalCreateTime": elapsed,
-                },
             )
         )
 

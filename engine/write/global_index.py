@@ -1,9 +1,12 @@
-"""The global simple index: a record key is unique in the whole table, whatever its partition.
+"""The global indexes: a record key is unique in the whole table, whatever its partition.
 
-``hoodie.index.type=GLOBAL_SIMPLE`` (Hudi's ``HoodieGlobalSimpleIndex``) looks every incoming key
-up in the latest base files of **every** partition, not only the record's own. A key found in
-another partition than the one it arrives with has moved;
-``hoodie.simple.index.update.partition.path`` (default true) decides what happens, as
+``hoodie.index.type=GLOBAL_SIMPLE`` (Hudi's ``HoodieGlobalSimpleIndex``) and ``GLOBAL_BLOOM``
+(``HoodieGlobalBloomIndex``: the same files, checked by footer key range and bloom filter
+first, :class:`engine.write.index.KeyIndex`) look every incoming key up in the latest base files
+of **every** partition, not only the record's own. A key found in another partition than the
+one it arrives with has moved; ``hoodie.simple.index.update.partition.path`` (GLOBAL_SIMPLE) or
+``hoodie.bloom.index.update.partition.path`` (GLOBAL_BLOOM), default true, decide what happens,
+as
 ``HoodieIndexUtils.tagGlobalLocationBackToRecords`` / ``mergeForPartitionUpdatesIfNeeded`` do::
 
     flag on    the stored record is deleted from its old file group (a delete record: the copy-
@@ -40,10 +43,10 @@ from engine.timeline.timeline import Timeline
 from engine.write.index import (
     IndexCandidate,
     IndexSource,
+    KeyIndex,
     PartitionKeyRange,
     latest_base_files,
     plan_index_lookup,
-    stored_keys_among,
 )
 
 __all__ = [
@@ -70,33 +73,26 @@ _FOUND_SCHEMA = pa.schema(
 
 def index_source(storage: Storage, timeline: Timeline, cfg: HoodieConfig) -> IndexSource:
     """The table state a write's keys are looked up in, with the index the options choose."""
-    return IndexSource(
-        storage,
-        timeline,
-        global_index=cfg.get(config.INDEX_TYPE) == "GLOBAL_SIMPLE",
-        update_partition_path=cfg.get(config.SIMPLE_INDEX_UPDATE_PARTITION_PATH),
-    )
+    return IndexSource(storage, timeline, KeyIndex.of(cfg))
 
 
 def check_index_options(cfg: HoodieConfig, payload: str) -> None:
     """Refuse a global index setting this engine would not apply exactly.
 
     Raises:
-        ConfigError: GLOBAL_SIMPLE with update.partition.path on and a payload whose merge with
-            the stored record decides where a moving record lands.
+        ConfigError: a global index with update.partition.path on and a payload whose merge
+            with the stored record decides where a moving record lands.
     """
-    if cfg.get(config.INDEX_TYPE) != "GLOBAL_SIMPLE":
+    index = KeyIndex.of(cfg)
+    if not index.is_global:
         return
-    if cfg.get(config.SIMPLE_INDEX_UPDATE_PARTITION_PATH) and (
-        payload != config.OVERWRITE_WITH_LATEST_PAYLOAD
-    ):
+    flag = index.update_partition_path_option.key
+    if index.update_partition_path and payload != config.OVERWRITE_WITH_LATEST_PAYLOAD:
         raise ConfigError(
-            f"{config.INDEX_TYPE.key}=GLOBAL_SIMPLE with "
-            f"{config.SIMPLE_INDEX_UPDATE_PARTITION_PATH.key}=true moves records between "
+            f"{config.INDEX_TYPE.key}={index.index_type} with {flag}=true moves records between "
             f"partitions only with {config.OVERWRITE_WITH_LATEST_PAYLOAD} (payload {payload} "
             "merges a moving record with the stored one, which is not implemented); set "
-            f"{config.SIMPLE_INDEX_UPDATE_PARTITION_PATH.key}=false to update moved keys in "
-            "their old partition"
+            f"{flag}=false to update moved keys in their old partition"
         )
 
 
@@ -135,7 +131,7 @@ def lookup_global(keys: pa.Table, source: IndexSource) -> pa.Table:
         key, first, second = duplicate
         raise RecordKeyError(
             f"Record key {key!r} arrives in partitions {first!r} and {second!r} of one batch; "
-            f"with {config.INDEX_TYPE.key}=GLOBAL_SIMPLE a key is unique in the table "
+            f"with {config.INDEX_TYPE.key}={source.index.index_type} a key is unique in the table "
             "(deduplicate the batch by key)"
         )
     incoming = (
@@ -152,7 +148,7 @@ def lookup_global(keys: pa.Table, source: IndexSource) -> pa.Table:
         PartitionKeyRange(p, len(distinct), bounds["min"].as_py(), bounds["max"].as_py())
         for p in sorted({p for p, _ in everywhere})
     ]
-    candidates = plan_index_lookup(source.storage, everywhere, whole_range)
+    candidates = plan_index_lookup(source.storage, everywhere, whole_range, source.index)
     with ThreadPoolExecutor(max_workers=min(_READ_THREADS, max(1, len(candidates)))) as pool:
         found = [
             t
@@ -168,7 +164,7 @@ def lookup_global(keys: pa.Table, source: IndexSource) -> pa.Table:
 
 def _keys_found(source: IndexSource, candidate: IndexCandidate, keys: pa.Array) -> pa.Table:
     """The ``keys`` stored in one candidate base file, with its partition and file group."""
-    hits = pc.unique(stored_keys_among(source.storage, candidate.rel_path, keys))
+    hits = pc.unique(source.index.stored_keys_among(source.storage, candidate.rel_path, keys))
     return pa.table(
         {
             RECORD_KEY_COLUMN: hits,

@@ -29,6 +29,7 @@ from engine.faults import checkpoint
 from engine.fs.filenames import format_base_file_name, make_write_token, partition_file_path
 from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
+from engine.io.bloom_filter import BloomFilterSpec
 from engine.io.parquet import align_to_schema, read_base_file, write_base_file
 from engine.model.cdc_schema import SupplementalLoggingMode
 from engine.model.merge import (
@@ -62,6 +63,7 @@ class WriteContext:
     avro_schema_with_meta: str
     merge_spec: MergeSpec
     combine: bool
+    bloom: BloomFilterSpec  # the bloom filter every base file of the write carries
     compression: str = PARQUET_COMPRESSION_CODEC.default
     # timeline layout 2: a log file is named by the delta commit writing it, never appended to
     logs_named_by_instant: bool = False
@@ -142,6 +144,7 @@ def write_file_group(
         rel,
         out,
         avro_schema_with_meta=ctx.avro_schema_with_meta,
+        bloom=ctx.bloom,
         compression=ctx.compression,
     )
     cdc_stats = _log_changes(storage, ctx, bucket, stored, merged, changed, out, write_token)
@@ -190,23 +193,18 @@ def _log_changes(
 def _base_file_stat(
     bucket: Bucket, rel: str, num_writes: int, merged: _MergedRecords, size: int, elapsed: int
 ) -> HoodieWriteStat:
-    is_merge = bucket.base_file is not None
-    return HoodieWriteStat(
+    return HoodieWriteStat.of_file(
         file_id=bucket.file_id,
         path=rel,
         partition_path=bucket.partition_path,
         prev_commit=bucket.prev_commit,
+        size=size,
+        elapsed_ms=elapsed,
+        created=bucket.base_file is None,
         num_writes=num_writes,
         num_deletes=merged.num_deletes,
         num_update_writes=merged.num_updates,
         num_inserts=merged.num_inserts,
-        total_write_bytes=size,
-        file_size_in_bytes=size,
-        runtime_stats={
-            "totalScanTime": 0,
-            "totalUpsertTime": elapsed if is_merge else 0,
-            "totalCreateTime": 0 if is_merge else elapsed,
-        },
     )
 
 

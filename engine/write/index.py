@@ -1,9 +1,19 @@
-"""Simple index: which file group holds each incoming record key.
+"""The index: which file group holds each incoming record key.
 
-Hudi's SIMPLE index (the Spark default in 0.14) needs no index storage: the meta columns are the
-index. An upsert joins its incoming ``(_hoodie_record_key, _hoodie_partition_path)`` against the
-``_hoodie_record_key`` column of the latest base files of the partitions it touches, pruned by the
-partition's incoming key range against each file's footer min/max keys.
+:class:`KeyIndex` is the one interface every index type plugs into (``hoodie.index.type``):
+either the write job tags the batch itself (BUCKET hashes each key to its file group), or the
+keys are looked up in the latest base files, and the index says which files may hold a key and
+which of the keys a file holds:
+
+    SIMPLE, GLOBAL_SIMPLE   files whose footer key range meets the keys, then their key column
+    BLOOM, GLOBAL_BLOOM     the same ranges (``hoodie.bloom.index.prune.by.ranges``), then the
+                            keys that pass the footer's bloom filter, then the key column
+                            (Hudi's ``HoodieBloomIndex``: ranges, ``mightContain`` in
+                            ``HoodieKeyLookupHandle``, then the exact check of the candidates)
+
+The GLOBAL_ ones look keys up in every partition (:mod:`engine.write.global_index`). The meta
+columns are the index: no index storage. Every lookup answers the same keys whatever the index
+(the exact check comes last); the indexes differ only in what they read.
 
 :func:`lookup_partition` is that lookup for one partition, run inside a Spark task with all of the
 partition's incoming keys (:mod:`engine.spark.profile`): it profiles the keys (count, distinct,
@@ -21,10 +31,12 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine import config
+from engine.config import HoodieConfig
 from engine.fs.filenames import partition_file_path
 from engine.fs.storage import Storage
 from engine.fs.view import FileSlice, FileSystemView, list_partition_paths
-from engine.io.parquet import read_base_file, read_record_key_range
+from engine.io.parquet import read_base_file, read_bloom_filter, read_record_key_range
 from engine.model.schema import RECORD_KEY_COLUMN
 from engine.timeline.timeline import Timeline
 from engine.write.bucketing import SizedBaseFile
@@ -32,6 +44,7 @@ from engine.write.bucketing import SizedBaseFile
 __all__ = [
     "IndexCandidate",
     "IndexSource",
+    "KeyIndex",
     "PartitionKeyRange",
     "PartitionLookup",
     "find_stored_keys",
@@ -78,17 +91,86 @@ def stored_keys_among(storage: Storage, rel_path: str, keys: pa.Array) -> pa.Arr
     return column.filter(pc.is_in(column, value_set=keys))
 
 
+@dataclass(frozen=True)
+class KeyIndex:
+    """``hoodie.index.type`` and its options, as every write path asks them (picklable).
+
+    Attributes:
+        index_type: SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM or BUCKET.
+        prune_by_ranges: Only files whose footer key range meets the keys are read (always on
+            the simple indexes; ``hoodie.bloom.index.prune.by.ranges`` on the bloom ones).
+        update_partition_path: Global indexes: a key arriving in a new partition moves there
+            (``hoodie.simple.index.update.partition.path`` or
+            ``hoodie.bloom.index.update.partition.path``), else it is updated where it is.
+    """
+
+    index_type: str = "SIMPLE"
+    prune_by_ranges: bool = True
+    update_partition_path: bool = True
+
+    @classmethod
+    def of(cls, cfg: HoodieConfig) -> KeyIndex:
+        """The index the write's options (and the table's properties) choose."""
+        index = cls(cfg.get(config.INDEX_TYPE))
+        return cls(
+            index.index_type,
+            prune_by_ranges=not index.uses_bloom or cfg.get(config.BLOOM_INDEX_PRUNE_BY_RANGES),
+            update_partition_path=cfg.get(index.update_partition_path_option),
+        )
+
+    @property
+    def is_global(self) -> bool:
+        """A key is unique in the whole table: it is looked up in every partition."""
+        return self.index_type in ("GLOBAL_SIMPLE", "GLOBAL_BLOOM")
+
+    @property
+    def uses_bloom(self) -> bool:
+        """Candidate files are checked with their footer bloom filter before their keys."""
+        return self.index_type in ("BLOOM", "GLOBAL_BLOOM")
+
+    @property
+    def tags_in_write_job(self) -> bool:
+        """The write job finds each key's file group itself (no lookup before it)."""
+        return self.index_type == "BUCKET"
+
+    @property
+    def update_partition_path_option(self) -> config.ConfigOption[bool]:
+        """The option that says whether a global index moves a key to its new partition."""
+        if self.uses_bloom:
+            return config.BLOOM_INDEX_UPDATE_PARTITION_PATH
+        return config.SIMPLE_INDEX_UPDATE_PARTITION_PATH
+
+    def may_hold(self, file_range: tuple[str, str] | None, lo: str, hi: str) -> bool:
+        """Whether a file with footer key range ``file_range`` is a candidate for [lo, hi]."""
+        return not self.prune_by_ranges or key_range_meets(file_range, lo, hi)
+
+    def stored_keys_among(self, storage: Storage, rel_path: str, keys: pa.Array) -> pa.Array:
+        """The ``keys`` one candidate base file stores: on a bloom index only the keys its
+        footer filter may contain are checked, and a file none passes is not read. A file
+        without a filter (Hudi's lookup would fail on it) has all its keys checked."""
+        if self.uses_bloom and len(keys):
+            bloom = read_bloom_filter(storage, rel_path)
+            if bloom is not None:
+                keys = keys.filter(pa.array(bloom.might_contain(keys)))
+                if not len(keys):
+                    return keys
+        return stored_keys_among(storage, rel_path, keys)
+
+
 def plan_index_lookup(
     storage: Storage,
     latest: Mapping[tuple[str, str], SizedBaseFile],
     ranges: Iterable[PartitionKeyRange],
+    index: KeyIndex,
 ) -> list[IndexCandidate]:
-    """Base files of the touched partitions whose footer key range meets the batch's.
+    """Base files of the touched partitions the index must check: those whose footer key
+    range meets the batch's (every one when the index does not prune by ranges).
 
     Args:
         storage: Table storage (footers are read from it).
         latest: (partition, file_id) -> latest base file of the touched partitions.
         ranges: Key range of the incoming records per partition.
+        index: The index (whether it prunes by ranges).
     """
     by_partition = {r.partition_path: r for r in ranges}
     out: list[IndexCandidate] = []
@@ -97,7 +179,8 @@ def plan_index_lookup(
         if batch is None:
             continue
         rel = partition_file_path(partition, base.base_file)
-        if key_range_meets(read_record_key_range(storage, rel), batch.min_key, batch.max_key):
+        file_range = read_record_key_range(storage, rel) if index.prune_by_ranges else None
+        if index.may_hold(file_range, batch.min_key, batch.max_key):
             out.append(IndexCandidate(partition, file_id, rel))
     return out
 
@@ -141,16 +224,23 @@ class IndexSource:
     """The table state an index lookup reads (picklable: it travels to Spark tasks).
 
     Attributes:
-        global_index: Keys are looked up in every partition (GLOBAL_SIMPLE,
-            :mod:`engine.write.global_index`), not only in the record's own.
-        update_partition_path: Global index: a key arriving in a new partition moves there
-            (else it is updated in its old partition).
+        index: The index the keys are looked up with; a global one looks them up in every
+            partition (:mod:`engine.write.global_index`), not only in the record's own.
     """
 
     storage: Storage
     timeline: Timeline
-    global_index: bool = False
-    update_partition_path: bool = True
+    index: KeyIndex = field(default_factory=KeyIndex)
+
+    @property
+    def global_index(self) -> bool:
+        return self.index.is_global
+
+    @property
+    def update_partition_path(self) -> bool:
+        """Global index: a key arriving in a new partition moves there (else it is updated in
+        its old partition)."""
+        return self.index.update_partition_path
 
     def all_partitions(self) -> list[str]:
         """Every partition of the table (a global lookup reads them all)."""
@@ -189,7 +279,7 @@ def lookup_partition(
     if source is None or not len(distinct):
         return PartitionLookup(key_range)
     latest = latest_base_files(source.timeline, [partition_path])
-    return find_stored_keys(source.storage, latest, key_range, distinct)
+    return find_stored_keys(source.storage, latest, key_range, distinct, source.index)
 
 
 def find_stored_keys(
@@ -197,13 +287,14 @@ def find_stored_keys(
     latest: Mapping[tuple[str, str], SizedBaseFile],
     key_range: PartitionKeyRange,
     distinct: pa.Array,
+    index: KeyIndex,
 ) -> PartitionLookup:
     """The ``distinct`` incoming keys of one partition stored in its ``latest`` base files
-    (those whose footer key range meets ``key_range``)."""
-    candidates = plan_index_lookup(storage, latest, [key_range])
+    (the candidates ``index`` checks)."""
+    candidates = plan_index_lookup(storage, latest, [key_range], index)
 
     def found_in(candidate: IndexCandidate) -> pa.Array:
-        return stored_keys_among(storage, candidate.rel_path, distinct)
+        return index.stored_keys_among(storage, candidate.rel_path, distinct)
 
     # a partition's files are read by one task: overlap their reads (Arrow releases the GIL)
     with ThreadPoolExecutor(max_workers=min(_READ_THREADS, max(1, len(candidates)))) as pool:

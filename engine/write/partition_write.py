@@ -24,17 +24,20 @@ then new file groups, spread by key (here: by rank of the sorted distinct keys, 
 file holds a key range). The driver keeps the timeline: the conflict check and the commit
 follow the job.
 
-On GLOBAL_SIMPLE a key is unique in the whole table. A task cannot write another partition's file
-groups, so the one-job write holds only for a batch that moves no key: each task looks the keys
-it did not find in its partition up in the other partitions' latest base files whose footer key
-range (read once by the driver) meets them, and raises :class:`KeyMovedError` when one is
-stored there; each task returns its partitions' distinct keys, and the driver raises it for a
-key arriving in two partitions. The attempt is then rolled back (like any failed write) and the
-write runs again as the two-job write, which moves the key or refuses the batch
+On a global index (GLOBAL_SIMPLE, GLOBAL_BLOOM) a key is unique in the whole table. A task
+cannot write another partition's file groups, so the one-job write holds only for a batch that
+moves no key: each task looks the keys it did not find in its partition up in the other
+partitions' latest base files whose footer key range (read once by the driver) meets them (on
+GLOBAL_BLOOM, whose bloom filter passes them too), and raises :class:`KeyMovedError` when one
+is stored there; each task returns its partitions' distinct keys, and the driver raises it for
+a key arriving in two partitions. The attempt is then rolled back (like any failed write) and
+the write runs again as the two-job write, which moves the key or refuses the batch
 (:mod:`engine.write.global_index`). Keys past every stored range (new increasing ids) read no
 other partition.
 
-Used for upsert, insert and delete on the SIMPLE and GLOBAL_SIMPLE indexes of a table that has
+Used for upsert, insert and delete on every index that looks keys up (:class:`KeyIndex`: SIMPLE,
+BLOOM and their global forms; each task looks its partitions' keys up as the index says) of a
+table that has
 data and no pending instant (:func:`one_job_plan`); everything else (a new table, CDC, auto keys,
 bulk_insert, replace writes, a partition whose latest base files exceed
 :data:`TASK_BYTES_FACTOR` times ``hoodie.parquet.max.file.size``, a table with pending
@@ -71,11 +74,10 @@ from engine.write.bucketing import BucketPlan, SizedBaseFile, plan_buckets
 from engine.write.cdc import cdc_logging_mode
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
 from engine.write.index import (
+    KeyIndex,
     PartitionKeyRange,
     find_stored_keys,
-    key_range_meets,
     latest_base_files,
-    stored_keys_among,
 )
 from engine.write.plan import JobProfile, WriteJob, average_record_size
 
@@ -122,8 +124,9 @@ class PartitionTargets:
         sizing: Record size and file sizes of the inserts.
         log_config: Log block and file sizing (merge-on-read).
         completed: The completed instants the listing was made from.
-        global_index: GLOBAL_SIMPLE: a key not stored in its own partition is looked for in
-            every other one; found there, the task raises :class:`KeyMovedError`.
+        index: The index keys are looked up with. A global one (on writes that look keys up)
+            looks a key not stored in its own partition up in every other one; found there,
+            the task raises :class:`KeyMovedError`.
         key_ranges: Global index: the footer key range of every latest base file (relative
             path -> (min, max), ``None`` when the footer has none), read once by the driver.
     """
@@ -136,8 +139,14 @@ class PartitionTargets:
     sizing: _Sizing
     log_config: LogWriteConfig
     completed: frozenset[str] = field(default_factory=frozenset)
-    global_index: bool = False
+    index: KeyIndex = field(default_factory=KeyIndex)
     key_ranges: Mapping[str, tuple[str, str] | None] = field(default_factory=dict)
+
+    @property
+    def global_index(self) -> bool:
+        """Keys are looked up in every partition (a global index, on a write that looks keys
+        up)."""
+        return self.looks_up_keys and self.index.is_global
 
     @property
     def partitions(self) -> list[str]:
@@ -193,7 +202,7 @@ class PartitionTargets:
             key_range = PartitionKeyRange(
                 partition, len(keys), bounds["min"].as_py(), bounds["max"].as_py()
             )
-            matches = find_stored_keys(storage, base_files, key_range, distinct).matches
+            matches = find_stored_keys(storage, base_files, key_range, distinct, self.index).matches
         updates = {
             file_id: records.filter(pc.is_in(keys, value_set=found))
             for file_id, found in matches.items()
@@ -225,11 +234,11 @@ class PartitionTargets:
         for other, files in sorted(self.base_files.items()):
             for base in files.values() if other != partition else ():
                 rel = partition_file_path(other, base.base_file)
-                if key_range_meets(self.key_ranges.get(rel), lo, hi):
+                if self.index.may_hold(self.key_ranges.get(rel), lo, hi):
                     candidates.append(rel)
 
         def hits_in(rel: str) -> pa.Array:
-            return stored_keys_among(storage, rel, keys)
+            return self.index.stored_keys_among(storage, rel, keys)
 
         with ThreadPoolExecutor(max_workers=min(_READ_THREADS, max(1, len(candidates)))) as pool:
             for rel, hits in zip(candidates, pool.map(hits_in, candidates), strict=True):
@@ -313,7 +322,7 @@ def _eligible(
     return (
         timeline is not None
         and operation in (WriteOperation.UPSERT, WriteOperation.INSERT, WriteOperation.DELETE)
-        and cfg.get(config.INDEX_TYPE) in ("SIMPLE", "GLOBAL_SIMPLE")
+        and not KeyIndex.of(cfg).tags_in_write_job
         and cdc_logging_mode(cfg) is None
         and not spec.auto_keys
         and timeline.last_completed() is not None
@@ -361,7 +370,8 @@ def plan_partition_targets(
         for key, base in latest_base_files(timeline, None).items():
             base_files.setdefault(key[0], {})[key] = base
         avg = average_record_size(timeline, estimate)
-    global_index = cfg.get(config.INDEX_TYPE) == "GLOBAL_SIMPLE" and operation.looks_up_keys
+    index = KeyIndex.of(cfg)
+    read_ranges = index.is_global and index.prune_by_ranges and operation.looks_up_keys
     sizing = _Sizing(
         avg_record_size=avg,
         max_file_size=cfg.get(config.PARQUET_MAX_FILE_SIZE),
@@ -378,8 +388,8 @@ def plan_partition_targets(
         sizing=sizing,
         log_config=merge_on_read.log_write_config(cfg),
         completed=_completed(timeline),
-        global_index=global_index,
-        key_ranges=_footer_key_ranges(storage, base_files) if global_index else {},
+        index=index,
+        key_ranges=_footer_key_ranges(storage, base_files) if read_ranges else {},
     )
 
 

@@ -18,6 +18,7 @@ from engine.config import HoodieConfig, WriteOperation
 from engine.errors import HudiError
 from engine.fs.properties import write_partition_metadata
 from engine.fs.storage import Storage
+from engine.io.bloom_filter import BloomFilterSpec
 from engine.io.parquet import avro_schema_with_meta, table_arrow_schema
 from engine.model.keygen import KeyGenSpec
 from engine.model.merge import MergeSpec
@@ -129,6 +130,7 @@ class WriteJob:
             avro_schema_with_meta=avro_with_meta,
             merge_spec=self.batch.merge_spec,
             combine=combine_inserts if operation.is_insert else True,
+            bloom=BloomFilterSpec.of(self.cfg),
             compression=str(self.cfg.get(config.PARQUET_COMPRESSION_CODEC)),
             logs_named_by_instant=self.timeline.layout.version >= 2,
             cdc_mode=cdc_logging_mode(self.cfg),

@@ -64,6 +64,7 @@ from engine.write.conflict import check_write_conflicts, rollback_on_error
 from engine.write.copy_on_write import CopyOnWriteWrite
 from engine.write.create_table import create_table, new_table_properties, take_over_metadata_table
 from engine.write.global_index import check_index_options, index_source
+from engine.write.index import KeyIndex
 from engine.write.merge_on_read import MergeOnReadWrite
 from engine.write.partition_write import one_job_plan, one_job_profile, write_by_partition
 from engine.write.plan import JobProfile, PreparedRecords, WriteJob
@@ -151,7 +152,7 @@ class WriteTransaction:
         self.table_type = (
             cfg.get(config.TABLE_TYPE) if props is not None else cfg.get(config.WRITE_TABLE_TYPE)
         )
-        self.bucketed = cfg.get(config.INDEX_TYPE) == "BUCKET"
+        self.bucketed = KeyIndex.of(cfg).tags_in_write_job  # the write job tags the batch
         self.strategy = strategy_for(self.operation, self.table_type, bucketed=self.bucketed)
         self.lock = TableLock(storage, cfg)
         self._is_alive = partial(is_write_alive, storage, cfg=cfg)  # other writers' instants

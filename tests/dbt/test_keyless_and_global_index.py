@@ -5,6 +5,8 @@
 - A partitioned ``hudi_upsert`` (dbt's default: the global index, keys move) and a ``hudi_mor``
   with ``hoodie.simple.index.update.partition.path: false`` (keys are updated in place): customer
   1 changes region between the runs and is never duplicated.
+- A ``hudi_mor`` on Hudi's global bloom index (``index_type='global_bloom'``): the moving key is
+  found through the footers' key ranges and bloom filters, and moves.
 """
 
 from __future__ import annotations
@@ -42,6 +44,11 @@ IN_PLACE_SQL = """
           hudi_options={'hoodie.simple.index.update.partition.path': 'false'}) }}
 select id, region, amount from {{ ref('customers_seed') }}
 """
+BLOOM_SQL = """
+{{ config(materialized='hudi_mor', unique_key='id', partition_by='region',
+          index_type='global_bloom') }}
+select id, region, amount from {{ ref('customers_seed') }}
+"""
 AUTO_KEY = re.compile(r"^\d{17}_\d+_\d+$")
 
 
@@ -56,6 +63,7 @@ class TestKeylessAndGlobalIndex:
             "daily_totals.sql": TOTALS_SQL,
             "customers.sql": MOVES_SQL,
             "customers_in_place.sql": IN_PLACE_SQL,
+            "customers_bloom.sql": BLOOM_SQL,
         }
 
     def test_keyless_aggregate_and_keys_changing_partition(self, project: Any, spark: Any) -> None:
@@ -65,6 +73,7 @@ class TestKeylessAndGlobalIndex:
         totals = base_path_of(spark, schema, "daily_totals")
         moves = base_path_of(spark, schema, "customers")
         in_place = base_path_of(spark, schema, "customers_in_place")
+        bloom = base_path_of(spark, schema, "customers_bloom")
         assert hudi_rs_rows(totals, ["day", "total", "n"]) == [("d1", 30, 2), ("d2", 30, 1)]
         first_keys = {k for (k,) in hudi_rs_rows(totals, ["_hoodie_record_key"])}
         assert all(AUTO_KEY.match(k) for k in first_keys)
@@ -92,3 +101,4 @@ class TestKeylessAndGlobalIndex:
             (2, "eu", 20, "region=eu"),
             (3, "us", 30, "region=us"),
         ]
+        assert hudi_rs_rows(bloom, cols) == hudi_rs_rows(moves, cols)

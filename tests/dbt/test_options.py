@@ -151,6 +151,16 @@ def test_index_type_and_buckets_become_the_bucket_index_options() -> None:
     assert opts["hoodie.bucket.index.num.buckets"] == "8"
 
 
+def test_index_type_bloom_and_global_bloom_become_hudis_bloom_indexes() -> None:
+    for given, index in (("bloom", "BLOOM"), ("Global_Bloom", "GLOBAL_BLOOM")):
+        cfg = parse_model_config(
+            "m", "hudi_upsert", {"unique_key": "id", "partition_by": "dt", "index_type": given}
+        )
+        opts = cfg.write_options(table_name="m", database=None, operation="upsert")
+        assert opts["hoodie.index.type"] == index
+        assert "hoodie.simple.index.update.partition.path" not in opts  # dbt's default: unset
+
+
 def test_index_config_problems_are_reported() -> None:
     with pytest.raises(ModelConfigError) as err:
         parse_model_config(
@@ -164,7 +174,10 @@ def test_index_config_problems_are_reported() -> None:
             },
         )
     text = str(err.value)
-    assert "index_type: 'HASH' is not one of SIMPLE, GLOBAL_SIMPLE, BUCKET" in text
+    assert (
+        "index_type: 'HASH' is not one of SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM, BUCKET"
+        in text
+    )
     assert "buckets: expected a positive integer, got 0" in text
 
 

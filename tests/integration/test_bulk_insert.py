@@ -16,6 +16,7 @@ from engine import write_hudi
 from engine.config import WriteOperation
 from engine.errors import ConfigError, RecordKeyError
 from engine.fs.storage import Storage
+from engine.io.bloom_filter import BloomFilterSpec
 from engine.io.parquet import avro_schema_with_meta, table_arrow_schema
 from engine.model.merge import MergeSpec
 from engine.write import bulk_insert
@@ -137,6 +138,7 @@ def test_task_writer_streams_row_groups_within_its_buffer(
         avro_schema_with_meta=avro_schema_with_meta(commit_schema),
         merge_spec=MergeSpec(),
         combine=False,
+        bloom=BloomFilterSpec(),
     )
     ids = [f"k{i:03d}" for i in range(300)]
     paths = [f"p{i % 2}" for i in range(300)]

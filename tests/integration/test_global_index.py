@@ -87,6 +87,6 @@ def test_global_index_refusals(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"update\.partition\.path=false"):
         _write(spark, tmp_path / "u", [("a", "p2", 2, "x")], {**base, **GLOBAL, **default_payload})
     assert not (tmp_path / "u" / ".hoodie").exists()
-    with pytest.raises(ConfigError, match="'BLOOM'"):
-        _write(spark, path, [("a", "p2", 2, "x")], {**base, "hoodie.index.type": "BLOOM"})
+    with pytest.raises(ConfigError, match="'HBASE'"):
+        _write(spark, path, [("a", "p2", 2, "x")], {**base, "hoodie.index.type": "HBASE"})
     assert _state(path) == before

@@ -25,6 +25,7 @@ from tests.property.oracle import (
     NON_DEFAULTS,
     OVERWRITE,
     PARTIAL,
+    PAYLOADS,
     Oracle,
     Row,
     actual_set,
@@ -117,6 +118,9 @@ VERSIONS_1X = ("8", "9")
 SEQUENCES_1X = SEQUENCES
 # the bucket index (version 6, two buckets per partition): a tenth as many sequences again
 SEQUENCES_BUCKET = max(GROUP, SEQUENCES // 10)
+# Sequences on the bloom indexes: three examples in make test (Hypothesis's first example is the
+# simplest one, a sequence that updates no stored key), 100 under make test-long.
+SEQUENCES_BLOOM = max(3 * GROUP, SEQUENCES // 4)
 BUCKET_INDEX = {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": 2}
 # the bucket-index sequences also draw insert_overwrite, whose batch the model combines
 BUCKET_OVERWRITE = {**BUCKET_INDEX, "hoodie.combine.before.insert": True}
@@ -168,3 +172,49 @@ def judge(rows: list[Row], oracle: Oracle, context: Any = None) -> None:
 def read_hudi_rows(spark: Any, path: str) -> list[Row]:
     """Rows ``read_hudi`` (Spark) reads."""
     return [r.asDict() for r in read_hudi(spark, path).collect()]
+
+
+# The BLOOM index drawn with tiny filters: 3 keys a row at a 30% false positive rate, rows up to
+# 7 keys, so dynamic filters grow rows and take keys in turn, and most absent keys pass a filter
+# (the exact check must still find only the stored keys). No small files: every write's inserts
+# go to new file groups, so a stored key the lookup missed would be duplicated (in a small file
+# the merge would hide the miss).
+BLOOM_STRESS = {
+    "hoodie.parquet.small.file.limit": "0",
+    "hoodie.index.bloom.num_entries": "3",
+    "hoodie.index.bloom.fpp": "0.3",
+    "hoodie.bloom.index.filter.dynamic.max.entries": "7",
+}
+
+
+def bloom_options(index: str, prune_by_ranges: bool, filter_type: str) -> dict[str, Any]:
+    """Options of a write on the bloom index ``index`` (BLOOM or GLOBAL_BLOOM) with tiny
+    filters (:data:`BLOOM_STRESS`)."""
+    return {
+        **BLOOM_STRESS,
+        "hoodie.index.type": index,
+        "hoodie.bloom.index.prune.by.ranges": str(prune_by_ranges).lower(),
+        "hoodie.bloom.index.filter.type": filter_type,
+    }
+
+
+def bloom_sequences(steps: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """Sequences of a payload and ``steps`` on the BLOOM index: ranges pruning on or off,
+    SIMPLE or DYNAMIC_V0 filters."""
+    return st.tuples(
+        st.sampled_from(PAYLOADS),
+        st.lists(steps, min_size=1, max_size=4),
+        st.booleans(),  # hoodie.bloom.index.prune.by.ranges
+        st.sampled_from(["SIMPLE", "DYNAMIC_V0"]),
+    )
+
+
+def on_bloom_index(run_sequence: Callable[..., None]) -> Callable[..., None]:
+    """``run_sequence(spark, payload, steps)`` with the options of a
+    :func:`bloom_sequences` sequence."""
+
+    def run(spark: Any, payload: str, steps: Any, prune_by_ranges: bool, filter_type: str) -> None:
+        extra = bloom_options("BLOOM", prune_by_ranges, filter_type)
+        run_sequence(spark, payload, steps, extra=extra)
+
+    return run

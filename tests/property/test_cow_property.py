@@ -6,7 +6,8 @@ tests/integration/test_null_ordering.py). After every commit hudi-rs must read
 exactly the model's rows (data and commit times); after the last one ``read_hudi`` (Spark) must
 agree too. ``make test`` runs 40 sequences in each of table versions 6, 8 and 9, ``make
 test-long`` ten times as many; a tenth of them again on the bucket index, with
-``insert_overwrite`` drawn too.
+``insert_overwrite`` drawn too, and a tenth on the BLOOM index with tiny filters (most absent
+keys pass them; ranges pruning on or off, SIMPLE or DYNAMIC_V0 filters).
 """
 
 from __future__ import annotations
@@ -79,3 +80,10 @@ def test_cow_random_sequences_on_s3(spark, s3, group) -> None:  # type: ignore[n
 def test_cow_random_sequences_on_the_bucket_index(spark, group) -> None:  # type: ignore[no-untyped-def]
     """Upserts, deletes and partition overwrites (new file groups per bucket)."""
     runner.run_group(spark, group, partial(run_sequence, extra=runner.BUCKET_OVERWRITE))
+
+
+@runner.sequence_groups(runner.bloom_sequences(batch), runner.SEQUENCES_BLOOM)
+def test_cow_random_sequences_on_the_bloom_index(spark, group) -> None:  # type: ignore[no-untyped-def]
+    """Updates found through key ranges, bloom filters that pass absent keys, then the exact
+    check: the model's rows, never a false positive turned into an update."""
+    runner.run_group(spark, group, runner.on_bloom_index(run_sequence))

@@ -1,8 +1,9 @@
-"""Property: under the global index, keys that move between partitions are never duplicated.
+"""Property: under the global indexes, keys that move between partitions are never duplicated.
 
 Random sequences of upserts and deletes on a table keyed by ``id`` and partitioned by ``dt``,
-written with ``hoodie.index.type=GLOBAL_SIMPLE``, copy-on-write and merge-on-read, with
-``hoodie.simple.index.update.partition.path`` on (a key that arrives with a new ``dt`` moves to
+written with ``hoodie.index.type=GLOBAL_SIMPLE`` or ``GLOBAL_BLOOM`` (tiny bloom filters that
+pass most absent keys, ranges pruning on or off), copy-on-write and merge-on-read, with the
+index's update.partition.path flag on (a key that arrives with a new ``dt`` moves to
 that partition) or off (it is updated in place in the partition it was inserted into). The model
 keys rows by ``id`` alone; after every commit hudi-rs must read exactly its rows, each in the
 partition the flag says, and after the last one ``read_hudi`` (Spark) must agree.
@@ -22,15 +23,19 @@ from tests.property.oracle import DEFAULT, OVERWRITE, Oracle, Row
 
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
 
-SEQUENCES = max(4, runner.SEQUENCES // 10)  # 4 in make test, 40 in make test-long
+# 12 in make test (three examples: the first, Hypothesis's simplest, moves no key), 100 in make
+# test-long
+SEQUENCES = runner.SEQUENCES_BLOOM
 record = runner.records("abcd", st.integers(0, 4))
 batch = st.tuples(
     st.sampled_from(["upsert", "upsert", "upsert", "delete"]),
     st.lists(record, min_size=1, max_size=5),
 )
 sequence = st.tuples(
+    st.sampled_from(["GLOBAL_BLOOM", "GLOBAL_SIMPLE"]),
+    st.booleans(),  # GLOBAL_BLOOM: hoodie.bloom.index.prune.by.ranges
     st.sampled_from(["COPY_ON_WRITE", "MERGE_ON_READ"]),
-    st.booleans(),  # hoodie.simple.index.update.partition.path
+    st.booleans(),  # hoodie.simple.index.update.partition.path (bloom: ...bloom.index...)
     st.sampled_from([OVERWRITE, DEFAULT]),
     st.lists(batch, min_size=2, max_size=4),
 )
@@ -68,8 +73,19 @@ def _actual(rows: list[Row]) -> list[tuple[Any, ...]]:
     )
 
 
+def _index_options(index: str, prune_by_ranges: bool, moves: bool) -> dict[str, Any]:
+    flag = "hoodie.simple.index.update.partition.path"
+    extra: dict[str, Any] = {"hoodie.index.type": index}
+    if index == "GLOBAL_BLOOM":
+        flag = "hoodie.bloom.index.update.partition.path"
+        extra = runner.bloom_options(index, prune_by_ranges, "DYNAMIC_V0")
+    return {**extra, flag: str(moves).lower()}
+
+
 def run_sequence(
     spark: Any,
+    index: str,
+    prune_by_ranges: bool,
     table_type: str,
     moves: bool,
     payload: str,
@@ -82,8 +98,7 @@ def run_sequence(
             payload,
             {
                 "hoodie.datasource.write.table.type": table_type,
-                "hoodie.index.type": "GLOBAL_SIMPLE",
-                "hoodie.simple.index.update.partition.path": str(moves).lower(),
+                **_index_options(index, prune_by_ranges, moves),
             },
         )
         oracle = Oracle(payload, "ts", lambda row: (row["id"], ""), runner.FIELDS)

@@ -158,3 +158,10 @@ def test_mor_random_sequences_on_the_bucket_index(spark, group) -> None:  # type
     """Inserts and updates of existing buckets become log blocks; compaction folds them;
     partition overwrites replace the buckets' file groups with new base files."""
     runner.run_group(spark, group, partial(run_sequence, extra=runner.BUCKET_OVERWRITE))
+
+
+@runner.sequence_groups(runner.bloom_sequences(step), runner.SEQUENCES_BLOOM)
+def test_mor_random_sequences_on_the_bloom_index(spark, group) -> None:  # type: ignore[no-untyped-def]
+    """Updates to log files found through ranges and tiny bloom filters, compaction: the
+    model's rows."""
+    runner.run_group(spark, group, runner.on_bloom_index(run_sequence))

@@ -20,6 +20,7 @@ import pytest
 
 from engine.fs.filenames import parse_log_file_name
 from engine.io import avro as avro_codec
+from engine.io.bloom_filter import BloomFilterSpec
 from engine.io.parquet import avro_schema_with_meta, commit_schema_of, table_arrow_schema
 from engine.model.merge import DELETE_RECORD_COLUMN, MergeSpec
 from engine.write.append import (
@@ -48,6 +49,7 @@ def _context(base_path: Path, data: pa.Table, ordering: str | None = "ts") -> Wr
         avro_schema_with_meta=avro_schema_with_meta(commit_schema),
         merge_spec=MergeSpec(ordering_field=ordering),
         combine=True,
+        bloom=BloomFilterSpec(),
     )
 
 

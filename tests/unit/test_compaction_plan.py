@@ -19,6 +19,7 @@ from engine.config import parse_options
 from engine.errors import TimelineError
 from engine.fs.properties import write_partition_metadata, write_properties
 from engine.fs.storage import Storage
+from engine.io.bloom_filter import BloomFilterSpec
 from engine.io.parquet import avro_schema_with_meta, commit_schema_of, table_arrow_schema
 from engine.model.merge import MergeSpec
 from engine.read.arrow import read_table
@@ -79,6 +80,7 @@ def _ctx(base: Path, instant: str) -> WriteContext:
         avro_schema_with_meta=avro_schema_with_meta(SCHEMA),
         merge_spec=MergeSpec(config.OVERWRITE_WITH_LATEST_PAYLOAD, "ts"),
         combine=True,
+        bloom=BloomFilterSpec(),
     )
 
 
