@@ -9,8 +9,9 @@
       .read(options)           a query plan, read by the runner (a Spark DataFrame)
       .compact / .clean / .rollback / .rollback_failed / .archive(options)
                                table services under the table lock, with the persisted properties
-      .savepoint / .savepoints / .delete_savepoint / .restore(instant)
-                               pin a commit against the cleaner; roll the table back to an instant
+      .savepoint / .savepoints / .delete_savepoint / .restore(instant) / .restore_run(id)
+                               pin a commit against the cleaner; roll the table back to an
+                               instant, or to its state before a dbt run
       .recreate()              --full-refresh: the table moved aside, restored if the new write
                                fails
       .timeline() / .properties() / .schema() / .table_type()
@@ -31,7 +32,7 @@ import pyarrow as pa
 
 from engine import config
 from engine.config import HoodieConfig, TableType, parse_options
-from engine.errors import ConfigError, HudiError, TableNotFoundError
+from engine.errors import ConfigError, HudiError, TableNotFoundError, TimelineError
 from engine.fs.properties import PROPERTIES_FILE, read_properties
 from engine.fs.s3 import is_s3_uri, resolve_s3_settings
 from engine.fs.storage import Storage
@@ -56,6 +57,7 @@ from engine.services.restore import (
     plan_restore,
     restore,
 )
+from engine.services.restore_run import RUN_ID_KEY, RUN_NODE_KEY, RunRestorePlan, plan_run_restore
 from engine.services.savepoint import (
     Savepoint,
     create_savepoint,
@@ -68,9 +70,12 @@ from engine.write.rollback import rollback_failed_writes, rollback_instant, roll
 from engine.write.transaction import WriteResult, WriteTransaction
 
 __all__ = [
+    "RUN_ID_KEY",
+    "RUN_NODE_KEY",
     "HudiTable",
     "RestorePlan",
     "RestoreResult",
+    "RunRestorePlan",
     "Savepoint",
     "WriteResult",
     "resolve_options",
@@ -439,6 +444,31 @@ class HudiTable:
         cfg = self._existing_options(options)
         with TableLock(self.storage, cfg).hold():
             return archive(self.storage, cfg)
+
+    def plan_run_restore(self, invocation_id: str, *, force: bool = False) -> RunRestorePlan:
+        """What :meth:`restore_run` would do (nothing is written); a refused plan says why."""
+        cfg = self._existing_options(None)
+        is_alive = partial(is_write_alive, self.storage, cfg=cfg)
+        return plan_run_restore(self.storage, invocation_id, force=force, is_alive=is_alive)
+
+    def restore_run(
+        self, invocation_id: str, *, force: bool = False
+    ) -> tuple[RunRestorePlan, RestoreResult | None]:
+        """Restore the table to its state just before dbt invocation ``invocation_id`` (see
+        :mod:`engine.services.restore_run`); no restore when the run did not write it.
+
+        Raises:
+            TimelineError: the plan is refused (nothing is changed then).
+        """
+        cfg = self._existing_options(None)
+        with TableLock(self.storage, cfg).hold():
+            is_alive = partial(is_write_alive, self.storage, cfg=cfg)
+            plan = plan_run_restore(self.storage, invocation_id, force=force, is_alive=is_alive)
+            if plan.refusal:
+                raise TimelineError(plan.refusal)
+            if plan.target is None:
+                return plan, None
+            return plan, restore(self.storage, plan.target, is_alive=is_alive)
 
     @contextmanager
     def recreate(self) -> Iterator[bool]:
