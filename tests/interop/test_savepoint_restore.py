@@ -1,6 +1,6 @@
 """Savepoints and restore on real tables, judged by hudi-rs and by our readers.
 
-For copy-on-write and merge-on-read, table versions 6 and 9: savepoint a commit, write more
+For copy-on-write and merge-on-read, table versions 6 and 9 (and merge-on-read 8): savepoint a commit, write more
 (updates of the same keys, a compaction on merge-on-read) and clean aggressively, then restore to
 the savepoint. The cleaner keeps the savepointed slices, a restore to a cleaned instant without a
 savepoint is refused with the table untouched, and after the restore hudi-rs, the Arrow reader
@@ -50,8 +50,16 @@ def _update(spark: Any, path: Path, opts: dict[str, Any], ts: int, tag: str) -> 
     return write(spark, path, rows, opts)
 
 
-@pytest.mark.parametrize("version", [6, 9])
-@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize(
+    ("table_type", "version"),
+    [
+        ("COPY_ON_WRITE", 6),
+        ("COPY_ON_WRITE", 9),
+        ("MERGE_ON_READ", 6),
+        ("MERGE_ON_READ", 8),
+        ("MERGE_ON_READ", 9),
+    ],
+)
 def test_restore_to_savepoint_after_aggressive_cleaning(
     spark: Any, tmp_path: Path, table_type: str, version: int
 ) -> None:
