@@ -2,9 +2,9 @@
 writes wrong rows), then ``dbt run-operation hudi_restore`` with the bad build's invocation_id.
 
 Checks: every commit carries the invocation_id and the model's unique_id; ``savepoint: true``
-savepoints the run's commit (the bad build's savepoint goes with it); ``dry_run`` logs the plan and changes nothing; the restore brings
-every table back to its rows after the good build (hudi-rs and Spark SQL through ``ref()``'s
-published relation).
+savepoints the run's commit (the bad build's savepoint goes with it); ``dry_run`` logs the plan
+and changes nothing; the restore brings every table back to its rows after the good build
+(hudi-rs and Spark SQL through ``ref()``'s published relation).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from values (1, 'alice'), (2, 'bob') as t(id, name)
 """
 ORDERS_SQL = """
 {{ config(materialized='hudi_mor', unique_key='order_id', partition_by='region') }}
-select order_id, customer_id, cast(amount * {{ 100 if var('bad', false) else 1 }} as double) as amount, region
+select order_id, customer_id, region,
+  cast(amount * {{ 100 if var('bad', false) else 1 }} as double) as amount
 from values (10, 1, 5.0, 'eu'), (11, 2, 7.5, 'us'), (12, 1, 1.5, 'eu')
   as t(order_id, customer_id, amount, region)
 """

@@ -1,11 +1,11 @@
 """Savepoints and restore on real tables, judged by hudi-rs and by our readers.
 
-For copy-on-write and merge-on-read, table versions 6 and 9 (and merge-on-read 8): savepoint a commit, write more
-(updates of the same keys, a compaction on merge-on-read) and clean aggressively, then restore to
-the savepoint. The cleaner keeps the savepointed slices, a restore to a cleaned instant without a
-savepoint is refused with the table untouched, and after the restore hudi-rs, the Arrow reader
-and the Spark reader read exactly the savepointed rows, time travel to a removed instant fails
-naming it, and the next upsert works.
+For copy-on-write and merge-on-read, table versions 6 and 9 (and merge-on-read 8): savepoint a
+commit, write more (updates of the same keys, a compaction on merge-on-read) and clean
+aggressively, then restore to the savepoint. The cleaner keeps the savepointed slices, a restore
+to a cleaned instant without a savepoint is refused with the table untouched, and after the
+restore hudi-rs, the Arrow reader and the Spark reader read exactly the savepointed rows, time
+travel to a removed instant fails naming it, and the next upsert works.
 """
 
 from __future__ import annotations
