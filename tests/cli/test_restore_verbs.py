@@ -69,6 +69,11 @@ def test_savepoint_and_restore_run_verbs(spark: Any, tmp_path: Path) -> None:
     assert (result["restored_to"], result["rolled_back"]) == (good, [again])
     assert rows_by_id(path) == expected
 
+    actions = {(r["action"], r["state"]) for r in cli_json("timeline", str(path))}
+    assert {("savepoint", "completed"), ("restore", "completed")} <= actions
+    status, _, err = run_cli("health", str(path))
+    assert status in (0, 1), err
+
     assert cli_json("savepoint-delete", str(path), "--instant", good) == {"deleted": good}
     assert cli_json("savepoints", str(path)) == []
     status, _, err = run_cli("savepoint-delete", str(path), "--instant", good)

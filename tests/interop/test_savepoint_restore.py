@@ -121,6 +121,12 @@ def test_savepoint_delete_lets_the_cleaner_go(spark: Any, tmp_path: Path) -> Non
     _update(spark, path, opts, 1, "a")
     table = spark_table(str(path), spark)
     saved = table.savepoint().instant_time
+    # Hudi's record: who, when, the files of every slice as of the commit, by partition
+    record = deserialize((path / ".hoodie" / f"{saved}.savepoint").read_bytes())
+    assert record["savepointedBy"] and record["savepointedAt"] > 0 and record["version"] == 1
+    pinned = {n for m in record["partitionMetadata"].values() for n in m["savepointDataFile"]}
+    assert pinned == {p.name for p in path.rglob(f"*_{saved}.parquet")}
+    assert (path / ".hoodie" / f"{saved}.savepoint.inflight").exists()
     with pytest.raises(TimelineError, match="savepointed already"):
         table.savepoint(saved)
     with pytest.raises(TimelineError, match=f"Cannot roll back {saved}: it is savepointed"):
