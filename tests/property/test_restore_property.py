@@ -13,8 +13,8 @@ only savepoints keep old slices. Invariants, judged by hudi-rs after every step 
 * writes after a restore continue the table.
 
 Copy-on-write and merge-on-read (inline compaction every two delta commits, so compactions are
-rolled back too), table versions 6 and 9: ``make test`` runs 8 sequences of each, ``make
-test-long`` 80.
+rolled back too), table versions 6 and 9: ``make test`` runs 4 sequences of each, ``make
+test-long`` 40.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from tests.property.oracle import DEFAULT, OVERWRITE, Oracle, actual_set
 
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
 
-SEQUENCES = max(runner.GROUP, runner.SEQUENCES // 5)
+SEQUENCES = max(runner.GROUP, runner.SEQUENCES // 10)
 AGGRESSIVE = {"hoodie.cleaner.commits.retained": 1}
 MOR = {
     "hoodie.datasource.write.table.type": "MERGE_ON_READ",

@@ -47,6 +47,7 @@ def savepoint_after_write(
 
     Raises:
         CompilationError: ``savepoint`` is not a boolean.
+        DbtRuntimeError: the savepoint could not be written (the commit stays).
     """
     wanted = config.get("savepoint", False)
     if not isinstance(wanted, bool):
@@ -55,7 +56,10 @@ def savepoint_after_write(
         return None
     who = run_metadata(invocation)
     comment = f"{who.get(RUN_NODE_KEY, 'a dbt model')} in dbt invocation {who.get(RUN_ID_KEY, '?')}"
-    return table.savepoint(instant_time, user="dbt", comment=comment).instant_time
+    try:
+        return table.savepoint(instant_time, user="dbt", comment=comment).instant_time
+    except HudiError as e:
+        raise DbtRuntimeError(f"Commit {instant_time} is done, its savepoint failed: {e}") from e
 
 
 def _plan_line(name: str, plan: Any) -> str:
