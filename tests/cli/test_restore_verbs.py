@@ -48,12 +48,18 @@ def test_savepoint_and_restore_run_verbs(spark: Any, tmp_path: Path) -> None:
     assert (row["status"], row["target"], row["rolled_back"]) == ("to restore", good, bad[::-1])
     assert row["models"] == ["model.shop.orders"]
 
+    other = _write(spark, path, "o", "inv-other", range(8, 9))
     outside = _write(spark, path, "x", None, range(9, 10))
     listing = _listing(path)
     status, out, err = run_cli("restore-run", "--invocation", "inv-bad", str(path))
     assert status == 2 and len(err.strip().splitlines()) == 1
-    assert f"instant {outside} was written after the run by a writer outside dbt" in err
+    writer = "model.shop.orders in dbt invocation inv-other"
+    assert f"instant {other} was written after the run by {writer}" in err
     assert "refused" in out and _listing(path) == listing
+    (row,) = cli_json("restore-run", "--invocation", "inv-bad", str(path), "--dry-run", "--force")[
+        "plan"
+    ]
+    assert row["later_writers"] == [[other, writer], [outside, "a writer outside dbt (upsert)"]]
 
     status, out, err = run_cli("restore-run", "--invocation", "inv-bad", str(path), "--force")
     assert status == 0, err
