@@ -310,8 +310,10 @@ class WriteTransaction:
                 create_table(self.storage, new_table_properties(self.cfg, class_name, schema))
             else:
                 take_over_metadata_table(self.storage, self.props)
-            finish_pending_restores(self.storage)  # a killed restore first, as Hudi does
             timeline = Timeline.load(self.storage)
+            if timeline.pending([Action.RESTORE]):  # a killed restore is finished first
+                finish_pending_restores(self.storage)
+                timeline = timeline.reload()
             rolled_back = rollback_failed_writes(self.storage, timeline, is_alive=self._is_alive)
             compacted = self.strategy.before_request(self.storage, self._runner)
             if rolled_back or compacted:
