@@ -63,10 +63,7 @@ def _cmd_savepoint(args: argparse.Namespace) -> int:
 
 def _cmd_savepoints(args: argparse.Namespace) -> int:
     rows = [_savepoint_row(sp) for sp in _open(args.table).savepoints()]
-    if args.json:
-        render.print_json(rows)
-    else:
-        render.print_rows(f"savepoints of {args.table}", SAVEPOINT_COLUMNS, rows)
+    render.print_listing(args.json, f"savepoints of {args.table}", SAVEPOINT_COLUMNS, rows)
     return 0
 
 
