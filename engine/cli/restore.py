@@ -45,7 +45,7 @@ def _open(path: str) -> HudiTable:
 
 
 def _savepoint_row(sp: Any) -> dict[str, Any]:
-    at = dt.datetime.fromtimestamp(sp.savepointed_at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    at = dt.datetime.fromtimestamp(sp.savepointed_at / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
     files = sum(len(v) for v in sp.files.values())
     return {**render.plain(sp), "at": at, "file_count": files}
 

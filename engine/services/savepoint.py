@@ -41,7 +41,7 @@ class Savepoint:
 
     instant_time: str
     savepointed_by: str
-    savepointed_at: int  # seconds since the epoch, as Hudi records it
+    savepointed_at: int  # milliseconds since the epoch, as Hudi records it
     comments: str
     files: dict[str, list[str]]  # partition path -> file names
 
@@ -112,7 +112,7 @@ def create_savepoint(
     savepoint = Savepoint(
         target,
         user or getpass.getuser(),
-        int(time.time()),
+        int(time.time() * 1000),
         comment,
         _pinned_files(storage, timeline, target),
     )
