@@ -2,8 +2,9 @@
 history.
 
 Every write cleans aggressively (one commit retained) and some steps clean again on their own, so
-only savepoints keep old slices. Invariants, judged by hudi-rs after every step (and by
-``read_hudi`` and time travel at the end):
+only savepoints keep old slices. Each write's ordering values are above the earlier writes' (an
+older one is the payload properties' subject, not this one's). Invariants, judged by hudi-rs after
+every step (and by ``read_hudi`` and time travel at the end):
 
 * a restore to a savepointed instant always succeeds, and the table then reads exactly the
   model's rows as of that instant, the later commits gone from the model's history too;
@@ -13,8 +14,8 @@ only savepoints keep old slices. Invariants, judged by hudi-rs after every step 
 * writes after a restore continue the table.
 
 Copy-on-write and merge-on-read (inline compaction every two delta commits, so compactions are
-rolled back too), table versions 6 and 9: ``make test`` runs 4 sequences of each, ``make
-test-long`` 40.
+rolled back too), table versions 6 and 9: ``make test`` runs 8 sequences of each, ``make
+test-long`` 80.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from tests.property.oracle import DEFAULT, OVERWRITE, Oracle, actual_set
 
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
 
-SEQUENCES = max(runner.GROUP, runner.SEQUENCES // 10)
+SEQUENCES = max(runner.GROUP, runner.SEQUENCES // 5)
 AGGRESSIVE = {"hoodie.cleaner.commits.retained": 1}
 MOR = {
     "hoodie.datasource.write.table.type": "MERGE_ON_READ",
@@ -50,11 +51,17 @@ write = st.tuples(
 step = st.one_of(
     write,
     write,
+    write,
     st.tuples(st.just("savepoint")),
     st.tuples(st.just("clean")),
-    st.tuples(st.just("restore"), st.integers(0, 7), st.booleans()),
+    st.tuples(st.just("restore"), st.integers(1, 4), st.booleans()),
 )
-sequence = st.tuples(st.sampled_from([OVERWRITE, DEFAULT]), st.lists(step, min_size=3, max_size=7))
+# a table starts with a write; then any steps
+sequence = st.tuples(
+    st.sampled_from([OVERWRITE, DEFAULT]),
+    st.tuples(st.just("write"), st.just("upsert"), st.lists(record, min_size=1, max_size=4)),
+    st.lists(step, min_size=4, max_size=9),
+)
 
 
 def _listing(path: str) -> list[tuple[str, int]]:
@@ -64,12 +71,16 @@ def _listing(path: str) -> list[tuple[str, int]]:
     )
 
 
-def _restore(path: str, oracle: Oracle, index: int, to_savepoint: bool) -> None:
-    """Restore to a drawn instant of the model's history (a savepoint when asked and any)."""
+def _restore(path: str, oracle: Oracle, back: int, to_savepoint: bool) -> None:
+    """Restore to the commit ``back`` commits before the latest (the oldest one when there are
+    fewer), or, when asked and there is one, to the latest savepoint before it."""
     table = HudiTable(path)
     savepoints = [s.instant_time for s in table.savepoints()]
-    instants = savepoints if to_savepoint and savepoints else [t for t, _ in oracle.history]
-    target = instants[index % len(instants)]
+    commits = [t for t, _ in oracle.history]
+    target = commits[max(0, len(commits) - 1 - back)]
+    older = [t for t in savepoints if t <= target]
+    if to_savepoint and older:
+        target = older[-1]
     before = _listing(path)
     try:
         table.restore(target)
@@ -82,15 +93,14 @@ def _restore(path: str, oracle: Oracle, index: int, to_savepoint: bool) -> None:
 
 
 def _run_step(
-    spark: Any, path: str, options: dict[str, Any], oracle: Oracle, step: tuple[Any, ...]
+    spark: Any, path: str, options: dict[str, Any], oracle: Oracle, k: int, step: tuple[Any, ...]
 ) -> None:
+    """Step ``k`` of a sequence (its writes' ordering values grow with ``k``, as the
+    merge-on-read property's do)."""
     kind = step[0]
-    if kind == "write" or not oracle.history:
-        operation, rows = (step[1], step[2]) if kind == "write" else ("upsert", [])
-        if operation == "delete" and not oracle.history:
-            operation = "upsert"  # a table starts with data
-        if rows:
-            runner.commit(spark, path, options, oracle, rows, operation)
+    if kind == "write":
+        operation, rows = step[1], [{**r, "ts": 10 * (k + 1) + r["ts"]} for r in step[2]]
+        runner.commit(spark, path, options, oracle, rows, operation)
         return
     table = HudiTable(path)
     if kind == "savepoint":
@@ -104,17 +114,18 @@ def _run_step(
 
 
 def run_sequence(
-    spark: Any, payload: str, steps: list[tuple[Any, ...]], extra: dict[str, Any]
+    spark: Any,
+    payload: str,
+    first: tuple[Any, ...],
+    steps: list[tuple[Any, ...]],
+    extra: dict[str, Any],
 ) -> None:
     with runner.scratch_table("restore-property-") as path:
         options = runner.table_options(payload, AGGRESSIVE, extra)
         oracle = runner.model(payload)
-        for step in steps:
-            _run_step(spark, path, options, oracle, step)
-            if oracle.history:
-                runner.judge(hudi_rs_rows(path), oracle, step)
-        if not oracle.history:
-            return
+        for k, step in enumerate([first, *steps]):
+            _run_step(spark, path, options, oracle, k, step)
+            runner.judge(hudi_rs_rows(path), oracle, step)
         runner.judge(runner.read_hudi_rows(spark, path), oracle)
         for sp in HudiTable(path).savepoints():
             rows = read_table(path, {"as.of.instant": sp.instant_time}).to_pylist()
@@ -134,4 +145,4 @@ def test_writes_savepoints_cleans_restores_follow_the_model(
         "hoodie.write.table.version": version,
         **(MOR if table_type == "MERGE_ON_READ" else {}),
     }
-    runner.run_group(spark, group, lambda s, payload, steps: run_sequence(s, payload, steps, extra))
+    runner.run_group(spark, group, lambda s, *sequence: run_sequence(s, *sequence, extra=extra))
