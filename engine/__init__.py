@@ -19,6 +19,8 @@ __all__ = [
     "IS_DELETED_COLUMN",
     "META_COLUMNS",
     "QUIET_LOG4J",
+    "RUN_ID_KEY",
+    "RUN_NODE_KEY",
     "HudiTable",
     "SchemaChange",
     "SparkRunner",
@@ -44,6 +46,8 @@ __all__ = [
 _EXPORTS = {
     "HudiTable": "engine.table",
     "WriteResult": "engine.table",
+    "RUN_ID_KEY": "engine.table",
+    "RUN_NODE_KEY": "engine.table",
     "TableType": "engine.config",
     "WriteOperation": "engine.config",
     "HOODIE_META_COLUMNS": "engine.model.schema",
@@ -85,4 +89,4 @@ if TYPE_CHECKING:
     from engine.spark.runner import SparkRunner
     from engine.spark.session import QUIET_LOG4J, get_spark
     from engine.spark.warmup import warm_python_workers
-    from engine.table import HudiTable, WriteResult
+    from engine.table import RUN_ID_KEY, RUN_NODE_KEY, HudiTable, WriteResult

@@ -40,6 +40,9 @@ KILL_POINTS = (
     "archive.after_write",  # archive log written, instant files not yet removed
     "rollback.mid_delete",  # rollback plan written, some files deleted
     "rollback.before_complete",  # rollback's deletions done, its instant not completed
+    "restore.requested",  # restore plan written, nothing rolled back
+    "restore.mid_rollback",  # the restore's newest instant rolled back, older ones not yet
+    "restore.before_complete",  # every instant rolled back, the restore not completed
 )
 
 _hits: dict[str, int] = {}

@@ -9,6 +9,9 @@
       .read(options)           a query plan, read by the runner (a Spark DataFrame)
       .compact / .clean / .rollback / .rollback_failed / .archive(options)
                                table services under the table lock, with the persisted properties
+      .savepoint / .savepoints / .delete_savepoint / .restore(instant) / .restore_run(id)
+                               pin a commit against the cleaner; roll the table back to an
+                               instant, or to its state before a dbt run
       .recreate()              --full-refresh: the table moved aside, restored if the new write
                                fails
       .timeline() / .properties() / .schema() / .table_type()
@@ -30,7 +33,7 @@ import pyarrow as pa
 
 from engine import config
 from engine.config import HoodieConfig, TableType, parse_options
-from engine.errors import ConfigError, HudiError, TableNotFoundError
+from engine.errors import ConfigError, HudiError, TableNotFoundError, TimelineError
 from engine.fs.properties import PROPERTIES_FILE, read_properties
 from engine.fs.s3 import is_s3_uri, resolve_s3_settings
 from engine.fs.storage import Storage
@@ -49,12 +52,36 @@ from engine.services.compaction import (
 )
 from engine.services.heartbeat import is_write_alive
 from engine.services.lock import TableLock
+from engine.services.restore import (
+    RestorePlan,
+    RestoreResult,
+    finish_pending_restores,
+    plan_restore,
+    restore,
+)
+from engine.services.restore_run import RUN_ID_KEY, RUN_NODE_KEY, RunRestorePlan, plan_run_restore
+from engine.services.savepoint import (
+    Savepoint,
+    create_savepoint,
+    delete_savepoint,
+    list_savepoints,
+)
 from engine.timeline.instant import Action, Instant
 from engine.timeline.timeline import Timeline
 from engine.write.rollback import rollback_failed_writes, rollback_instant, rollback_last_commit
 from engine.write.transaction import WriteResult, WriteTransaction
 
-__all__ = ["HudiTable", "WriteResult", "resolve_options"]
+__all__ = [
+    "RUN_ID_KEY",
+    "RUN_NODE_KEY",
+    "HudiTable",
+    "RestorePlan",
+    "RestoreResult",
+    "RunRestorePlan",
+    "Savepoint",
+    "WriteResult",
+    "resolve_options",
+]
 
 # (write option, persisted table property) pairs that must agree on an existing table
 _MUST_MATCH: tuple[tuple[config.ConfigOption[Any], config.ConfigOption[Any]], ...] = (
@@ -370,7 +397,64 @@ class HudiTable:
         cfg = self._existing_options(options)
         with TableLock(self.storage, cfg).hold():
             is_alive = partial(is_write_alive, self.storage, cfg=cfg)
+            finish_pending_restores(self.storage)
             return rollback_failed_writes(self.storage, self.timeline(), is_alive=is_alive)
+
+    def savepoint(
+        self,
+        instant_time: str | None = None,
+        *,
+        user: str | None = None,
+        comment: str = "",
+        options: Mapping[str, Any] | None = None,
+    ) -> Savepoint:
+        """Pin a completed commit (default: the latest) against the cleaner, so the table can
+        be restored to it; the savepoint written.
+
+        Raises:
+            TimelineError: no such commit, savepointed already, or its files were cleaned.
+        """
+        cfg = self._existing_options(options)
+        with TableLock(self.storage, cfg).hold():
+            return create_savepoint(self.storage, instant_time, user=user, comment=comment)
+
+    def savepoints(self) -> list[Savepoint]:
+        """The table's savepoints, oldest first."""
+        return list_savepoints(self.timeline()) if self.exists else []
+
+    def delete_savepoint(self, instant_time: str, options: Mapping[str, Any] | None = None) -> None:
+        """Remove a savepoint; the slices it pinned go at a later clean.
+
+        Raises:
+            TimelineError: no savepoint at that instant.
+        """
+        cfg = self._existing_options(options)
+        with TableLock(self.storage, cfg).hold():
+            delete_savepoint(self.storage, instant_time)
+
+    def restore_plan(self, instant_time: str) -> RestorePlan:
+        """What :meth:`restore` would roll back (nothing is written).
+
+        Raises:
+            TimelineError: the table cannot be restored to that instant (see :meth:`restore`).
+        """
+        cfg = self._existing_options(None)
+        is_alive = partial(is_write_alive, self.storage, cfg=cfg)
+        return plan_restore(self.storage, self.timeline(), instant_time, is_alive=is_alive)
+
+    def restore(self, instant_time: str, options: Mapping[str, Any] | None = None) -> RestoreResult:
+        """Roll the table back to a completed instant (a savepoint, or any commit whose files
+        are still on storage): one ``restore`` instant rolling back every later write, newest
+        first, under the table lock.
+
+        Raises:
+            TimelineError: not a completed write, its slices cleaned and not savepointed, or a
+                later write still running (nothing is changed then).
+        """
+        cfg = self._existing_options(options)
+        with TableLock(self.storage, cfg).hold():
+            is_alive = partial(is_write_alive, self.storage, cfg=cfg)
+            return restore(self.storage, instant_time, is_alive=is_alive)
 
     def archive(self, options: Mapping[str, Any] | None = None) -> list[Instant]:
         """Archive the completed instants past ``hoodie.keep.max.commits`` (as after a commit),
@@ -378,6 +462,31 @@ class HudiTable:
         cfg = self._existing_options(options)
         with TableLock(self.storage, cfg).hold():
             return archive(self.storage, cfg)
+
+    def plan_run_restore(self, invocation_id: str, *, force: bool = False) -> RunRestorePlan:
+        """What :meth:`restore_run` would do (nothing is written); a refused plan says why."""
+        cfg = self._existing_options(None)
+        is_alive = partial(is_write_alive, self.storage, cfg=cfg)
+        return plan_run_restore(self.storage, invocation_id, force=force, is_alive=is_alive)
+
+    def restore_run(
+        self, invocation_id: str, *, force: bool = False
+    ) -> tuple[RunRestorePlan, RestoreResult | None]:
+        """Restore the table to its state just before dbt invocation ``invocation_id`` (see
+        :mod:`engine.services.restore_run`); no restore when the run did not write it.
+
+        Raises:
+            TimelineError: the plan is refused (nothing is changed then).
+        """
+        cfg = self._existing_options(None)
+        with TableLock(self.storage, cfg).hold():
+            is_alive = partial(is_write_alive, self.storage, cfg=cfg)
+            plan = plan_run_restore(self.storage, invocation_id, force=force, is_alive=is_alive)
+            if plan.refusal:
+                raise TimelineError(plan.refusal)
+            if plan.target is None:
+                return plan, None
+            return plan, restore(self.storage, plan.target, is_alive=is_alive)
 
     @contextmanager
     def recreate(self) -> Iterator[bool]:

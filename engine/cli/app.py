@@ -15,6 +15,7 @@ from typing import NoReturn
 
 from engine.cli.read import add_read_parser
 from engine.cli.report import add_report_parser
+from engine.cli.restore import add_restore_parsers
 from engine.cli.services import add_service_parsers
 from engine.cli.tables import add_inspect_parsers
 from engine.errors import HudiError
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_read_parser(sub, [common])
     add_inspect_parsers(sub, [common])
     add_service_parsers(sub, [common])
+    add_restore_parsers(sub, [common])
     add_report_parser(sub, [common])
     return parser
 

@@ -114,6 +114,16 @@ def print_rows(
     emit(out or console(), table)
 
 
+def print_listing(
+    as_json: bool, title: str, columns: Sequence[Column], rows: Sequence[Any]
+) -> None:
+    """A verb's rows: one JSON document with ``--json``, else a table titled ``title``."""
+    if as_json:
+        print_json(rows)
+    else:
+        print_rows(title, columns, rows)
+
+
 def print_mapping(title: str, values: Mapping[str, Any], *, out: Console | None = None) -> None:
     target = out or console()
     emit(target, Text(title, style="bold"))

@@ -115,10 +115,7 @@ def _open(args: argparse.Namespace) -> inspect.InspectedTable:
 
 def _cmd_timeline(args: argparse.Namespace) -> int:
     rows = inspect.timeline_rows(_open(args))
-    if args.json:
-        render.print_json(rows)
-    else:
-        render.print_rows(f"timeline of {args.table}", TIMELINE_COLUMNS, rows)
+    render.print_listing(args.json, f"timeline of {args.table}", TIMELINE_COLUMNS, rows)
     return 0
 
 

@@ -50,7 +50,7 @@ from engine.fs.table_version import (
 )
 from engine.fs.view import FileSlice, FileSystemView, Visibility
 from engine.read.filter import ReadFilter, partition_pruner
-from engine.read.time_travel import require_retained_files
+from engine.read.time_travel import require_not_restored, require_retained_files
 from engine.timeline.timeline import Timeline
 
 __all__ = [
@@ -303,6 +303,7 @@ def plan_query(base_path: str | Storage, query: ReadQuery | None = None) -> Quer
         return _plan_incremental(storage, table, timeline, query, pruner, avro_schema)
 
     if query.as_of is not None:
+        require_not_restored(timeline, query.as_of)
         require_retained_files(storage, timeline, query.as_of)
     visibility = Visibility.of(timeline, query.as_of)
     view = FileSystemView(storage, timeline, partition_filter=pruner)

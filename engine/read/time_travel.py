@@ -9,6 +9,10 @@ instant, archived ones included (layout 2 keeps their metadata in the LSM histor
 files each wrote; for every file group not replaced by then, the base file of its latest slice
 and the log files written onto it since must all exist. A missing one is a ``QueryError`` naming
 the as-of instant, the file and the instant that wrote it.
+
+A restore removes instants from the timeline: time travel to an instant it removed (or to any
+time before the restore at which one of them was visible) would read the restored state as if it
+were the past one. :func:`require_not_restored` refuses it, naming the instant and the restore.
 """
 
 from __future__ import annotations
@@ -17,11 +21,12 @@ from collections.abc import Collection
 
 from engine.errors import QueryError
 from engine.fs.storage import Storage
+from engine.timeline.avro_metadata import deserialize
 from engine.timeline.commit_metadata import HoodieWriteStat
-from engine.timeline.instant import Instant
+from engine.timeline.instant import Action, Instant
 from engine.timeline.timeline import Timeline
 
-__all__ = ["require_retained_files"]
+__all__ = ["require_not_restored", "require_retained_files"]
 
 
 def _is_log(stat: HoodieWriteStat) -> bool:
@@ -80,3 +85,23 @@ def require_retained_files(
                     "storage: the cleaner removed that file slice. Query a later instant, or "
                     "retain more commits (hoodie.cleaner.commits.retained) before cleaning."
                 )
+
+
+def require_not_restored(timeline: Timeline, as_of: str) -> None:
+    """Fail when a restore completed after ``as_of`` removed an instant at or before it.
+
+    Raises:
+        QueryError: naming ``as_of``, the removed instant and the restore.
+    """
+    for restore in timeline.completed([Action.RESTORE]):
+        if restore.instant_time <= as_of:
+            continue
+        metadata = deserialize(timeline.read_content(restore), source=str(restore))
+        removed = sorted(t for t in metadata.get("instantsToRollback") or [] if t <= as_of)
+        if removed:
+            target = (metadata.get("extraMetadata") or {}).get("restoredTo", "an earlier instant")
+            raise QueryError(
+                f"Time travel to instant {as_of} is not possible: restore "
+                f"{restore.instant_time} (to {target}) removed instant(s) "
+                f"{', '.join(removed[-3:])} it would read. Query {target} or an earlier instant."
+            )

@@ -9,7 +9,9 @@ until ``hoodie.keep.min.commits`` remain. In layout 1 (table version 6) the arch
 Readers count anything older than the active timeline as committed, so only instants that can
 no longer be misread are archived: nothing at or after the oldest pending instant (an inflight
 write, a pending compaction or clean), nothing the last clean still retains, and no replacecommit
-whose replaced files are still on storage. Instant files are removed pending states first and the
+whose replaced files are still on storage. Nothing at or after the oldest savepoint is archived
+either (Hudi by default does not archive beyond a savepoint), so savepoints and the commits
+they pin stay on the active timeline. Instant files are removed pending states first and the
 completed file last, so an interrupted archival never makes a committed instant look pending.
 """
 
@@ -232,6 +234,9 @@ def instants_to_archive(storage: Storage, timeline: Timeline, cfg: HoodieConfig)
     pending = timeline.pending()
     if pending:
         bound = min(filter(None, (bound, pending[0].instant_time)))
+    savepoints = timeline.savepoint_times()
+    if savepoints:  # as Hudi by default (hoodie.archive.beyond.savepoint=false)
+        bound = min(filter(None, (bound, savepoints[0])))
     cleans = timeline.completed([Action.CLEAN])
     if cleans:
         earliest = deserialize(timeline.read_content(cleans[-1])).get("earliestCommitToRetain")

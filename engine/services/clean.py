@@ -10,7 +10,8 @@ Policies (``hoodie.cleaner.policy``):
   of each file group are kept; replaced file groups go whole.
 
 Never touched: slices of instants that are not committed (an inflight writer or a pending rollback
-owns them), slices a pending compaction reads, the latest slice of a live file group.
+owns them), slices a pending compaction reads, the latest slice of a live file group, and a slice
+holding a file a savepoint pins (:mod:`engine.services.savepoint`), replaced or not.
 Timeline: ``<t>.clean.requested`` (Avro HoodieCleanerPlan), ``<t>.clean.inflight``, ``<t>.clean``
 (Avro HoodieCleanMetadata). A clean left inflight is finished by the next clean from its plan.
 """
@@ -26,6 +27,7 @@ from engine.faults import checkpoint
 from engine.fs.filenames import partition_file_path
 from engine.fs.storage import Storage
 from engine.fs.view import FileGroup, FileSystemView, Visibility
+from engine.services.savepoint import savepointed_files
 from engine.timeline.avro_metadata import (
     CLEAN_METADATA_SCHEMA,
     CLEANER_PLAN_SCHEMA,
@@ -148,6 +150,7 @@ def plan_clean(storage: Storage, timeline: Timeline, cfg: HoodieConfig) -> Clean
     view = FileSystemView(storage, timeline)
     replaced = _replace_instants(timeline)
     protected = _compaction_inputs(timeline)
+    pinned = savepointed_files(timeline)
     files: dict[str, list[str]] = {}
     for group in view.file_groups():
         key = (group.partition_path, group.file_id)
@@ -164,7 +167,9 @@ def plan_clean(storage: Storage, timeline: Timeline, cfg: HoodieConfig) -> Clean
             older = [t for t in committed[:-1] if t < earliest]
             doomed = older[:-1]  # the newest of them is in effect at `earliest`: kept
         for t in doomed:
-            files.setdefault(group.partition_path, []).extend(_slice_files(group, t))
+            slice_files = _slice_files(group, t)
+            if not any((group.partition_path, f.rsplit("/", 1)[-1]) in pinned for f in slice_files):
+                files.setdefault(group.partition_path, []).extend(slice_files)
     return CleanPlan(policy, earliest, {p: sorted(f) for p, f in files.items() if f})
 
 

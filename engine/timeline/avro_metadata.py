@@ -1,4 +1,5 @@
-"""Avro-serialised timeline content: plans and metadata of rollback, clean, compaction, replace.
+"""Avro-serialised timeline content: plans and metadata of rollback, clean, compaction, replace,
+savepoint and restore.
 
 Java stores these as an Avro object container file (``Obj\\x01``, null codec) holding exactly one
 record, read back with the writer schema resolved against its own generated classes, so a field
@@ -230,6 +231,69 @@ REQUESTED_REPLACE_METADATA_SCHEMA: dict[str, Any] = {
     ],
 }
 
+SAVEPOINT_METADATA_SCHEMA: dict[str, Any] = {
+    # what `<t>.savepoint` holds in every table version: the files of the slices it pins
+    "type": "record",
+    "name": "HoodieSavepointMetadata",
+    "namespace": NAMESPACE,
+    "fields": [
+        {"name": "savepointedBy", "type": "string"},
+        {"name": "savepointedAt", "type": "long"},
+        {"name": "comments", "type": "string"},
+        {
+            "name": "partitionMetadata",
+            "type": {
+                "type": "map",
+                "values": {
+                    "type": "record",
+                    "name": "HoodieSavepointPartitionMetadata",
+                    "fields": [
+                        {"name": "partitionPath", "type": "string"},
+                        {"name": "savepointDataFile", "type": _STRING_ARRAY},
+                    ],
+                },
+            },
+        },
+        _versioned(),
+    ],
+}
+
+RESTORE_PLAN_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "HoodieRestorePlan",
+    "namespace": NAMESPACE,
+    "fields": [
+        {"name": "instantsToRollback", "type": {"type": "array", "items": _INSTANT_INFO}},
+        {"name": "version", "type": ["int", "null"], "default": 2},
+        {"name": "savepointToRestoreTimestamp", "type": ["string", "null"], "default": None},
+    ],
+}
+
+RESTORE_METADATA_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "HoodieRestoreMetadata",
+    "namespace": NAMESPACE,
+    "fields": [
+        {"name": "startRestoreTime", "type": "string"},
+        {"name": "timeTakenInMillis", "type": "long"},
+        {"name": "instantsToRollback", "type": _STRING_ARRAY},
+        {
+            "name": "hoodieRestoreMetadata",
+            "type": {
+                "type": "map",
+                "values": {"type": "array", "items": ["null", ROLLBACK_METADATA_SCHEMA]},
+            },
+        },
+        _versioned(),
+        {
+            "name": "restoreInstantInfo",
+            "type": {"type": "array", "items": f"{NAMESPACE}.HoodieInstantInfo"},
+            "default": [],
+        },
+        _opt("extraMetadata", _STRING_MAP),
+    ],
+}
+
 _PARSED = {
     id(schema): fastavro.parse_schema(schema)
     for schema in (
@@ -239,6 +303,8 @@ _PARSED = {
         CLEAN_METADATA_SCHEMA,
         COMPACTION_PLAN_SCHEMA,
         REQUESTED_REPLACE_METADATA_SCHEMA,
+        SAVEPOINT_METADATA_SCHEMA,
+        RESTORE_PLAN_SCHEMA,
     )
 }
 

@@ -92,10 +92,15 @@ class Timeline:
         return done[0].instant_time if done else None
 
     def get(self, instant_time: str) -> Instant | None:
-        for instant in self.instants:
-            if instant.instant_time == instant_time:
-                return instant
-        return None
+        """The instant at ``instant_time``; a savepoint shares its commit's time, and the
+        commit is what callers mean, so the savepoint comes back only when alone."""
+        found = [i for i in self.instants if i.instant_time == instant_time]
+        found.sort(key=lambda i: i.action is Action.SAVEPOINT)
+        return found[0] if found else None
+
+    def savepoint_times(self) -> list[str]:
+        """Instant times of the completed savepoints, oldest first."""
+        return [i.instant_time for i in self.completed([Action.SAVEPOINT])]
 
     def is_completed(self, instant_time: str) -> bool:
         return any(i.instant_time == instant_time for i in self.commits_timeline())
@@ -214,6 +219,16 @@ def create_requested(
         raise TimelineError(f"Instant {instant_time} ({action.value}) already exists")
     storage.write_bytes(rel, content)
     return Instant(instant_time, action, State.REQUESTED)
+
+
+def create_inflight(storage: Storage, instant_time: str, action: Action) -> Instant:
+    """Start an instant that has no requested state (a savepoint: ``<t>.savepoint.inflight``,
+    at the time of the commit it pins)."""
+    rel = _rel(storage, instant_time, action, State.INFLIGHT)
+    if storage.exists(rel) or _completed_rel(storage, instant_time, action) is not None:
+        raise TimelineError(f"Instant {instant_time} ({action.value}) already exists")
+    storage.write_bytes(rel, b"")
+    return Instant(instant_time, action, State.INFLIGHT)
 
 
 def transition_to_inflight(

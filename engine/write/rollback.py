@@ -30,6 +30,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from engine.errors import FileNameError, TimelineError
 from engine.faults import checkpoint
@@ -64,10 +65,13 @@ from engine.write.markers import delete_markers, list_marked_files
 
 __all__ = [
     "RollbackPlan",
+    "apply_rollback",
+    "pending_rollback_plans",
     "plan_rollback",
     "rollback_failed_writes",
     "rollback_instant",
     "rollback_last_commit",
+    "start_rollback",
 ]
 
 
@@ -246,9 +250,11 @@ def _has_command_block(storage: Storage, lr: LogRollback, rollback_time: str) ->
     return None
 
 
-def _execute(storage: Storage, plan: RollbackPlan, rollback_time: str, started: float) -> None:
-    """Delete, append command blocks and complete an inflight rollback; then drop the
-    rolled-back instant from the timeline."""
+def _roll_back_files(
+    storage: Storage, plan: RollbackPlan, rollback_time: str, started: float
+) -> dict[str, Any]:
+    """Delete the plan's files and append its command blocks; the HoodieRollbackMetadata
+    record of what was done (a resumed rollback redoes nothing already done)."""
     failed = plan.instant
     deleted: dict[str, list[str]] = {}
     for k, rel in enumerate(plan.files_to_delete):
@@ -268,7 +274,7 @@ def _execute(storage: Storage, plan: RollbackPlan, rollback_time: str, started: 
         )
     checkpoint("rollback.before_complete")
     partitions = sorted(set(deleted) | set(rollback_logs))
-    metadata = {
+    return {
         "startRollbackTime": rollback_time,
         "timeTakenInMillis": int((time.monotonic() - started) * 1000),
         "totalFilesDeleted": sum(len(v) for v in deleted.values()),
@@ -286,7 +292,10 @@ def _execute(storage: Storage, plan: RollbackPlan, rollback_time: str, started: 
         "version": 1,
         "instantsRollback": [_instant_info(failed)],
     }
-    complete(storage, rollback_time, Action.ROLLBACK, serialize(ROLLBACK_METADATA_SCHEMA, metadata))
+
+
+def _forget(storage: Storage, failed: Instant) -> None:
+    """Drop a rolled-back instant from the timeline, then its markers and heartbeat."""
     # a completed compaction is a `commit` whose pending files say `compaction`
     actions = (
         [failed.action, Action.COMPACTION] if failed.action is Action.COMMIT else [failed.action]
@@ -295,6 +304,50 @@ def _execute(storage: Storage, plan: RollbackPlan, rollback_time: str, started: 
         delete_instant_files(storage, failed.instant_time, action)
     delete_markers(storage, failed.instant_time)
     storage.delete(f"{METAFOLDER}/.heartbeat/{failed.instant_time}")  # a dead writer's heartbeat
+
+
+def _execute(storage: Storage, plan: RollbackPlan, rollback_time: str, started: float) -> None:
+    """Delete, append command blocks and complete an inflight rollback; then drop the
+    rolled-back instant from the timeline."""
+    metadata = _roll_back_files(storage, plan, rollback_time, started)
+    complete(storage, rollback_time, Action.ROLLBACK, serialize(ROLLBACK_METADATA_SCHEMA, metadata))
+    _forget(storage, plan.instant)
+
+
+def start_rollback(
+    storage: Storage, instant: Instant, after: str | None
+) -> tuple[str, RollbackPlan]:
+    """Plan the rollback of ``instant`` and leave it inflight (what a restore runs); returns
+    the rollback instant time and the plan."""
+    rollback_time = new_instant_time(after)
+    plan = plan_rollback(storage, instant)
+    create_requested(storage, rollback_time, Action.ROLLBACK, plan.to_avro(storage))
+    transition_to_inflight(storage, rollback_time, Action.ROLLBACK)
+    return rollback_time, plan
+
+
+def pending_rollback_plans(
+    storage: Storage, timeline: Timeline
+) -> dict[str, tuple[str, RollbackPlan]]:
+    """Rolled-back instant time -> (rollback instant time, plan) of every pending rollback."""
+    plans: dict[str, tuple[str, RollbackPlan]] = {}
+    for pending in timeline.pending([Action.ROLLBACK]):
+        requested = Instant(pending.instant_time, Action.ROLLBACK, State.REQUESTED)
+        plan = RollbackPlan.from_avro(
+            storage, timeline.read_content(requested), source=str(requested)
+        )
+        if pending.state is State.REQUESTED:
+            transition_to_inflight(storage, pending.instant_time, Action.ROLLBACK)
+        plans[plan.instant.instant_time] = (pending.instant_time, plan)
+    return plans
+
+
+def apply_rollback(storage: Storage, plan: RollbackPlan, rollback_time: str) -> dict[str, Any]:
+    """Carry out an inflight rollback without completing it (a restore completes one
+    ``restore`` instant instead); returns its HoodieRollbackMetadata record."""
+    metadata = _roll_back_files(storage, plan, rollback_time, time.monotonic())
+    _forget(storage, plan.instant)
+    return metadata
 
 
 def rollback_instant(storage: Storage, failed: Instant, after: str | None) -> str:
@@ -312,15 +365,9 @@ def rollback_instant(storage: Storage, failed: Instant, after: str | None) -> st
 def _finish_pending_rollbacks(storage: Storage, timeline: Timeline) -> list[str]:
     """Complete rollbacks a killed process left pending, from their plans."""
     done = []
-    for pending in timeline.pending([Action.ROLLBACK]):
-        requested = Instant(pending.instant_time, Action.ROLLBACK, State.REQUESTED)
-        plan = RollbackPlan.from_avro(
-            storage, timeline.read_content(requested), source=str(requested)
-        )
-        if pending.state is State.REQUESTED:
-            transition_to_inflight(storage, pending.instant_time, Action.ROLLBACK)
-        _execute(storage, plan, pending.instant_time, time.monotonic())
-        done.append(plan.instant.instant_time)
+    for target, (rollback_time, plan) in pending_rollback_plans(storage, timeline).items():
+        _execute(storage, plan, rollback_time, time.monotonic())
+        done.append(target)
     return done
 
 
@@ -367,6 +414,11 @@ def rollback_last_commit(storage: Storage, instant_time: str) -> str:
         raise TimelineError(
             f"Instant {instant_time} is not the latest completed write of {storage.base_path} "
             f"(latest: {latest}); only the last write can be rolled back"
+        )
+    if instant_time in timeline.savepoint_times():
+        raise TimelineError(
+            f"Cannot roll back {instant_time}: it is savepointed (delete the savepoint first, "
+            "or restore to an earlier instant)"
         )
     later = [i for i in timeline.pending(COMMIT_ACTIONS) if i.instant_time > instant_time]
     if later:

@@ -47,6 +47,7 @@ from engine.runner import BatchProfile, Runner
 from engine.services.heartbeat import Heartbeat, is_write_alive
 from engine.services.inline import run_table_services, validate_service_options
 from engine.services.lock import TableLock
+from engine.services.restore import finish_pending_restores
 from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.timeline.instant import Action, new_instant_time
 from engine.timeline.timeline import Timeline, create_requested
@@ -319,6 +320,9 @@ class WriteTransaction:
             else:
                 take_over_metadata_table(self.storage, self.props)
             timeline = Timeline.load(self.storage)
+            if timeline.pending([Action.RESTORE]):  # a killed restore is finished first
+                finish_pending_restores(self.storage)
+                timeline = timeline.reload()
             rolled_back = rollback_failed_writes(self.storage, timeline, is_alive=self._is_alive)
             compacted = self.strategy.before_request(self.storage, self._runner)
             if rolled_back or compacted:

@@ -8,6 +8,7 @@ Usage: ``python -m tests.faults.writer SPEC_JSON`` where the spec is
     {"kind": "compact"}                           pending compactions, in-process runner
     {"kind": "rollback"}                          roll back failed writes
     {"kind": "archive", "options": {...}}
+    {"kind": "restore", "to": INSTANT}            restore the table to INSTANT
 
 Only writes start a JVM. The process names itself in ``HUDI_FAULT_PID`` before Spark starts,
 so Spark's Python workers inherit it and a kill point hit inside a task kills this process.
@@ -63,6 +64,10 @@ def _run_step(step: dict[str, Any], table: str, work: str, state: dict[str, Any]
 
         with TableLock(storage, cfg).hold():
             archive(storage, cfg)
+    elif kind == "restore":
+        from engine import HudiTable
+
+        HudiTable(table).restore(step["to"])
     else:
         raise SystemExit(f"unknown step kind {kind!r}")
 

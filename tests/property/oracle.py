@@ -130,6 +130,11 @@ class Oracle:
             self.rows[ident] = self._stamp(row, instant)
         self.history.append((instant, copy.deepcopy(self.rows)))
 
+    def restore(self, instant: str) -> None:
+        """A restore to ``instant``: the rows as of it; later commits leave the history."""
+        self.history = [(t, rows) for t, rows in self.history if t <= instant]
+        self.rows = copy.deepcopy(self.history[-1][1]) if self.history else {}
+
     def _stamp(self, row: Row, instant: str) -> Row:
         out = {name: row.get(name) for name in self.fields}
         out["_hoodie_commit_time"] = instant

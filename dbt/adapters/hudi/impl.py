@@ -239,14 +239,18 @@ class HudiAdapter(SparkAdapter):
         config: Mapping[str, Any],
         full_refresh: bool = False,
         operation: str | None = None,
+        invocation: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Write the rows of temporary view ``source_view`` to the model's Hudi table.
 
         Validates first (config, then the SELECT's columns), so bad input leaves the table
         untouched; ``full_refresh`` recreates the table and restores the old one if the write
         fails; ``operation`` replaces the materialization's operation on a continued table
-        (``file_format='hudi'`` models, see ``spark_compat.py``).
+        (``file_format='hudi'`` models, see ``spark_compat.py``); ``invocation`` (dbt's
+        ``invocation_id`` and the model's ``unique_id``) goes to the commit's extraMetadata.
         """
+        from dbt.adapters.hudi.undo import run_metadata, savepoint_after_write
+
         started = time.monotonic()
         cfg = self._parse(relation, materialization, config)
         spark = self._spark()
@@ -270,9 +274,10 @@ class HudiAdapter(SparkAdapter):
             cfg,
             relation,
             full_refresh=full_refresh,
-            extra_options=checkpoints,
+            extra_options={**checkpoints, **run_metadata(invocation)},
             operation=operation,
         )
+        savepoint_after_write(table, result.instant_time, config, invocation)
         published = self._publish(relation, base_path, cfg.table_type)
         summary = _summary(result, operation, published, time.monotonic() - started)
         logger.debug(f"hudi_write {relation}: {summary}")
@@ -521,6 +526,27 @@ class HudiAdapter(SparkAdapter):
             raise DbtRuntimeError(f"Compacting {target} failed: {e}") from e
         if result.get("instant_time"):
             self.hudi_publish(target, path)
+        return result
+
+    @available
+    def hudi_restore(
+        self, invocation_id: str, relations: list[str], dry_run: bool = False, force: bool = False
+    ) -> dict[str, Any]:
+        """Restore every Hudi table of ``relations`` ('schema.identifier') that dbt invocation
+        ``invocation_id`` wrote to its state just before it (``dbt run-operation hudi_restore``);
+        the restored tables are published again."""
+        from dbt.adapters.hudi.undo import restore_tables
+
+        targets: dict[str, tuple[HudiRelation, str]] = {}
+        for name in relations:
+            try:
+                targets[name] = self._resolve_model(name)
+            except DbtRuntimeError:
+                continue  # never built, or not a Hudi table: nothing of it to restore
+        paths = {name: path for name, (_, path) in targets.items()}
+        result = restore_tables(paths, invocation_id, dry_run=dry_run, force=force)
+        for name in result["restored"]:
+            self.hudi_publish(*targets[name])
         return result
 
 

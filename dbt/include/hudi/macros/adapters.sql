@@ -2,6 +2,7 @@
       dbt run-operation hudi_compact --args '{relation: analytics.orders_mor}'
       dbt run-operation hudi_clean --args '{relation: orders, options: {hoodie.cleaner.commits.retained: 1}}'
       dbt run-operation hudi_health --args '{relation: orders}'
+      dbt run-operation hudi_restore --args '{invocation_id: 5f0c..., dry_run: true}'
 -#}
 {% macro hudi_compact(relation, options={}) %}
   {%- set result = adapter.hudi_compact(relation, options) -%}
@@ -15,6 +16,25 @@
 {% macro hudi_health(relation, options={}) %}
   {%- set result = adapter.hudi_health(relation, options) -%}
   {%- do log('Hudi health of ' ~ relation ~ ':\n' ~ result['text'], info=True) -%}
+  {{ return(result) }}
+{% endmacro %}
+
+
+{#- Undo a bad run: restore every Hudi table of the project that dbt invocation `invocation_id`
+    wrote to its state just before it. The plan is logged first; `dry_run` stops there; a table a
+    later writer also changed is refused (nothing is restored) unless `force`. -#}
+{% macro hudi_restore(invocation_id, dry_run=false, force=false) %}
+  {%- set relations = [] -%}
+  {%- for node in graph.nodes.values() if node.resource_type in ('model', 'seed', 'snapshot') -%}
+    {%- set materialized = node.config.materialized or '' -%}
+    {%- if materialized.startswith('hudi_') or node.config.get('file_format') == 'hudi' -%}
+      {%- do relations.append(node.schema ~ '.' ~ (node.alias or node.name)) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set result = adapter.hudi_restore(invocation_id, relations, dry_run, force) -%}
+  {%- if dry_run -%}
+    {%- do log('Dry run: nothing was restored', info=True) -%}
+  {%- endif -%}
   {{ return(result) }}
 {% endmacro %}
 

@@ -30,7 +30,8 @@
   {%- set source_view = dbt_hudi_stage_source(target_relation, source_sql) -%}
   {%- set result = adapter.hudi_write(target_relation, source_view.identifier, materialization,
                                       hudi_config, full_refresh,
-                                      plan['operation'] if plan else none) -%}
+                                      plan['operation'] if plan else none,
+                                      {'invocation_id': invocation_id, 'unique_id': model.unique_id}) -%}
   {%- do dbt_hudi_drop_source(source_view) -%}
   {%- do log(dbt_hudi_format_progress(target_relation, result), info=True) -%}
   {%- do store_raw_result(name='main', message='HUDI ' ~ result['code'] ~ ' ' ~ result['rows_affected'],
