@@ -692,20 +692,6 @@ LOGFILE_DATA_BLOCK_FORMAT = _option(
     "100k-row slice merges in 0.07 s against 0.17 s): set parquet for read-heavy tables. Apache "
     "Hudi's readers and hudi-rs read both. Delete blocks stay delete blocks, CDC blocks Avro.",
 )
-HFILE_BLOCK_SIZE = _option(
-    "hoodie.hfile.block.size",
-    parse_int,
-    1024 * 1024,
-    "Target uncompressed size of an HFile data block (metadata table base files and HFile log "
-    "blocks), Hudi's default.",
-)
-HFILE_COMPRESSION_ALGORITHM = _option(
-    "hoodie.hfile.compression.algorithm",
-    choice("GZ", "NONE"),
-    "GZ",
-    "Compression of HFile blocks. GZ is what Hudi writes by default (every HFile of the corpus's "
-    "metadata tables); NONE is readable by Hudi too. Hudi's other codecs are not supported.",
-)
 INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BUCKET")
 INDEX_TYPE = _option(
     "hoodie.index.type",

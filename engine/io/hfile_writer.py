@@ -26,7 +26,6 @@ import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from engine.config import HFILE_BLOCK_SIZE
 from engine.errors import HFileFormatError
 from engine.io.hfile import (
     BLOCK_HEADER_SIZE,
@@ -46,8 +45,9 @@ from engine.io.hfile import (
 __all__ = ["COMPARATOR_CLASS_NAME", "DEFAULT_BLOCK_SIZE", "java_hashmap_order", "write_hfile"]
 
 COMPARATOR_CLASS_NAME = "org.apache.hudi.io.storage.HoodieHBaseKVComparator"
-# hudi-io's HFileContext default, and hoodie.hfile.block.size's
-DEFAULT_BLOCK_SIZE: int = HFILE_BLOCK_SIZE.default
+# hudi-io's HFileContext default (1 MiB, as Hudi's hoodie.hfile.block.size); the metadata table
+# writer registers that key in engine.config when it writes with it
+DEFAULT_BLOCK_SIZE = 1024 * 1024
 _LATEST_TIMESTAMP = (1 << 63) - 1
 _PUT = 4
 _PAIR_OVERHEAD = 9  # Hudi's estimate: key length, value length, MVCC byte
