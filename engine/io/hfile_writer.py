@@ -7,8 +7,7 @@ The layout is described in :mod:`engine.io.hfile`. What makes the bytes Hudi's o
   block's last key never starts a block. The first data block's previous-offset field is -1,
   each later one holds its own start offset (Hudi passes the offset after the block before).
 - Meta blocks (one per entry) and the file info are ``java.util.HashMap``s in Hudi: they are
-  stored in HashMap iteration order, which :func:`java_hashmap_order` reproduces (bucket of
-  the spread ``String.hashCode``, then insertion order within a bucket).
+  stored in HashMap iteration order (:mod:`engine.io.java_hashmap`).
 - The file info holds ``MAX_MEMSTORE_TS_KEY`` (inserted first), the caller's entries, then
   ``hfile.LASTKEY`` (int16 length + last row), ``hfile.CREATE_TIME_TS``, ``hfile.AVG_KEY_LEN``,
   ``hfile.AVG_VALUE_LEN`` and ``KEY_VALUE_VERSION`` 1 (MVCC byte present).
@@ -41,8 +40,9 @@ from engine.io.hfile import (
     compress,
     varint,
 )
+from engine.io.java_hashmap import java_hashmap_order
 
-__all__ = ["COMPARATOR_CLASS_NAME", "DEFAULT_BLOCK_SIZE", "java_hashmap_order", "write_hfile"]
+__all__ = ["COMPARATOR_CLASS_NAME", "DEFAULT_BLOCK_SIZE", "write_hfile"]
 
 COMPARATOR_CLASS_NAME = "org.apache.hudi.io.storage.HoodieHBaseKVComparator"
 # hudi-io's HFileContext default (1 MiB, as Hudi's hoodie.hfile.block.size); the metadata table
@@ -51,35 +51,6 @@ DEFAULT_BLOCK_SIZE = 1024 * 1024
 _LATEST_TIMESTAMP = (1 << 63) - 1
 _PUT = 4
 _PAIR_OVERHEAD = 9  # Hudi's estimate: key length, value length, MVCC byte
-
-
-def java_string_hash(text: str) -> int:
-    """``String.hashCode()``: 31-polynomial over UTF-16 code units, as a signed int32."""
-    h = 0
-    units = text.encode("utf-16-be")
-    for i in range(0, len(units), 2):
-        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    return h
-
-
-def java_hashmap_order(keys: Iterable[str]) -> list[str]:
-    """The iteration order of a ``java.util.HashMap<String, ?>`` filled with ``keys`` in order.
-
-    The table starts at 16 buckets and doubles once it holds more than 3/4 of them; a key's
-    bucket is ``(h ^ h >>> 16) & (n - 1)``; a bucket keeps insertion order (a resize splits
-    buckets preserving it). Buckets turn into trees only past 8 colliding keys, which Hudi's few
-    file info entries never reach.
-    """
-    ordered = list(dict.fromkeys(keys))
-    buckets = 16
-    while len(ordered) > buckets * 3 // 4:
-        buckets *= 2
-
-    def bucket(key: str) -> int:
-        h = java_string_hash(key)
-        return (h ^ (h >> 16)) & (buckets - 1)
-
-    return sorted(ordered, key=lambda k: bucket(k))  # sorted() is stable: insertion order
 
 
 def _block(magic: bytes, payload: bytes, previous: int, codec: CompressionCodec) -> bytes:

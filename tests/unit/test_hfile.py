@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from engine.errors import HFileFormatError
 from engine.io.hfile import DATA_MAGIC, CompressionCodec, read_hfile
-from engine.io.hfile_writer import java_hashmap_order, java_string_hash, write_hfile
+from engine.io.hfile_writer import write_hfile
+from engine.io.java_hashmap import java_hashmap_order, java_string_hash
 
 pytestmark = pytest.mark.unit
 
