@@ -9,8 +9,9 @@ names ``files`` (``HoodieTableConfig.isMetadataTableAvailable``; hudi-rs 0.5 for
    instant is completed on the metadata timeline (a compaction, or the initialization
    deltacommit ``00000000000000000``), and that slice's log files (by completion time on layout 2).
 2. Log blocks count only if their instant completed on the metadata timeline **and** is valid on
-   the data timeline: completed there (or older than its active timeline), or one of the metadata
-   table's own initialization instants (``00000000000000000`` + a partition index). A metadata
+   the data timeline: an instant of any action completed there (commits, cleans, rollbacks,
+   indexing) or older than its active timeline, or one of the metadata table's own
+   initialization instants (``00000000000000000`` + a partition index). A metadata
    deltacommit of a data write that never completed is thereby ignored. A rollback command
    block drops the blocks of the instant it targets.
 3. The records are merged (:func:`engine.metadata.payload.merge_file_slice`); the partitions are
@@ -110,10 +111,32 @@ def _latest_slice(storage: Storage, timeline: Timeline) -> _Slice:
     return _Slice(bases.get(latest), tuple(log.name for log in sliced.get(latest, [])))
 
 
-def _is_valid(instant_time: str, metadata: Timeline, data: Timeline) -> bool:
-    if not metadata.is_completed(instant_time):
-        return False
-    return instant_time.startswith(_INIT_INSTANT_PREFIX) or data.is_committed(instant_time)
+@dataclass(frozen=True, slots=True)
+class _ValidInstants:
+    """The instants whose metadata log blocks count (``getValidInstantTimestamps``)."""
+
+    metadata_completed: frozenset[str]
+    data_completed: frozenset[str]
+    data_active_start: str | None
+    data_known: frozenset[str]
+
+    @classmethod
+    def of(cls, metadata: Timeline, data: Timeline) -> _ValidInstants:
+        return cls(
+            frozenset(i.instant_time for i in metadata.instants if i.is_completed),
+            frozenset(i.instant_time for i in data.instants if i.is_completed),
+            min((i.instant_time for i in data.instants), default=None),
+            frozenset(i.instant_time for i in data.instants),
+        )
+
+    def __contains__(self, instant_time: object) -> bool:
+        if not isinstance(instant_time, str) or instant_time not in self.metadata_completed:
+            return False
+        if instant_time.startswith(_INIT_INSTANT_PREFIX) or instant_time in self.data_completed:
+            return True
+        # older than the data table's active timeline: archived, hence completed
+        start = self.data_active_start
+        return start is not None and instant_time < start and instant_time not in self.data_known
 
 
 def _records(data: bytes) -> list[FilesRecord]:
@@ -123,7 +146,7 @@ def _records(data: bytes) -> list[FilesRecord]:
 
 
 def _log_records(
-    storage: Storage, names: tuple[str, ...], metadata: Timeline, data: Timeline
+    storage: Storage, names: tuple[str, ...], valid: _ValidInstants
 ) -> Iterator[FilesRecord | str]:
     """The valid log blocks' records, oldest first; a deleted key as a ``str``."""
     blocks: list[LogBlock] = []
@@ -132,7 +155,7 @@ def _log_records(
             if block.block_type is HoodieLogBlockType.COMMAND_BLOCK:
                 target = decode_command_block(block)
                 blocks = [b for b in blocks if b.instant_time != target]
-            elif _is_valid(block.instant_time or "", metadata, data):
+            elif block.instant_time in valid:
                 blocks.append(block)
     for block in blocks:
         if block.block_type is HoodieLogBlockType.HFILE_DATA_BLOCK:
@@ -158,7 +181,8 @@ def read_files_partition(storage: Storage, data_timeline: Timeline) -> FilesList
     base: list[FilesRecord] = []
     if latest.base_file:
         base = _records(mdt.read_bytes(f"{FILES_PARTITION}/{latest.base_file}"))
-    merged = merge_file_slice(base, _log_records(mdt, latest.log_files, timeline, data_timeline))
+    valid = _ValidInstants.of(timeline, data_timeline)
+    merged = merge_file_slice(base, _log_records(mdt, latest.log_files, valid))
     partitions = merged.get(ALL_PARTITIONS_KEY)
     out: dict[str, dict[str, int]] = {}
     for name in sorted(partitions.listed if partitions else {}):

@@ -12,6 +12,11 @@ columns prune partitions (:mod:`engine.read.filter`), and the resulting :class:`
 both executors, the Arrow reader (``engine.read.arrow``) and the Spark reader
 (``engine.spark.reader``).
 
+A table whose ``hoodie.table.metadata.partitions`` names ``files`` is listed through its metadata
+table (:mod:`engine.metadata.files_index`), as Hudi's readers and hudi-rs do: one listing of the
+``files`` partition instead of one per data partition (incremental queries list only the
+partitions their commits name, and keep doing so).
+
 Incremental queries read the latest slice (as of the end instant) of every file group written by
 a commit in ``(begin, end]`` and keep rows whose ``_hoodie_commit_time`` lies in that range, as
 Java's incremental relations do; log blocks outside the range are skipped.
@@ -49,6 +54,7 @@ from engine.fs.table_version import (
     table_format,
 )
 from engine.fs.view import FileSlice, FileSystemView, Visibility
+from engine.metadata.files_index import has_files_index, read_files_partition
 from engine.read.filter import ReadFilter, partition_pruner
 from engine.read.time_travel import require_retained_files
 from engine.timeline.timeline import Timeline
@@ -305,7 +311,11 @@ def plan_query(base_path: str | Storage, query: ReadQuery | None = None) -> Quer
     if query.as_of is not None:
         require_retained_files(storage, timeline, query.as_of)
     visibility = Visibility.of(timeline, query.as_of)
-    view = FileSystemView(storage, timeline, partition_filter=pruner)
+    # Hudi's readers list through the metadata table when its files partition is ready
+    listing = None
+    if has_files_index(table.properties):
+        listing = read_files_partition(storage, timeline).partitions
+    view = FileSystemView(storage, timeline, partition_filter=pruner, listing=listing)
     read_optimized = query.query_type == "read_optimized"
     if read_optimized:
         slices = view.latest_base_files(visibility=visibility)

@@ -27,6 +27,7 @@ from engine.timeline.timeline import Timeline
 
 pytestmark = pytest.mark.interop
 
+# the corpus tables whose hoodie.table.metadata.partitions names files
 FILES_TABLES = (
     "cow__v9_txns_simple_meta",
     "mor_avro__v9_txns_simple_meta",

@@ -1,0 +1,110 @@
+"""Reads list through the metadata table's ``files`` partition when the table says it is ready,
+as Hudi's readers do: the same rows as a storage listing and as hudi-rs, fewer directory
+listings, and log blocks of data instants that did not complete are ignored."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.cli import canonical_json_lines
+from engine.fs.storage import Storage
+from engine.metadata.files_index import read_files_partition
+from engine.read.arrow import read_table
+from engine.timeline.timeline import Timeline
+from tests.hudi_rs import hudi_rs_rows
+from tests.interop.test_metadata_files_corpus import FILES_TABLES
+
+pytestmark = pytest.mark.interop
+
+
+@pytest.fixture
+def list_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every directory Storage lists, as a full path (the reader's LIST requests)."""
+    calls: list[str] = []
+    original = Storage.list_dir
+
+    def counting(self: Storage, rel: str = "") -> list:  # type: ignore[type-arg]
+        calls.append(self.full_path(rel))
+        return original(self, rel)
+
+    monkeypatch.setattr(Storage, "list_dir", counting)
+    yield calls
+
+
+def _without_files_index(base: Path, dest: Path) -> Path:
+    """A copy of the table whose properties no longer announce the files partition."""
+    shutil.copytree(base, dest)
+    props = dest / ".hoodie" / "hoodie.properties"
+    text = props.read_text()
+    line = re.search(r"^hoodie\.table\.metadata\.partitions=(.*)$", text, re.M)
+    assert line is not None and "files" in line.group(1).split(",")
+    kept = ",".join(p for p in line.group(1).split(",") if p != "files")
+    props.write_text(text.replace(line.group(0), f"hoodie.table.metadata.partitions={kept}"))
+    return dest
+
+
+def _canonical(rows: list[dict]) -> list[str]:  # type: ignore[type-arg]
+    return sorted(canonical_json_lines(rows))
+
+
+@pytest.mark.parametrize("table", FILES_TABLES)
+def test_rows_equal_the_listing_path_and_hudi_rs_with_fewer_listings(
+    table: str, corpus_table: Callable[[str], Path], tmp_path: Path, list_calls: list[str]
+) -> None:
+    base = corpus_table(table)
+    through_metadata = _canonical(read_table(str(base)).to_pylist())
+    metadata_calls = list(list_calls)
+    listed_copy = _without_files_index(base, tmp_path / table)
+    list_calls.clear()
+    through_listing = _canonical(read_table(str(listed_copy)).to_pylist())
+    storage_calls = list(list_calls)
+
+    assert through_metadata == through_listing
+    assert through_metadata == _canonical(hudi_rs_rows(base))
+    assert len(through_metadata) >= 3
+    # the data timeline, the metadata timeline, the files partition: whatever the partitions
+    assert [c.removeprefix(str(base)) for c in metadata_calls] == [
+        "/.hoodie/timeline",
+        "/.hoodie/metadata/.hoodie/timeline",
+        "/.hoodie/metadata/files",
+    ]
+    partitions = len(
+        read_files_partition(Storage(str(base)), Timeline.load(Storage(str(base)))).partitions
+    )
+    # the data timeline, the base path, then every partition directory
+    assert len(storage_calls) == 2 + (partitions if partitions > 1 else 0)
+
+
+@pytest.mark.parametrize(
+    ("table", "instant"),
+    [
+        ("cow__v9_txns_simple_meta", "20260307162456179"),
+        ("mor_avro__v9_txns_simple_meta", "20260307162620509"),
+    ],
+)
+def test_a_metadata_deltacommit_of_an_unfinished_data_write_is_ignored(
+    table: str, instant: str, corpus_copy: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """The data commit at ``instant`` is made inflight again (its completed file removed): its
+    metadata deltacommit is still complete, but its files must no longer be listed, and the
+    rows are those of the listing path, which resolves the same visibility."""
+    base = corpus_copy(table)
+    storage = Storage(str(base))
+    before = read_files_partition(storage, Timeline.load(storage)).partitions
+    written = {n for files in before.values() for n in files if instant in n}
+    assert written  # the commit wrote files the metadata table lists
+    (completed,) = (base / ".hoodie" / "timeline").glob(f"{instant}_*")
+    completed.unlink()
+    after = read_files_partition(storage, Timeline.load(storage)).partitions
+    assert {n for files in after.values() for n in files} == {
+        n for files in before.values() for n in files
+    } - written
+    rows = _canonical(read_table(str(base)).to_pylist())
+    listed_copy = _without_files_index(base, tmp_path / "listed")
+    assert rows == _canonical(read_table(str(listed_copy)).to_pylist())
+    assert instant not in "".join(rows)
