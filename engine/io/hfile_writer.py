@@ -37,17 +37,37 @@ from engine.io.hfile import (
     TRAILER_MAGIC,
     TRAILER_SIZE,
     CompressionCodec,
+    HFile,
     compress,
     varint,
 )
 from engine.io.java_hashmap import java_hashmap_order
 
-__all__ = ["COMPARATOR_CLASS_NAME", "DEFAULT_BLOCK_SIZE", "write_hfile"]
+__all__ = [
+    "COMPARATOR_CLASS_NAME",
+    "DEFAULT_BLOCK_SIZE",
+    "WRITER_FILE_INFO",
+    "callers_file_info",
+    "write_hfile",
+]
 
 COMPARATOR_CLASS_NAME = "org.apache.hudi.io.storage.HoodieHBaseKVComparator"
 # hudi-io's HFileContext default (1 MiB, as Hudi's hoodie.hfile.block.size); the metadata table
 # writer registers that key in engine.config when it writes with it
 DEFAULT_BLOCK_SIZE = 1024 * 1024
+# the file info entries HFileWriterImpl adds itself (the rest are its caller's)
+WRITER_FILE_INFO = frozenset(
+    {
+        "MAX_MEMSTORE_TS_KEY",
+        "hfile.LASTKEY",
+        "hfile.CREATE_TIME_TS",
+        "hfile.AVG_KEY_LEN",
+        "hfile.AVG_VALUE_LEN",
+        "KEY_VALUE_VERSION",
+    }
+)
+# the order Hudi's HFile writers append their entries (a HashMap keeps it within a bucket)
+_APPEND_ORDER = ("schema", "minRecordKey", "maxRecordKey", "bloomFilterTypeCode")
 _LATEST_TIMESTAMP = (1 << 63) - 1
 _PUT = 4
 _PAIR_OVERHEAD = 9  # Hudi's estimate: key length, value length, MVCC byte
@@ -218,3 +238,11 @@ def write_hfile(
     layout.out += _block(FILE_INFO_MAGIC, info_payload, -1, codec)
     layout.out += _trailer(layout, info_offset, load_on_open, len(meta_index), codec)
     return bytes(layout.out)
+
+
+def callers_file_info(hfile: HFile) -> dict[str, bytes]:
+    """The file info entries of ``hfile`` its writer's caller appended, in the order Hudi's
+    writers append them: what :func:`write_hfile` needs to write the same file again."""
+    names = [n for n in hfile.file_info if n not in WRITER_FILE_INFO]
+    names.sort(key=lambda n: _APPEND_ORDER.index(n) if n in _APPEND_ORDER else len(_APPEND_ORDER))
+    return {n: hfile.file_info[n] for n in names}

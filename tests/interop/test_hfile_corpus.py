@@ -16,24 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.io.hfile import CompressionCodec, HFile, read_hfile
-from engine.io.hfile_writer import COMPARATOR_CLASS_NAME, write_hfile
+from engine.io.hfile import CompressionCodec, read_hfile
+from engine.io.hfile_writer import COMPARATOR_CLASS_NAME, callers_file_info, write_hfile
 from engine.io.logfile import HoodieLogBlockType, read_log_blocks
 
 pytestmark = pytest.mark.interop
 
 META_TABLES = ("cow__v9_txns_simple_meta", "mor_avro__v9_txns_simple_meta")
-# file info entries HFileWriterImpl writes itself; the rest are the caller's
-WRITER_INFO = {
-    "MAX_MEMSTORE_TS_KEY",
-    "hfile.LASTKEY",
-    "hfile.CREATE_TIME_TS",
-    "hfile.AVG_KEY_LEN",
-    "hfile.AVG_VALUE_LEN",
-    "KEY_VALUE_VERSION",
-}
-# the order Hudi's HFile writers append their entries (the HashMap keeps it within a bucket)
-APPEND_ORDER = ("schema", "minRecordKey", "maxRecordKey", "bloomFilterTypeCode")
 
 
 def _hfiles(base: Path) -> Iterator[tuple[str, bytes]]:
@@ -45,12 +34,6 @@ def _hfiles(base: Path) -> Iterator[tuple[str, bytes]]:
         for i, block in enumerate(read_log_blocks(path.read_bytes())):
             if block.block_type is HoodieLogBlockType.HFILE_DATA_BLOCK:
                 yield f"{path.name}#{i}", block.content
-
-
-def _callers_info(hfile: HFile) -> dict[str, bytes]:
-    names = [n for n in hfile.file_info if n not in WRITER_INFO]
-    names.sort(key=lambda n: APPEND_ORDER.index(n) if n in APPEND_ORDER else len(APPEND_ORDER))
-    return {n: hfile.file_info[n] for n in names}
 
 
 @pytest.fixture(scope="module", params=META_TABLES)
@@ -86,7 +69,7 @@ def test_every_hfile_is_written_again_byte_for_byte(meta_hfiles: list[tuple[str,
         written = write_hfile(
             hfile.entries,
             create_time_ms=hfile.create_time_ms,
-            file_info=_callers_info(hfile),
+            file_info=callers_file_info(hfile),
             meta=hfile.meta,
             codec=hfile.trailer.compression_codec,
         )
