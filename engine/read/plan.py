@@ -12,10 +12,12 @@ columns prune partitions (:mod:`engine.read.filter`), and the resulting :class:`
 both executors, the Arrow reader (``engine.read.arrow``) and the Spark reader
 (``engine.spark.reader``).
 
-A table whose ``hoodie.table.metadata.partitions`` names ``files`` is listed through its metadata
-table (:mod:`engine.metadata.files_index`), as Hudi's readers and hudi-rs do: one listing of the
-``files`` partition instead of one per data partition (incremental queries list only the
-partitions their commits name, and keep doing so).
+A table of version 8 or 9 whose ``hoodie.table.metadata.partitions`` names ``files`` is listed
+through its metadata table (:mod:`engine.metadata.files_index`), as Hudi's readers and hudi-rs
+do: one listing of the ``files`` partition instead of one per data partition (incremental
+queries list only the partitions their commits name, and keep doing so). Version 6 tables keep
+the storage listing, as hudi-rs does: the corpus holds no metadata table Hudi 0.x wrote (HBase's
+HFile writer) to check our reader against.
 
 Incremental queries read the latest slice (as of the end instant) of every file group written by
 a commit in ``(begin, end]`` and keep rows whose ``_hoodie_commit_time`` lies in that range, as
@@ -113,6 +115,14 @@ class TableInfo:
     @property
     def is_mor(self) -> bool:
         return self.table_type == TableType.MERGE_ON_READ
+
+    @property
+    def lists_through_metadata_table(self) -> bool:
+        """Partitions and files come from the metadata table's ``files`` partition: it is ready
+        (named in ``hoodie.table.metadata.partitions``) and the table version is 8 or later."""
+        return _prop(self.properties, config.TABLE_VERSION) >= 8 and has_files_index(
+            self.properties
+        )
 
     @property
     def orders_deletes(self) -> bool:
@@ -311,9 +321,10 @@ def plan_query(base_path: str | Storage, query: ReadQuery | None = None) -> Quer
     if query.as_of is not None:
         require_retained_files(storage, timeline, query.as_of)
     visibility = Visibility.of(timeline, query.as_of)
-    # Hudi's readers list through the metadata table when its files partition is ready
+    # Hudi's readers list through the metadata table when its files partition is ready; on
+    # table versions 8+ only, as hudi-rs: no table of Hudi 0.x (HBase-written HFiles) checks it
     listing = None
-    if has_files_index(table.properties):
+    if table.lists_through_metadata_table:
         listing = read_files_partition(storage, timeline).partitions
     view = FileSystemView(storage, timeline, partition_filter=pruner, listing=listing)
     read_optimized = query.query_type == "read_optimized"

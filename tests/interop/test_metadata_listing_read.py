@@ -108,3 +108,19 @@ def test_a_metadata_deltacommit_of_an_unfinished_data_write_is_ignored(
     listed_copy = _without_files_index(base, tmp_path / "listed")
     assert rows == _canonical(read_table(str(listed_copy)).to_pylist())
     assert instant not in "".join(rows)
+
+
+def test_a_version_6_table_keeps_the_storage_listing(
+    corpus_copy: Callable[[str], Path], list_calls: list[str]
+) -> None:
+    """Table version 6 is listed from storage even when its properties name ``files`` (as
+    hudi-rs does): no metadata table is read, here there is none to read."""
+    base = corpus_copy("cow__v6_simplekeygen_nonhivestyle")
+    expected = _canonical(read_table(str(base)).to_pylist())
+    props = base / ".hoodie" / "hoodie.properties"
+    text = props.read_text()
+    assert "hoodie.table.metadata.partitions=" not in text
+    props.write_text(text + "hoodie.table.metadata.partitions=files\n")
+    list_calls.clear()
+    assert _canonical(read_table(str(base)).to_pylist()) == expected
+    assert not [c for c in list_calls if "/.hoodie/metadata" in c]
