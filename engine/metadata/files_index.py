@@ -86,16 +86,24 @@ def _latest_slice(storage: Storage, timeline: Timeline) -> _Slice:
     """The latest committed slice of the files partition's one file group."""
     bases: dict[str, str] = {}
     logs: list[LogFileName] = []
+    file_ids: set[str] = set()
     for entry in storage.list_dir(FILES_PARTITION):
         try:
             if entry.name.startswith(".") and ".log." in entry.name:
                 logs.append(parse_log_file_name(entry.name))
+                file_ids.add(logs[-1].file_id)
             elif entry.name.endswith(".hfile"):
                 base = parse_base_file_name(entry.name)
+                file_ids.add(base.file_id)
                 if timeline.is_completed(base.instant_time):
                     bases[base.instant_time] = entry.name
         except FileNameError:
             continue
+    if len(file_ids) > 1:  # Hudi keeps the files partition in one file group
+        raise HudiError(
+            f"the files partition of the metadata table at {storage.uri()} holds "
+            f"{len(file_ids)} file groups ({', '.join(sorted(file_ids))}), not one"
+        )
     completed = timeline.completion_times()
     if timeline.layout.version >= 2:  # a log is named by its delta commit: keep completed ones
         logs = [log for log in logs if log.base_instant_time in completed]
@@ -164,18 +172,24 @@ def _log_records(
             yield from (record.record_key for record in decode_delete_block(block))
 
 
-def read_files_partition(storage: Storage, data_timeline: Timeline) -> FilesListing:
+def read_files_partition(storage: Storage, data_timeline: Timeline) -> FilesListing | None:
     """The data table's partitions and files as its metadata table lists them.
 
     Args:
         storage: The data table's storage.
         data_timeline: The data table's active timeline (what validates log blocks).
 
+    Returns:
+        The listing; None when there is no metadata table at ``.hoodie/metadata`` (Hudi's
+        readers then list storage: ``HoodieBackedTableMetadata`` finds it uninitialized).
+
     Raises:
-        HudiError: The metadata table has no committed files partition, or a file of it does
-            not decode (named in the error).
+        HudiError: The metadata table has no committed files partition, holds more than one
+            file group in it, or a file of it does not decode (named in the error).
     """
     mdt = storage.child(METADATA_TABLE_PATH)
+    if not mdt.exists(".hoodie/hoodie.properties"):
+        return None
     timeline = Timeline.load(mdt)
     latest = _latest_slice(mdt, timeline)
     base: list[FilesRecord] = []

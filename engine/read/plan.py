@@ -325,7 +325,8 @@ def plan_query(base_path: str | Storage, query: ReadQuery | None = None) -> Quer
     # table versions 8+ only, as hudi-rs: no table of Hudi 0.x (HBase-written HFiles) checks it
     listing = None
     if table.lists_through_metadata_table:
-        listing = read_files_partition(storage, timeline).partitions
+        files = read_files_partition(storage, timeline)
+        listing = files.partitions if files is not None else None
     view = FileSystemView(storage, timeline, partition_filter=pruner, listing=listing)
     read_optimized = query.query_type == "read_optimized"
     if read_optimized:

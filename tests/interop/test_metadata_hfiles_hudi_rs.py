@@ -15,14 +15,12 @@ from pathlib import Path
 import pytest
 
 from engine.cli import canonical_json_lines
-from engine.fs.storage import Storage
 from engine.io.hfile import HFile, read_hfile
 from engine.io.hfile_writer import callers_file_info, write_hfile
 from engine.io.logfile import HoodieLogBlockType, encode_block, read_log_blocks
-from engine.metadata.files_index import read_files_partition
 from engine.read.arrow import read_table
-from engine.timeline.timeline import Timeline
 from tests.hudi_rs import hudi_rs_rows
+from tests.interop.test_metadata_files_corpus import files_listing
 
 pytestmark = pytest.mark.interop
 
@@ -81,8 +79,8 @@ def test_both_readers_follow_what_our_hfiles_list(
     wrote there is no longer listed, so both readers read the file group's previous one."""
     base = corpus_copy(TABLE)
     full, _ = _rows(base)
-    listed = read_files_partition(Storage(str(base)), Timeline.load(Storage(str(base))))
-    partition = min(p for p, files in listed.partitions.items() if any(LAST in f for f in files))
+    listed = files_listing(base)
+    partition = min(p for p, files in listed.items() if any(LAST in f for f in files))
     _rewrite_files_partition(base, drop=(LAST, partition.encode()))
     ours, hudi_rs = _rows(base)
     assert ours == hudi_rs

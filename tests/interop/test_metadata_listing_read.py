@@ -12,12 +12,11 @@ from pathlib import Path
 import pytest
 
 from engine.cli import canonical_json_lines
+from engine.errors import HudiError
 from engine.fs.storage import Storage
-from engine.metadata.files_index import read_files_partition
 from engine.read.arrow import read_table
-from engine.timeline.timeline import Timeline
 from tests.hudi_rs import hudi_rs_rows
-from tests.interop.test_metadata_files_corpus import FILES_TABLES
+from tests.interop.test_metadata_files_corpus import FILES_TABLES, files_listing
 
 pytestmark = pytest.mark.interop
 
@@ -73,9 +72,7 @@ def test_rows_equal_the_listing_path_and_hudi_rs_with_fewer_listings(
         "/.hoodie/metadata/.hoodie/timeline",
         "/.hoodie/metadata/files",
     ]
-    partitions = len(
-        read_files_partition(Storage(str(base)), Timeline.load(Storage(str(base)))).partitions
-    )
+    partitions = len(files_listing(base))
     # the data timeline, the base path, then every partition directory
     assert len(storage_calls) == 2 + (partitions if partitions > 1 else 0)
 
@@ -94,13 +91,12 @@ def test_a_metadata_deltacommit_of_an_unfinished_data_write_is_ignored(
     metadata deltacommit is still complete, but its files must no longer be listed, and the
     rows are those of the listing path, which resolves the same visibility."""
     base = corpus_copy(table)
-    storage = Storage(str(base))
-    before = read_files_partition(storage, Timeline.load(storage)).partitions
+    before = files_listing(base)
     written = {n for files in before.values() for n in files if instant in n}
     assert written  # the commit wrote files the metadata table lists
     (completed,) = (base / ".hoodie" / "timeline").glob(f"{instant}_*")
     completed.unlink()
-    after = read_files_partition(storage, Timeline.load(storage)).partitions
+    after = files_listing(base)
     assert {n for files in after.values() for n in files} == {
         n for files in before.values() for n in files
     } - written
@@ -124,3 +120,26 @@ def test_a_version_6_table_keeps_the_storage_listing(
     list_calls.clear()
     assert _canonical(read_table(str(base)).to_pylist()) == expected
     assert not [c for c in list_calls if "/.hoodie/metadata" in c]
+
+
+def test_a_table_naming_files_without_a_metadata_table_is_listed_from_storage(
+    corpus_copy: Callable[[str], Path], list_calls: list[str]
+) -> None:
+    """Hudi's reader finds the metadata table uninitialized and lists storage; so do we."""
+    base = corpus_copy("trips_mor_avro__v8_trips_8i3u1d")
+    expected = _canonical(read_table(str(base)).to_pylist())
+    shutil.rmtree(base / ".hoodie" / "metadata")
+    list_calls.clear()
+    assert _canonical(read_table(str(base)).to_pylist()) == expected
+    assert any(c.endswith("city=chennai") for c in list_calls)
+
+
+def test_a_second_file_group_in_the_files_partition_is_refused(
+    corpus_copy: Callable[[str], Path],
+) -> None:
+    base = corpus_copy("trips_mor_avro__v8_trips_8i3u1d")
+    files = base / ".hoodie" / "metadata" / "files"
+    (hfile,) = sorted(files.glob("*.hfile"))[-1:]
+    shutil.copy(hfile, files / hfile.name.replace("files-0000-0", "files-0001-0"))
+    with pytest.raises(HudiError, match="2 file groups"):
+        read_table(str(base))
