@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from engine import HudiTable
 from engine.cli import canonical_json_lines
 from engine.errors import HudiError
 from engine.fs.storage import Storage
@@ -143,3 +144,20 @@ def test_a_second_file_group_in_the_files_partition_is_refused(
     shutil.copy(hfile, files / hfile.name.replace("files-0000-0", "files-0001-0"))
     with pytest.raises(HudiError, match="2 file groups"):
         read_table(str(base))
+
+
+def test_services_disable_the_metadata_table_before_changing_files(
+    corpus_copy: Callable[[str], Path],
+) -> None:
+    """Cleaning and archival change files and instants the metadata table would not record:
+    as a write does, they disable it first, so no reader lists cleaned files afterwards (with
+    it left in place, both readers failed on a cleaned base file)."""
+    base = corpus_copy("cow__v9_txns_simple_meta")
+    expected = _canonical(read_table(str(base)).to_pylist())
+    table = HudiTable(str(base))
+    assert table.clean({"hoodie.cleaner.commits.retained": "1"}) is not None
+    table.archive({"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3"})
+    assert not (base / ".hoodie" / "metadata").exists()
+    assert "hoodie.table.metadata.partitions=\n" in (base / ".hoodie/hoodie.properties").read_text()
+    assert _canonical(read_table(str(base)).to_pylist()) == expected
+    assert _canonical(hudi_rs_rows(base)) == expected
