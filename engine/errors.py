@@ -31,6 +31,11 @@ class LogFormatError(HudiError):
     """A log file or log block does not follow Hudi's log format."""
 
 
+class HFileFormatError(HudiError):
+    """An HFile (a metadata table base file or HFILE_DATA_BLOCK content) is not as Hudi writes it:
+    a bad magic, trailer, block, or an unsupported compression codec."""
+
+
 class SchemaError(HudiError):
     """Incoming data does not fit the table schema (missing key column, incompatible type)."""
 

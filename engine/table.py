@@ -68,6 +68,7 @@ from engine.services.savepoint import (
 )
 from engine.timeline.instant import Action, Instant
 from engine.timeline.timeline import Timeline
+from engine.write.create_table import take_over_metadata_table
 from engine.write.rollback import rollback_failed_writes, rollback_instant, rollback_last_commit
 from engine.write.transaction import WriteResult, WriteTransaction
 
@@ -316,6 +317,15 @@ class HudiTable:
 
     # ---- table services ----------------------------------------------------------------------
 
+    @contextmanager
+    def _service_lock(self, cfg: HoodieConfig) -> Iterator[None]:
+        """The table lock for a service. A metadata table Hudi's writers kept is disabled first,
+        as a write disables it: a service changes files and instants it would not record, and
+        readers that list through it (Hudi's, hudi-rs, this engine's) would trust it."""
+        with TableLock(self.storage, cfg).hold():
+            take_over_metadata_table(self.storage, read_properties(self.storage))
+            yield
+
     def compact(
         self,
         options: Mapping[str, Any] | None = None,
@@ -342,7 +352,7 @@ class HudiTable:
                 f"Table at {self.base_path} is {table_type}: only MERGE_ON_READ tables "
                 "are compacted"
             )
-        with TableLock(self.storage, cfg).hold():
+        with self._service_lock(cfg):
             if schedule_only:
                 scheduled = schedule_compaction(self.storage, cfg, force=True)
                 return [scheduled] if scheduled else []
@@ -364,7 +374,7 @@ class HudiTable:
         """Finish a pending clean, then plan and run a new one under the table lock
         (``hoodie.cleaner.*`` options apply); ``None`` when nothing was due."""
         cfg = self._existing_options(options)
-        with TableLock(self.storage, cfg).hold():
+        with self._service_lock(cfg):
             return clean(self.storage, cfg)
 
     def rollback(self, instant_time: str, options: Mapping[str, Any] | None = None) -> str:
@@ -378,7 +388,7 @@ class HudiTable:
             TimelineError: a completed write that is not the latest.
         """
         cfg = self._existing_options(options)
-        with TableLock(self.storage, cfg).hold():
+        with self._service_lock(cfg):
             timeline = self.timeline()
             instant = timeline.get(instant_time)
             if instant is None or instant.action not in _WRITE_ACTIONS:
@@ -395,7 +405,7 @@ class HudiTable:
         """Finish pending rollbacks, then roll back every pending write whose writer is gone
         (its heartbeat stopped); the instants rolled back."""
         cfg = self._existing_options(options)
-        with TableLock(self.storage, cfg).hold():
+        with self._service_lock(cfg):
             is_alive = partial(is_write_alive, self.storage, cfg=cfg)
             finish_pending_restores(self.storage)
             return rollback_failed_writes(self.storage, self.timeline(), is_alive=is_alive)
@@ -460,7 +470,7 @@ class HudiTable:
         """Archive the completed instants past ``hoodie.keep.max.commits`` (as after a commit),
         under the table lock; the instants archived."""
         cfg = self._existing_options(options)
-        with TableLock(self.storage, cfg).hold():
+        with self._service_lock(cfg):
             return archive(self.storage, cfg)
 
     def plan_run_restore(self, invocation_id: str, *, force: bool = False) -> RunRestorePlan:

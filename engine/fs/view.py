@@ -23,7 +23,7 @@ Visibility follows Java's ``HoodieTableFileSystemView`` for table version 6:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from engine.errors import FileNameError
@@ -234,6 +234,7 @@ class FileSystemView:
         *,
         partition_paths: Iterable[str] | None = None,
         partition_filter: PartitionFilter | None = None,
+        listing: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
         """List the table's partitions (or only ``partition_paths``) and group their files.
 
@@ -243,10 +244,18 @@ class FileSystemView:
             partition_paths: list only these partitions (incremental queries know them from the
                 commit metadata); missing ones are skipped.
             partition_filter: partition pruning predicate on the partition path.
+            listing: partition path -> file name -> size, already known (the metadata table's
+                ``files`` partition): nothing is listed; visibility is resolved the same way.
         """
         self.storage = storage
         self.timeline = timeline
-        if partition_paths is not None:
+        if listing is not None:
+            listed = {
+                p: [FileEntry(name, size, False) for name, size in files.items()]
+                for p, files in sorted(listing.items())
+                if partition_filter is None or partition_filter(p)
+            }
+        elif partition_paths is not None:
             listed = {
                 p: storage.list_dir(p)
                 for p in sorted(set(partition_paths))

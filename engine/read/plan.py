@@ -12,6 +12,13 @@ columns prune partitions (:mod:`engine.read.filter`), and the resulting :class:`
 both executors, the Arrow reader (``engine.read.arrow``) and the Spark reader
 (``engine.spark.reader``).
 
+A table of version 8 or 9 whose ``hoodie.table.metadata.partitions`` names ``files`` is listed
+through its metadata table (:mod:`engine.metadata.files_index`), as Hudi's readers and hudi-rs
+do: one listing of the ``files`` partition instead of one per data partition (incremental
+queries list only the partitions their commits name, and keep doing so). Version 6 tables keep
+the storage listing, as hudi-rs does: the corpus holds no metadata table Hudi 0.x wrote (HBase's
+HFile writer) to check our reader against.
+
 Incremental queries read the latest slice (as of the end instant) of every file group written by
 a commit in ``(begin, end]`` and keep rows whose ``_hoodie_commit_time`` lies in that range, as
 Java's incremental relations do; log blocks outside the range are skipped.
@@ -49,6 +56,7 @@ from engine.fs.table_version import (
     table_format,
 )
 from engine.fs.view import FileSlice, FileSystemView, Visibility
+from engine.metadata.files_index import has_files_index, read_files_partition
 from engine.read.filter import ReadFilter, partition_pruner
 from engine.read.time_travel import require_not_restored, require_retained_files
 from engine.timeline.timeline import Timeline
@@ -107,6 +115,14 @@ class TableInfo:
     @property
     def is_mor(self) -> bool:
         return self.table_type == TableType.MERGE_ON_READ
+
+    @property
+    def lists_through_metadata_table(self) -> bool:
+        """Partitions and files come from the metadata table's ``files`` partition: it is ready
+        (named in ``hoodie.table.metadata.partitions``) and the table version is 8 or later."""
+        return _prop(self.properties, config.TABLE_VERSION) >= 8 and has_files_index(
+            self.properties
+        )
 
     @property
     def orders_deletes(self) -> bool:
@@ -306,7 +322,13 @@ def plan_query(base_path: str | Storage, query: ReadQuery | None = None) -> Quer
         require_not_restored(timeline, query.as_of)
         require_retained_files(storage, timeline, query.as_of)
     visibility = Visibility.of(timeline, query.as_of)
-    view = FileSystemView(storage, timeline, partition_filter=pruner)
+    # Hudi's readers list through the metadata table when its files partition is ready; on
+    # table versions 8+ only, as hudi-rs: no table of Hudi 0.x (HBase-written HFiles) checks it
+    listing = None
+    if table.lists_through_metadata_table:
+        files = read_files_partition(storage, timeline)
+        listing = files.partitions if files is not None else None
+    view = FileSystemView(storage, timeline, partition_filter=pruner, listing=listing)
     read_optimized = query.query_type == "read_optimized"
     if read_optimized:
         slices = view.latest_base_files(visibility=visibility)

@@ -1,0 +1,353 @@
+"""HFile (version 3) as Hudi's hudi-io reads it: the metadata table's base files and the content
+of its log files' HFILE_DATA_BLOCKs.
+
+An HFile is a sequence of blocks, then a fixed 4096-byte trailer. Every block has a 33-byte
+header (all integers big-endian)::
+
+    offset  size  field
+    0       8     magic: DATABLK* data, METABLKc meta, IDXROOT2 root index (data and meta
+                  index), FILEINF2 file info, IDXLEAF2 / IDXINTE2 multi-level index
+    8       4     on-disk size without header (compressed payload + checksum bytes)
+    12      4     uncompressed size without header
+    16      8     previous block offset (-1 for the first block Hudi writes)
+    24      1     checksum type (0 NULL: Hudi writes no checksums, only zeroed room for them)
+    25      4     bytes per checksum (16384)
+    29      4     on-disk data size with header (33 + compressed payload)
+
+then the payload (compressed as the trailer's codec says: Hudi's writers use GZ) and
+``4 * ceil(on_disk_data_size_with_header / 16384)`` checksum bytes. The layout Hudi writes::
+
+    data blocks   key/values sorted by key (a new block once the next pair would pass the
+                  block size; equal keys never split); each pair is
+                  int32 key length, int32 value length, key, value, MVCC version (1 byte 0),
+                  the key being int16 row length, row (Hudi's record key, UTF-8),
+                  family length 0, timestamp Long.MAX_VALUE, type 4 (Put)
+    meta blocks   one per meta entry (the bloom filter), the value only
+    root index    per data block: int64 offset, int32 on-disk size, varint(len + 2),
+                  int16 len, first row key
+    meta index    per meta block: int64 offset, int32 on-disk size, varint(len), name
+    file info     "PBUF", varint length, InfoProto {repeated BytesBytesPair {name, value}}
+    trailer       "TRABLK\\"$", varint length, TrailerProto, zero padding, int32 version 3
+
+Reading walks the blocks between the first data block and the load-on-open section and keeps
+the data blocks, so inline index blocks of multi-level indexes (HBase's writer) are skipped
+without being needed.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+from enum import IntEnum
+
+from engine.errors import HFileFormatError
+
+__all__ = [
+    "BLOCK_HEADER_SIZE",
+    "TRAILER_SIZE",
+    "BlockInfo",
+    "CompressionCodec",
+    "HFile",
+    "HFileTrailer",
+    "compress",
+    "read_hfile",
+]
+
+BLOCK_HEADER_SIZE = 33
+TRAILER_SIZE = 4096
+BYTES_PER_CHECKSUM = 16 * 1024
+HFILE_MAJOR_VERSION = 3
+
+DATA_MAGIC = b"DATABLK*"
+META_MAGIC = b"METABLKc"
+ROOT_INDEX_MAGIC = b"IDXROOT2"
+FILE_INFO_MAGIC = b"FILEINF2"
+TRAILER_MAGIC = b'TRABLK"$'
+PB_MAGIC = b"PBUF"
+# a block header: sizes, previous offset, checksum type, bytes per checksum, data size
+_HEADER = struct.Struct(">iiqbii")
+# the gzip member header Java's GZIPOutputStream writes: no name, mtime 0, OS 0
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x00"
+
+
+class CompressionCodec(IntEnum):
+    """Block compression, by the id the trailer stores (hudi-io ``CompressionCodec``)."""
+
+    LZO = 0
+    GZ = 1
+    NONE = 2
+    SNAPPY = 3
+    LZ4 = 4
+    BZIP2 = 5
+    ZSTD = 6
+
+
+@dataclass(frozen=True, slots=True)
+class HFileTrailer:
+    """The trailer's ``TrailerProto`` fields Hudi writes and reads."""
+
+    file_info_offset: int
+    load_on_open_data_offset: int
+    uncompressed_data_index_size: int
+    data_index_count: int
+    meta_index_count: int
+    entry_count: int
+    num_data_index_levels: int
+    first_data_block_offset: int
+    last_data_block_offset: int
+    comparator_class_name: str
+    compression_codec: CompressionCodec
+    major_version: int = HFILE_MAJOR_VERSION
+
+
+@dataclass(frozen=True, slots=True)
+class BlockInfo:
+    """Where a block sits and what its header says (for inspection and tests)."""
+
+    offset: int
+    magic: bytes
+    on_disk_size: int
+    uncompressed_size: int
+    previous_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class HFile:
+    """A decoded HFile.
+
+    Attributes:
+        entries: (row key, value) pairs in file order (sorted by key).
+        file_info: The file info map, in the order the file stores it.
+        meta: Meta blocks by name (Hudi's only one is ``bloomFilter``).
+        trailer: The trailer.
+        blocks: Every block, in file order.
+    """
+
+    entries: tuple[tuple[bytes, bytes], ...]
+    file_info: dict[str, bytes]
+    meta: dict[str, bytes]
+    trailer: HFileTrailer
+    blocks: tuple[BlockInfo, ...]
+
+    @property
+    def create_time_ms(self) -> int:
+        """``hfile.CREATE_TIME_TS``: the writer's wall clock, the one value not set by content."""
+        return int.from_bytes(self.file_info.get("hfile.CREATE_TIME_TS", b"\0" * 8), "big")
+
+
+# ---------------------------------------------------------------------------------------------
+# protobuf and compression primitives
+
+
+def varint(value: int) -> bytes:
+    """Protobuf's unsigned varint (negative values as their 64-bit two's complement)."""
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def read_varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """(value, position after it) of the varint at ``pos``."""
+    result = shift = 0
+    while True:
+        if pos >= len(data):
+            raise HFileFormatError(f"truncated varint at byte {pos}")
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+
+
+def proto_fields(data: bytes | memoryview) -> list[tuple[int, int | bytes]]:
+    """(field number, value) of a protobuf message: varints as ints, length-delimited as bytes."""
+    fields: list[tuple[int, int | bytes]] = []
+    pos = 0
+    while pos < len(data):
+        tag, pos = read_varint(data, pos)
+        number, wire_type = tag >> 3, tag & 7
+        if wire_type == 0:
+            value, pos = read_varint(data, pos)
+            fields.append((number, value))
+        elif wire_type == 2:
+            length, pos = read_varint(data, pos)
+            fields.append((number, bytes(data[pos : pos + length])))
+            pos += length
+        else:
+            raise HFileFormatError(f"unexpected protobuf wire type {wire_type} (field {number})")
+    return fields
+
+
+def compress(payload: bytes, codec: CompressionCodec) -> bytes:
+    """A block payload compressed as hudi-io compresses it.
+
+    GZ is one gzip member as Java's ``GZIPOutputStream`` writes it (airlift's JDK gzip streams):
+    a 10-byte header with mtime 0 and OS 0, deflate at zlib's default level, CRC-32 and size.
+    """
+    if codec is CompressionCodec.NONE:
+        return payload
+    if codec is CompressionCodec.GZ:
+        deflater = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -15)
+        body = deflater.compress(payload) + deflater.flush()
+        tail = struct.pack("<II", zlib.crc32(payload), len(payload) & 0xFFFFFFFF)
+        return _GZIP_HEADER + body + tail
+    raise HFileFormatError(f"HFile compression codec {codec.name} is not supported (GZ, NONE)")
+
+
+def _decompress(data: bytes | memoryview, codec: CompressionCodec, size: int) -> bytes:
+    if codec is CompressionCodec.NONE:
+        return bytes(data[:size])
+    if codec is not CompressionCodec.GZ:
+        raise HFileFormatError(f"HFile compression codec {codec.name} is not supported (GZ, NONE)")
+    try:
+        out = zlib.decompressobj(31).decompress(bytes(data))
+    except zlib.error as exc:
+        raise HFileFormatError(f"a GZ block does not decompress: {exc}") from exc
+    if len(out) != size:
+        raise HFileFormatError(f"a GZ block decompresses to {len(out)} bytes, header says {size}")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# reading
+
+
+def _trailer(data: bytes) -> HFileTrailer:
+    if len(data) < TRAILER_SIZE:
+        raise HFileFormatError(f"{len(data)} bytes are too few for an HFile trailer")
+    raw = data[-TRAILER_SIZE:]
+    version = struct.unpack(">i", raw[-4:])[0]
+    if raw[:8] != TRAILER_MAGIC or version & 0xFFFFFF != HFILE_MAJOR_VERSION:
+        raise HFileFormatError(f"no HFile v3 trailer (magic {raw[:8]!r}, version {version:#x})")
+    length, pos = read_varint(raw, 8)
+    fields = dict(proto_fields(raw[pos : pos + length]))
+
+    def number(field: int, default: int = 0) -> int:
+        value = fields.get(field, default)
+        return value if isinstance(value, int) else default
+
+    def signed(field: int) -> int:
+        value = number(field)
+        return value - (1 << 64) if value >= 1 << 63 else value
+
+    comparator = fields.get(11, b"")
+    return HFileTrailer(
+        file_info_offset=number(1),
+        load_on_open_data_offset=number(2),
+        uncompressed_data_index_size=number(3),
+        data_index_count=number(5),
+        meta_index_count=number(6),
+        entry_count=number(7),
+        num_data_index_levels=number(8, 1),
+        first_data_block_offset=signed(9),
+        last_data_block_offset=signed(10),
+        comparator_class_name=comparator.decode() if isinstance(comparator, bytes) else "",
+        compression_codec=CompressionCodec(number(12, CompressionCodec.NONE)),
+    )
+
+
+def _block(data: bytes, offset: int, codec: CompressionCodec) -> tuple[BlockInfo, bytes]:
+    """The block at ``offset`` and its uncompressed payload."""
+    if offset + BLOCK_HEADER_SIZE > len(data):
+        raise HFileFormatError(f"an HFile block at byte {offset} runs past the end of the file")
+    magic = data[offset : offset + 8]
+    on_disk, uncompressed, previous, _, _, data_with_header = _HEADER.unpack_from(data, offset + 8)
+    end = offset + data_with_header
+    if data_with_header < BLOCK_HEADER_SIZE or end > len(data):
+        raise HFileFormatError(f"the HFile block at byte {offset} ({magic!r}) has a bad size")
+    payload = _decompress(memoryview(data)[offset + BLOCK_HEADER_SIZE : end], codec, uncompressed)
+    info = BlockInfo(offset, magic, BLOCK_HEADER_SIZE + on_disk, uncompressed, previous)
+    return info, payload
+
+
+def _key_values(payload: bytes, with_mvcc: bool) -> list[tuple[bytes, bytes]]:
+    """(row, value) pairs of a data block; the row is the record key of Hudi's HFiles."""
+    out: list[tuple[bytes, bytes]] = []
+    pos = 0
+    while pos < len(payload):
+        key_length, value_length = struct.unpack_from(">ii", payload, pos)
+        key_start = pos + 8
+        row_length = struct.unpack_from(">h", payload, key_start)[0]
+        row = payload[key_start + 2 : key_start + 2 + row_length]
+        value_start = key_start + key_length
+        out.append((row, payload[value_start : value_start + value_length]))
+        pos = value_start + value_length
+        if with_mvcc:  # a Hadoop vlong: one byte for -112..127
+            first = struct.unpack_from(">b", payload, pos)[0]
+            pos += 1 if first >= -112 else 1 + (-112 - first if first >= -120 else -120 - first)
+    return out
+
+
+def _root_index(payload: bytes, count: int, row_keys: bool) -> list[tuple[int, int, bytes]]:
+    """(offset, on-disk size, key) entries of a root index block.
+
+    The data index stores keys as int16 length + row; the meta index stores bare names."""
+    out: list[tuple[int, int, bytes]] = []
+    pos = 0
+    for _ in range(count):
+        offset, size = struct.unpack_from(">qi", payload, pos)
+        length, pos = read_varint(payload, pos + 12)
+        key = payload[pos : pos + length]
+        out.append((offset, size, key[2:] if row_keys else key))
+        pos += length
+    return out
+
+
+def _file_info(payload: bytes) -> dict[str, bytes]:
+    if payload[:4] != PB_MAGIC:
+        raise HFileFormatError(f"the HFile file info block starts {payload[:4]!r}, not PBUF")
+    length, pos = read_varint(payload, 4)
+    info: dict[str, bytes] = {}
+    for _, pair in proto_fields(payload[pos : pos + length]):
+        parts = dict(proto_fields(pair)) if isinstance(pair, bytes) else {}
+        name, value = parts.get(1, b""), parts.get(2, b"")
+        if isinstance(name, bytes) and isinstance(value, bytes):
+            info[name.decode()] = value
+    return info
+
+
+def read_hfile(data: bytes) -> HFile:
+    """Decode a whole HFile: every key/value, the file info, the meta blocks.
+
+    Raises:
+        HFileFormatError: The bytes are not an HFile v3 as Hudi or HBase write it.
+    """
+    trailer = _trailer(data)
+    codec = trailer.compression_codec
+    blocks: list[BlockInfo] = []
+    section_end = len(data) - TRAILER_SIZE
+    root, _ = _block(data, trailer.load_on_open_data_offset, codec)
+    meta_root, meta_payload = _block(data, root.offset + root.on_disk_size, codec)
+    info_block, info_payload = _block(data, trailer.file_info_offset, codec)
+    file_info = _file_info(info_payload)
+    with_mvcc = int.from_bytes(file_info.get("KEY_VALUE_VERSION", b"\0\0\0\0"), "big") == 1
+    entries: list[tuple[bytes, bytes]] = []
+    offset = max(trailer.first_data_block_offset, 0)
+    while offset < trailer.load_on_open_data_offset and trailer.entry_count:
+        block, payload = _block(data, offset, codec)
+        blocks.append(block)
+        if block.magic == DATA_MAGIC:
+            entries.extend(_key_values(payload, with_mvcc))
+        offset += block.on_disk_size
+    meta: dict[str, bytes] = {}
+    for meta_offset, _, name in _root_index(meta_payload, trailer.meta_index_count, False):
+        block, payload = _block(data, meta_offset, codec)
+        meta[name.decode()] = payload
+        if block not in blocks:
+            blocks.append(block)
+    if len(entries) != trailer.entry_count or info_block.offset >= section_end:
+        raise HFileFormatError(
+            f"the HFile holds {len(entries)} entries, its trailer says {trailer.entry_count}"
+        )
+    blocks.extend((root, meta_root, info_block))
+    blocks.sort(key=lambda b: b.offset)
+    return HFile(tuple(entries), file_info, meta, trailer, tuple(blocks))
