@@ -2,18 +2,20 @@
 
 The layout is described in :mod:`engine.io.hfile`. What makes the bytes Hudi's own:
 
-- Data blocks take pairs until the next one would pass the block size, counting each pair as
-  key + value + 9 bytes (Hudi's estimate, not the 21 bytes a pair occupies); a key equal to the
-  block's last key never starts a block. The first data block's previous-offset field is -1,
-  each later one holds its own start offset (Hudi passes the offset after the block before).
+- Data blocks take pairs until the next one would pass the block size, counting each pair at the
+  bytes it occupies (key + value + 21); a key equal to the block's last key never starts a
+  block. Hudi 1.1.1 counts pairs that way: its trailers' ``uncompressed_data_index_size`` is that
+  sum (the hudi-io sources we could read count key + value + 9 instead). Whether 1.1.1 splits
+  blocks on the same count cannot be checked on the corpus: none of its files has two data
+  blocks. The first data block's previous-offset field is -1, each later one holds its own start
+  offset (Hudi passes the offset after the block before).
 - Meta blocks (one per entry) and the file info are ``java.util.HashMap``s in Hudi: they are
   stored in HashMap iteration order (:mod:`engine.io.java_hashmap`).
 - The file info holds ``MAX_MEMSTORE_TS_KEY`` (inserted first), the caller's entries, then
   ``hfile.LASTKEY`` (int16 length + last row), ``hfile.CREATE_TIME_TS``, ``hfile.AVG_KEY_LEN``,
   ``hfile.AVG_VALUE_LEN`` and ``KEY_VALUE_VERSION`` 1 (MVCC byte present).
 - The trailer sets ``uncompressed_data_index_size`` to the data blocks' uncompressed bytes (as
-  Hudi 1.1 does: the corpus files carry it), no ``total_uncompressed_bytes``, comparator
-  ``HoodieHBaseKVComparator``.
+  Hudi 1.1.1 does), no ``total_uncompressed_bytes``, comparator ``HoodieHBaseKVComparator``.
 
 ``hfile.CREATE_TIME_TS`` is the writer's clock: the one value two writes of the same pairs
 differ in. Callers pass it (tests pass the time a Hudi file carries and get its bytes).
@@ -70,7 +72,6 @@ WRITER_FILE_INFO = frozenset(
 _APPEND_ORDER = ("schema", "minRecordKey", "maxRecordKey", "bloomFilterTypeCode")
 _LATEST_TIMESTAMP = (1 << 63) - 1
 _PUT = 4
-_PAIR_OVERHEAD = 9  # Hudi's estimate: key length, value length, MVCC byte
 
 
 def _block(magic: bytes, payload: bytes, previous: int, codec: CompressionCodec) -> bytes:
@@ -135,14 +136,14 @@ def _data_blocks(
     for key, value in pairs:
         if layout.entries and key < layout.last_key:
             raise HFileFormatError(f"HFile keys must be sorted: {key!r} after {layout.last_key!r}")
-        size = len(key) + len(value) + _PAIR_OVERHEAD
-        if block and key != layout.last_key and estimated + size > block_size:
+        pair = _key_value(key, value)
+        if block and key != layout.last_key and estimated + len(pair) > block_size:
             flush()
             block, estimated = [], 0
         if not block:
             first_key = key
-        block.append(_key_value(key, value))
-        estimated += size
+        block.append(pair)
+        estimated += len(pair)
         layout.entries += 1
         layout.key_bytes += len(key)
         layout.value_bytes += len(value)

@@ -47,6 +47,7 @@ __all__ = [
     "merge_file_slice",
     "merge_log_records",
     "merge_with_base",
+    "parsed_schema",
 ]
 
 ALL_PARTITIONS_KEY = "__all_partitions__"
@@ -103,7 +104,8 @@ class FilesRecord:
 
 
 @lru_cache(maxsize=8)
-def _parsed(schema: str) -> Any:
+def parsed_schema(schema: str) -> Any:
+    """The parsed ``HoodieMetadataRecord`` writer schema (cached: every HFile carries it)."""
     return fastavro.parse_schema(json.loads(schema))
 
 
@@ -113,7 +115,7 @@ def decode_files_record(key: bytes, value: bytes, schema: str) -> FilesRecord:
     Raises:
         HudiError: The datum is not a partition-list or file-list record.
     """
-    datum = fastavro.schemaless_reader(io.BytesIO(value), _parsed(schema), None)
+    datum = fastavro.schemaless_reader(io.BytesIO(value), parsed_schema(schema), None)
     assert isinstance(datum, dict)
     name = key.decode()
     kind = datum.get("type")
@@ -137,7 +139,7 @@ def encode_files_record(record: FilesRecord, schema: str) -> bytes:
         for name, info in record.files.items()
     }
     out = io.BytesIO()
-    fastavro.schemaless_writer(out, _parsed(schema), datum)
+    fastavro.schemaless_writer(out, parsed_schema(schema), datum)
     return out.getvalue()
 
 
