@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dbt.tests.util import run_dbt
+from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from tests.dbt.hudi_checks import base_path_of, completed_instants, hudi_rs_rows, rows_of
 
@@ -127,7 +127,10 @@ class TestFreshDownstreamReads:
         self, project: Any, spark: Any, tmp_path: Path
     ) -> None:
         schema = project.test_schema
-        run_dbt(["run"])
+        _, log = run_dbt_and_capture(["run"])
+        done = [line for line in log.splitlines() if "OK created" in line]
+        assert any(f"model {schema}.orders " in line for line in done), done
+        assert not any("hudi_snapshot__" in line for line in done), done  # the model, not its view
         orders, events, sales = (
             base_path_of(spark, schema, n) for n in ("orders", "events", "sales")
         )

@@ -160,6 +160,14 @@ def test_version_9_rollbacks_delete_the_delta_commits_log_files(spark, tmp_path)
     assert_no_orphans(path)
 
 
+def _writer_b_inflight(storage: Storage, started: Timeline) -> str:
+    """Writer B's instant, requested and inflight after ``started``."""
+    t_b = new_instant_time(started.max_instant_time())
+    create_requested(storage, t_b, Action.COMMIT)
+    transition_to_inflight(storage, t_b, Action.COMMIT)
+    return t_b
+
+
 def _touching(path: Path, partition: str) -> list[HoodieWriteStat]:
     file_id = next((path / partition).glob("*.parquet")).name.split("_")[0]
     return [HoodieWriteStat(file_id=file_id, path="", partition_path=partition)]
@@ -171,9 +179,7 @@ def test_conflict_check_same_file_group_raises_and_rolls_back(spark, tmp_path) -
     storage = Storage(str(path))
     started = Timeline.load(storage)
     # writer B requests its instant, then writer A commits into the same file group
-    t_b = new_instant_time(started.max_instant_time())
-    create_requested(storage, t_b, Action.COMMIT)
-    transition_to_inflight(storage, t_b, Action.COMMIT)
+    t_b = _writer_b_inflight(storage, started)
     with Heartbeat(storage, t_b, parse_options({})):  # B is alive: A must not roll it back
         t_a = write(spark, path, [("k0", "2024-01-01", 2, "a-wins")], OPTIONS)
         assert Timeline.load(storage).get(t_b) is not None
@@ -207,9 +213,7 @@ def test_conflict_check_same_new_key_in_two_file_groups_raises(spark, tmp_path) 
     before = seed(spark, path, OPTIONS)
     storage = Storage(str(path))
     started = Timeline.load(storage)
-    t_b = new_instant_time(started.max_instant_time())
-    create_requested(storage, t_b, Action.COMMIT)
-    transition_to_inflight(storage, t_b, Action.COMMIT)
+    t_b = _writer_b_inflight(storage, started)
     with Heartbeat(storage, t_b, parse_options({})):
         t_a = write(spark, path, [("k-new", "2024-01-03", 2, "a")], OPTIONS)
         others = [_inserted(path, "2024-01-03", t_b, ["k-other"])]

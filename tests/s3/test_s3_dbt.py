@@ -44,21 +44,31 @@ select region, sum(amount) as amount from {{ ref('overwritten') }} group by regi
 """
 
 
-class TestDbtOnS3:
-    @pytest.fixture(scope="class")
-    def dbt_profile_target(self, spark: Any, s3: S3Server) -> dict[str, Any]:
-        return {
-            "type": "hudi",
-            "method": "session",
-            "host": "localhost",
-            "threads": 1,
-            "hudi_base_path": f"s3://{s3.bucket}/lake",
-            "server_side_parameters": dict(RUNTIME_PARAMETERS),
-        }
+def s3_profile(base_path: str, conf: dict[str, str]) -> dict[str, Any]:
+    """A ``method: session`` profile with its tables under ``base_path`` and ``conf`` beside the
+    test session's runtime settings."""
+    return {
+        "type": "hudi",
+        "method": "session",
+        "host": "localhost",
+        "threads": 1,
+        "hudi_base_path": base_path,
+        "server_side_parameters": {**RUNTIME_PARAMETERS, **conf},
+    }
+
+
+class SeededProject:
+    """A dbt test project with the seed rows every class here reads."""
 
     @pytest.fixture(scope="class")
     def seeds(self) -> dict[str, str]:
         return {"seed_rows.csv": SEED}
+
+
+class TestDbtOnS3(SeededProject):
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self, spark: Any, s3: S3Server) -> dict[str, Any]:
+        return s3_profile(f"s3://{s3.bucket}/lake", {})
 
     @pytest.fixture(scope="class")
     def models(self) -> dict[str, str]:
@@ -109,7 +119,7 @@ NO_ENV = (
 )
 
 
-class TestDbtOnS3WithCredentialsInSparkConf:
+class TestDbtOnS3WithCredentialsInSparkConf(SeededProject):
     """The S3 endpoint and credentials are given only as ``spark.hadoop.fs.s3a.*`` in the
     profile: every adapter path that opens the table (write, publish, ``ref()``'s snapshot view,
     run-operations, the catalog's figures) must take them from the session."""
@@ -118,20 +128,9 @@ class TestDbtOnS3WithCredentialsInSparkConf:
     def dbt_profile_target(self, spark: Any, s3: S3Server) -> Iterator[dict[str, Any]]:
         conf = {f"spark.hadoop.{k}": v for k, v in s3.s3a_options.items()}
         conf["spark.hadoop.fs.s3a.endpoint.region"] = REGION
-        yield {
-            "type": "hudi",
-            "method": "session",
-            "host": "localhost",
-            "threads": 1,
-            "hudi_base_path": f"s3://{s3.bucket}/conf_lake",
-            "server_side_parameters": {**RUNTIME_PARAMETERS, **conf},
-        }
+        yield s3_profile(f"s3://{s3.bucket}/conf_lake", conf)
         for key in conf:  # the session is shared with later tests
             spark.conf.unset(key)
-
-    @pytest.fixture(scope="class")
-    def seeds(self) -> dict[str, str]:
-        return {"seed_rows.csv": SEED}
 
     @pytest.fixture(scope="class")
     def models(self) -> dict[str, str]:

@@ -107,7 +107,9 @@ class HudiRelation(SparkRelation):
         location = hudi_source_location(relation_config)
         if location is not None:  # a Hudi table another pipeline writes (sources.py)
             return cast(HudiRelation, relation.incorporate(hudi_source_location=location))
-        if is_hudi_node(relation_config) and (is_ref or _running_node(relation_config)):
+        # ``this`` is built with no keyword (dbt's own display name passes a quote policy)
+        is_this = not kwargs and _running_node(relation_config)
+        if is_hudi_node(relation_config) and (is_ref or is_this):
             return cast(HudiRelation, relation.incorporate(hudi_snapshot=True))
         return relation
 
