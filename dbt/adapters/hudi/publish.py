@@ -192,18 +192,23 @@ def _catalog_view_sql(
 
 
 def register_snapshot_view(
-    spark: SparkSession, schema: str, identifier: str, base_path: str
+    spark: SparkSession,
+    schema: str,
+    identifier: str,
+    base_path: str,
+    timeline_hash: str | None = None,
 ) -> str:
     """Register the session view that reads the table's latest committed snapshot.
 
-    The timeline hash is taken before the read plans: a commit landing in between leaves the
-    recorded hash older than the plan, so the next statement registers again (never the other
-    way round, which would keep a stale plan)."""
+    The timeline hash is taken before the read plans (``timeline_hash``: one the caller has just
+    taken): a commit landing in between leaves the recorded hash older than the plan, so the next
+    statement registers again (never the other way round, which would keep a stale plan)."""
     from engine import read_hudi
 
     name = format_snapshot_view_name(schema, identifier)
     with _LOCK:
-        timeline_hash = spark_table(base_path, spark).timeline_hash()
+        if timeline_hash is None:
+            timeline_hash = spark_table(base_path, spark).timeline_hash()
         read_hudi(spark, base_path).createOrReplaceTempView(name)
         SNAPSHOT_VIEWS[name] = (schema, identifier)
         _REGISTERED[name] = (base_path, timeline_hash)
@@ -259,4 +264,4 @@ def _refresh_snapshot_view(spark: SparkSession, name: str, target: tuple[str, st
     current = spark_table(base_path, spark).timeline_hash()
     if registered == (base_path, current) and spark.catalog.tableExists(name):
         return
-    register_snapshot_view(spark, schema, identifier, base_path)
+    register_snapshot_view(spark, schema, identifier, base_path, current)
