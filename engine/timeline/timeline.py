@@ -135,11 +135,12 @@ class Timeline:
 
     def completion_times(self) -> dict[str, str]:
         """Completion time of every completed instant (layout 2; a legacy-named completed
-        instant, and every layout-1 instant, counts as completing at its requested time)."""
+        instant, and every layout-1 instant, counts as completing at its requested time). A
+        savepoint shares its commit's time and completes later: the commit's time is kept."""
         return {
             i.instant_time: i.completion_time or i.instant_time
             for i in self.instants
-            if i.is_completed
+            if i.is_completed and i.action is not Action.SAVEPOINT
         }
 
     def completed_in(self, begin: str, end: str | None) -> list[Instant]:

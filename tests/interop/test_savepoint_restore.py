@@ -142,3 +142,30 @@ def test_savepoint_delete_lets_the_cleaner_go(spark: Any, tmp_path: Path) -> Non
     assert not list(path.rglob(f"*_{saved}.parquet"))
     with pytest.raises(TimelineError, match=f"No savepoint at {saved}"):
         table.delete_savepoint(saved)
+
+
+def test_time_travel_between_savepoints_of_a_merge_on_read_table(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A savepoint completes after its commit (table version 9 names completion times): slicing
+    files by completion time keeps the commit's own, so time travel to either savepoint reads its
+    rows after a compaction and a clean."""
+    path = tmp_path / "t"
+    opts = {
+        **_options("MERGE_ON_READ", 9),
+        **AGGRESSIVE,
+        "hoodie.clean.automatic": "true",
+        "hoodie.compact.inline": "true",
+        "hoodie.compact.inline.max.delta.commits": "2",
+    }
+    table = spark_table(str(path), spark)
+    first = write(spark, path, [("k0", "2024-01-01", 1, "a0")], opts)
+    table.savepoint(first)
+    second = write(
+        spark, path, [("k0", "2024-01-01", 2, "b0"), ("k7", "2024-01-03", 2, "b7")], opts
+    )
+    assert table.timeline().completed([Action.COMMIT])  # compacted
+    table.savepoint(second)
+    assert _arrow_rows(path, first) == {"k0": "a0"} == rows_by_id(path, first)
+    assert _arrow_rows(path) == {"k0": "b0", "k7": "b7"} == rows_by_id(path)
+    assert _arrow_rows(path, second) == {"k0": "b0", "k7": "b7"}
