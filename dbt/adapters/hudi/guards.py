@@ -63,7 +63,7 @@ SPARK_CONFIGS: Mapping[str, SparkConfigRule] = {
     ),
     "tblproperties": SparkConfigRule(
         "refused",
-        "catalog table properties are not kept (the catalog table is registered again after "
+        "catalog properties are not kept (the model's catalog entry is published again after "
         "every commit); Hudi's table configs go in hudi_options",
     ),
     "clustered_by": SparkConfigRule(

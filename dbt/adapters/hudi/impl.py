@@ -401,8 +401,8 @@ class HudiAdapter(SparkAdapter):
     def hudi_publish(self, relation: HudiRelation, base_path: str | None = None) -> dict[str, Any]:
         """Make ``relation`` read the table's latest committed snapshot (after any commit).
 
-        The one entry point of the ``ref()`` mechanism (see ``snapshot.py``): the catalog table
-        lists the latest base files; a merge-on-read model also gets its snapshot view.
+        The one entry point of the ``ref()`` mechanism (see ``publish.py``): the catalog entry
+        (columns, docs, base path; reads refused) and the snapshot view ``ref()`` renders to.
         """
         spark = self._spark()
         path = base_path or catalog_base_path(spark, str(relation.schema), str(relation.identifier))
