@@ -73,6 +73,7 @@ from engine.read.cdc_log import (
     log_path,
     replaced_slice_changes,
 )
+from engine.read.time_travel import require_begin_not_restored
 from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.timeline.instant import Action, Instant
 from engine.timeline.lsm_history import read_history
@@ -243,6 +244,7 @@ def plan_changes(storage: Storage, begin: str, end: str | None) -> CdcPlan:
     mode = _require_cdc(storage)
     timeline = Timeline.load(storage)
     _require_active(storage, timeline, begin)
+    require_begin_not_restored(timeline, begin)
     files = _BaseFiles(storage)
     mor = MergeOnReadSlices.of(storage, timeline)
     splits: list[CdcSplit] = []

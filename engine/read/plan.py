@@ -58,7 +58,11 @@ from engine.fs.table_version import (
 from engine.fs.view import FileSlice, FileSystemView, Visibility
 from engine.metadata.files_index import has_files_index, read_files_partition
 from engine.read.filter import ReadFilter, partition_pruner
-from engine.read.time_travel import require_not_restored, require_retained_files
+from engine.read.time_travel import (
+    require_begin_not_restored,
+    require_not_restored,
+    require_retained_files,
+)
 from engine.timeline.timeline import Timeline
 
 __all__ = [
@@ -354,6 +358,7 @@ def _plan_incremental(
     avro_schema: str | None,
 ) -> QueryPlan:
     begin = query.begin or "0"
+    require_begin_not_restored(timeline, begin)
     commit_times: frozenset[str] | None = None
     if timeline.layout.version >= 2:
         # the commits completed in (begin, end]; rows and log blocks of exactly those commits

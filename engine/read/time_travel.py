@@ -26,7 +26,7 @@ from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action, Instant
 from engine.timeline.timeline import Timeline
 
-__all__ = ["require_not_restored", "require_retained_files"]
+__all__ = ["require_begin_not_restored", "require_not_restored", "require_retained_files"]
 
 
 def _is_log(stat: HoodieWriteStat) -> bool:
@@ -93,15 +93,47 @@ def require_not_restored(timeline: Timeline, as_of: str) -> None:
     Raises:
         QueryError: naming ``as_of``, the removed instant and the restore.
     """
+    found = _restore_removing(timeline, as_of)
+    if found is not None:
+        restore, removed, target = found
+        raise QueryError(
+            f"Time travel to instant {as_of} is not possible: restore "
+            f"{restore} (to {target}) removed instant(s) "
+            f"{', '.join(removed[-3:])} it would read. Query {target} or an earlier instant."
+        )
+
+
+def require_begin_not_restored(timeline: Timeline, begin: str) -> None:
+    """Fail an incremental (or CDC) query from ``begin`` when a restore completed after it
+    removed an instant at or before it.
+
+    A reader that consumed the table up to ``begin`` has seen the removed commits' rows; the
+    changes after ``begin`` do not undo them (a restore writes no change records), so answering
+    would leave the reader holding rows the table no longer has.
+
+    Raises:
+        QueryError: naming ``begin``, the removed instant and the restore.
+    """
+    found = _restore_removing(timeline, begin)
+    if found is not None:
+        restore, removed, target = found
+        raise QueryError(
+            f"An incremental query from instant {begin} is not possible: restore {restore} "
+            f"(to {target}) removed instant(s) {', '.join(removed[-3:])} whose rows a reader "
+            f"at {begin} has already read, and no change record undoes them. Read the table's "
+            f"snapshot again (a full refresh), or begin at {target} or earlier."
+        )
+
+
+def _restore_removing(timeline: Timeline, instant_time: str) -> tuple[str, list[str], str] | None:
+    """The first restore completed after ``instant_time`` that removed instants at or before
+    it: (restore instant, removed instants, the instant it restored to)."""
     for restore in timeline.completed([Action.RESTORE]):
-        if restore.instant_time <= as_of:
+        if restore.instant_time <= instant_time:
             continue
         metadata = deserialize(timeline.read_content(restore), source=str(restore))
-        removed = sorted(t for t in metadata.get("instantsToRollback") or [] if t <= as_of)
+        removed = sorted(t for t in metadata.get("instantsToRollback") or [] if t <= instant_time)
         if removed:
             target = (metadata.get("extraMetadata") or {}).get("restoredTo", "an earlier instant")
-            raise QueryError(
-                f"Time travel to instant {as_of} is not possible: restore "
-                f"{restore.instant_time} (to {target}) removed instant(s) "
-                f"{', '.join(removed[-3:])} it would read. Query {target} or an earlier instant."
-            )
+            return restore.instant_time, removed, str(target)
+    return None

@@ -343,3 +343,26 @@ def test_cdc_query_through_the_command(spark, tmp_path) -> None:  # type: ignore
     assert [r for r in changes(rows) if r[0] == "u"] == [
         ("u", t2, ("k1", "p", 1, "a"), ("k1", "p", 2, "b"))
     ]
+
+
+def test_cdc_query_from_an_instant_a_restore_removed_is_refused(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from engine import spark_table
+
+    path = tmp_path / "t"
+    t1 = write_hudi(
+        spark.createDataFrame([("k1", "p", 1, "a")], SCHEMA), str(path), opts()
+    ).instant_time
+    t2 = write_hudi(
+        spark.createDataFrame([("k1", "p", 2, "b")], SCHEMA), str(path), opts()
+    ).instant_time
+    spark_table(str(path), spark).restore(t1)
+    # a consumer that read up to t2 holds "b"; no change after t2 says it is gone
+    with pytest.raises(QueryError, match=f"incremental query from instant {t2}.*removed.*{t2}"):
+        read_table(str(path), {**CDC_QUERY, "hoodie.datasource.read.begin.instanttime": t2})
+    assert (
+        read_table(
+            str(path), {**CDC_QUERY, "hoodie.datasource.read.begin.instanttime": t1}
+        ).num_rows
+        == 0
+    )
+    assert [(r["id"], r["v"]) for r in hudi_rs_rows(str(path))] == [("k1", "a")]

@@ -41,6 +41,13 @@ def _arrow_rows(path: Path, as_of: str | None = None) -> dict[str, str]:
     return {r["id"]: r["v"] for r in read_table(str(path), options).to_pylist()}
 
 
+def _incremental(begin: str) -> dict[str, str]:
+    return {
+        "hoodie.datasource.query.type": "incremental",
+        "hoodie.datasource.read.begin.instanttime": begin,
+    }
+
+
 def _listing(path: Path) -> list[str]:
     return sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file())
 
@@ -100,6 +107,13 @@ def test_restore_to_savepoint_after_aggressive_cleaning(
     assert _arrow_rows(path, saved) == expected
     with pytest.raises(QueryError, match=f"removed instant.*{later[0]}"):
         _arrow_rows(path, later[0])
+    # a reader that consumed up to a removed instant cannot be answered by the changes since
+    with pytest.raises(QueryError, match=f"incremental query from instant {later[0]}"):
+        read_table(str(path), _incremental(later[0]))
+    # from the savepoint on (layout 2 compares completion times: its own commit may show)
+    since_saved = read_table(str(path), _incremental(saved))
+    since = since_saved.column("_hoodie_commit_time").to_pylist()
+    assert set(since) <= {saved}
 
     timeline = Timeline.load(Storage(str(path)))
     restores = timeline.completed([Action.RESTORE])
