@@ -77,8 +77,21 @@ def _cmd_savepoint_delete(args: argparse.Namespace) -> int:
 
 
 def _cmd_restore(args: argparse.Namespace) -> int:
-    """Restore a table to ``--to`` (refused, with nothing changed, when its files are gone)."""
-    result = _open(args.table).restore(args.to)
+    """Restore a table to ``--to`` (refused, with nothing changed, when its files are gone);
+    ``--dry-run`` prints what would be rolled back and changes nothing."""
+    table = _open(args.table)
+    if args.dry_run:
+        plan = table.restore_plan(args.to)
+        planned = [i.instant_time for i in plan.instants]
+        if args.json:
+            render.print_json({"restore_to": plan.target, "would_roll_back": planned})
+        else:
+            print(
+                f"{args.table} would be restored to {plan.target}, rolling back "
+                f"{len(planned)} instant(s) ({', '.join(planned) or 'none'}); nothing changed"
+            )
+        return 0
+    result = table.restore(args.to)
     rolled = [i.instant_time for i in result.rolled_back]
     if args.json:
         render.print_json(
@@ -151,6 +164,7 @@ def add_restore_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> Non
     )
     add_table_argument(p, options=False)
     p.add_argument("--to", required=True, metavar="INSTANT", help="the instant to restore to")
+    p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     p.set_defaults(handler=_cmd_restore)
 
     p = sub.add_parser(

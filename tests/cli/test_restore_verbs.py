@@ -71,6 +71,10 @@ def test_savepoint_and_restore_run_verbs(spark: Any, tmp_path: Path) -> None:
     assert status == 2 and "wrote none of these tables" in err
 
     again = _write(spark, path, "d", "inv-next", range(3))
+    listing = sorted(p for p in path.rglob("*") if p.is_file())
+    plan = cli_json("restore", str(path), "--to", good, "--dry-run")
+    assert plan == {"restore_to": good, "would_roll_back": [again]}
+    assert sorted(p for p in path.rglob("*") if p.is_file()) == listing
     result = cli_json("restore", str(path), "--to", good)
     assert (result["restored_to"], result["rolled_back"]) == (good, [again])
     assert rows_by_id(path) == expected
