@@ -1,6 +1,7 @@
-"""The record_index partition's layout and its records' encoding, against Hudi's rules: the
-file group count ``estimateFileGroupCount`` gives, the file ids, the instant time as epoch
-milliseconds, and the file id's two encodings (bad input refused, naming it)."""
+"""The record_index partition's layout, its records' encoding and the cells a write gives,
+against Hudi's rules: the file group count ``estimateFileGroupCount`` gives, the file ids, the
+instant time as epoch milliseconds, the file id's two encodings, ``reduceByKeys`` (bad input
+refused, naming it)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from engine.metadata.record_index_layout import (
     record_index_file_group_count,
     record_index_file_id,
 )
+from engine.metadata.record_index_writer import KeyLocation, commit_cells, initialization_cells
 
 # the fields of HoodieMetadataRecord a record index record fills (Hudi 1.1's names and order)
 _INFO = {
@@ -157,3 +159,47 @@ def test_a_file_id_no_uuid_encoding_can_hold_is_refused(file_id: str) -> None:
     record = RecordIndexRecord("k1", RecordLocation("p=1", file_id, 0))
     with pytest.raises(HudiError, match="fileIdEncoding 1"):
         encode_record_index_record(record, SCHEMA)
+
+
+UUID_A = "5c3e0c0b-8f1a-4a6e-9d2b-0f6c2b1e7a10-0"
+UUID_B = "0a1b2c3d-0000-4000-8000-ffffffffffff-1"
+
+
+def test_a_key_deleted_and_moved_by_one_commit_keeps_its_new_place_only() -> None:
+    """reduceByKeys: the delete from the old partition is dropped, the write stays."""
+    cells = commit_cells(
+        "20250101120000000", 1, SCHEMA,
+        inserted={"new": ("p=2", UUID_A)}, moved={"mv": ("p=2", UUID_A)},
+        deleted=["mv", "gone"],
+    )  # fmt: skip
+    assert [c.file_id for c in cells] == ["record-index-0000-0"]
+    assert [k for k, _ in cells[0].upserts] == [b"mv", b"new"]
+    assert cells[0].deletes == ("gone",)
+    assert [(d.record_key, d.partition_path) for d in cells[0].delete_records()] == [
+        ("gone", "record_index")
+    ]
+
+
+def test_one_key_written_to_two_places_is_refused_naming_it() -> None:
+    with pytest.raises(HudiError, match="'k1'"):
+        commit_cells(
+            "20250101120000000", 4, SCHEMA,
+            inserted={"k1": ("p=1", UUID_A)}, moved={"k1": ("p=2", UUID_B)}, deleted=[],
+        )  # fmt: skip
+
+
+def test_initialization_refuses_a_key_held_twice_and_lists_every_file_group() -> None:
+    rows = [KeyLocation("k1", "p=1", UUID_A, "20250101120000000")]
+    cells = initialization_cells(rows, 3, SCHEMA)
+    assert [c.file_id for c in cells] == [record_index_file_id(i) for i in range(3)]
+    assert sum(len(c.upserts) for c in cells) == 1
+    with pytest.raises(HudiError, match=r"'k1'.*p=1.*p=2"):
+        initialization_cells([*rows, KeyLocation("k1", "p=2", UUID_B, "20250101120000000")], 3,
+                             SCHEMA)  # fmt: skip
+
+
+def test_rows_sort_by_utf8_bytes_as_hfiles_need() -> None:
+    keys = ["z", "é", "\U0001d11e", "\uffff", "A"]
+    rows = [KeyLocation(k, "", UUID_A, "20250101120000000") for k in keys]
+    (cells,) = initialization_cells(rows, 1, SCHEMA)
+    assert [k for k, _ in cells.upserts] == sorted(k.encode() for k in keys)
