@@ -24,7 +24,12 @@ from engine.metadata.record_index import (
     read_record_index,
     record_index_file_group,
 )
-from engine.metadata.record_index_writer import commit_cells, delete_records
+from engine.metadata.record_index_writer import (
+    KeyLocation,
+    commit_cells,
+    delete_records,
+    initialization_cells,
+)
 from engine.read.arrow import read_table
 from engine.timeline.timeline import Timeline
 from tests.hudi_rs import hudi_rs_rows
@@ -192,3 +197,80 @@ def test_locate_finds_what_hudi_rs_reads(table: str, corpus_table: Callable[[str
     assert found is not None
     assert {k: (v.partition_path, v.file_id) for k, v in found.items()} == want
     assert len(want) >= 3
+
+
+class _RecordingStorage(Storage):
+    """A local storage that records the files it reads (its metadata table's too)."""
+
+    def __init__(self, base_path: str, reads: list[str]) -> None:
+        super().__init__(base_path)
+        self.reads = reads
+
+    def child(self, rel: str) -> Storage:
+        return _RecordingStorage(self.full_path(rel), self.reads)
+
+    def read_bytes(self, rel: str) -> bytes:
+        self.reads.append(rel)
+        return super().read_bytes(rel)
+
+
+@pytest.mark.parametrize("table", ("cow__v9_txns_simple_meta", "trips_mor_avro__v8_trips_8i3u1d"))
+def test_locate_reads_only_the_file_groups_the_keys_hash_to(
+    table: str, corpus_table: Callable[[str], Path]
+) -> None:
+    base = corpus_table(table)
+    timeline = Timeline.load(Storage(str(base)))
+    index = read_record_index(Storage(str(base)), timeline)
+    assert index is not None
+    keys = sorted(index)[:2]
+    reads: list[str] = []
+    found = locate(_RecordingStorage(str(base), reads), timeline, keys)
+    assert found == {k: index[k] for k in keys}
+    read_groups = {r.split("/")[1].lstrip(".")[:19] for r in reads if r.startswith("record_index/")}
+    assert read_groups == {f"record-index-{record_index_file_group(k, 10):04d}-0" for k in keys}
+
+
+@pytest.mark.parametrize("table", ("cow__v9_txns_simple_meta", "cow__v9_txns_simple_overwrite"))
+def test_initialization_over_the_latest_base_files_maps_keys_as_hudis_index(
+    table: str, corpus_table: Callable[[str], Path]
+) -> None:
+    """Initializing from the rows of the latest base files (key, partition, file id, the base
+    file's instant) puts each key in the file group where Hudi's maintained index holds it, with
+    the same partition and file id, stamped with the base file's instant."""
+    base = corpus_table(table)
+    storage = Storage(str(base))
+    index = read_record_index(storage, Timeline.load(storage))
+    assert index is not None
+    stored_groups = {
+        key.decode(): group
+        for group, _instant, content in _record_index_files(base)
+        if isinstance(content, LogBlock) and content.block_type is HFILE_DATA_BLOCK
+        for key, _ in read_hfile(content.content).entries
+    }
+    rows = []
+    for r in hudi_rs_rows(base):
+        file_id, _token, tail = r["_hoodie_file_name"].split("_")
+        rows.append(KeyLocation(r["_hoodie_record_key"], r["_hoodie_partition_path"], file_id,
+                                tail.split(".")[0]))  # fmt: skip
+    schema = _a_record_index_schema(base)
+    cells = initialization_cells(rows, 10, schema, zone=WRITER_ZONES[table])
+    assert len(cells) == 10
+    located = {}
+    for cell in cells:
+        for key, value in cell.upserts:
+            record = decode_record_index_record(key, value, schema)
+            assert stored_groups[record.key] == cell.file_id
+            located[record.key] = record.location
+    assert {k: (v.partition_path, v.file_id) for k, v in located.items()} == {
+        k: (v.partition_path, v.file_id) for k, v in index.items()
+    }
+    for row in rows:
+        millis = instant_time_millis(row.instant_time, WRITER_ZONES[table])
+        assert located[row.record_key].instant_time_ms == millis
+
+
+def _a_record_index_schema(base: Path) -> str:
+    for _group, _instant, content in _record_index_files(base):
+        if isinstance(content, LogBlock) and content.block_type is HFILE_DATA_BLOCK:
+            return read_hfile(content.content).file_info["schema"].decode()
+    raise AssertionError("no record_index HFile")
