@@ -60,7 +60,7 @@ def estimate_file_group_count(
 
     Raises:
         ConfigError: A file group could hold no mapping, or the min count is above the max
-            (Hudi would divide by zero, or silently take the min).
+            (Hudi would divide by zero, or take the min or the max by the estimate).
     """
     if min_count > max_count:
         raise ConfigError(
