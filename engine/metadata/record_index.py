@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
+from functools import lru_cache
 from typing import Any
 
 import fastavro
@@ -174,12 +175,30 @@ def _index_info(location: RecordLocation, encoding: FileIdEncoding) -> dict[str,
     }
 
 
+@lru_cache(maxsize=8)
+def _index_info_fields(schema: str) -> frozenset[str]:
+    """The ``HoodieRecordIndexInfo`` fields of a writer schema (older ones lack some)."""
+    for f in json.loads(schema)["fields"]:
+        if f["name"] == "recordIndexMetadata":
+            branch = next(t for t in f["type"] if isinstance(t, dict))
+            return frozenset(g["name"] for g in branch["fields"])
+    return frozenset()
+
+
 def encode_record_index_record(record: RecordIndexRecord, schema: str) -> bytes:
     """The Avro datum Hudi stores for ``record`` (the HFile value under row ``record.key``).
 
     Raises:
-        HudiError: The file id cannot be stored with the record's encoding.
+        HudiError: The file id cannot be stored with the record's encoding, or the schema has
+            no field for a raw file id.
     """
+    if record.encoding is FileIdEncoding.RAW and not {"fileId", "fileIdEncoding"} <= (
+        _index_info_fields(schema)
+    ):
+        raise HudiError(
+            f"the metadata record schema has no fileId/fileIdEncoding: file id "
+            f"{record.location.file_id!r} of key {record.key!r} cannot be stored raw"
+        )
     datum: dict[str, Any] = dict.fromkeys(f["name"] for f in json.loads(schema)["fields"])
     datum.update({"key": ""}, **record.meta)
     datum["type"] = int(MetadataRecordType.RECORD_INDEX)

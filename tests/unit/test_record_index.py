@@ -203,3 +203,15 @@ def test_rows_sort_by_utf8_bytes_as_hfiles_need() -> None:
     rows = [KeyLocation(k, "", UUID_A, "20250101120000000") for k in keys]
     (cells,) = initialization_cells(rows, 1, SCHEMA)
     assert [k for k, _ in cells.upserts] == sorted(k.encode() for k in keys)
+
+
+def test_a_raw_file_id_needs_a_schema_that_can_hold_it() -> None:
+    old = json.loads(SCHEMA)
+    info = old["fields"][3]["type"][1]
+    info["fields"] = [f for f in info["fields"] if f["name"] not in ("fileId", "fileIdEncoding")]
+    record = RecordIndexRecord("k1", RecordLocation("p=1", "raw-id", 0), FileIdEncoding.RAW)
+    with pytest.raises(HudiError, match="'raw-id' of key 'k1'"):
+        encode_record_index_record(record, json.dumps(old))
+    uuid_record = RecordIndexRecord("k1", RecordLocation("p=1", UUID_A, 7))
+    value = encode_record_index_record(uuid_record, json.dumps(old))
+    assert decode_record_index_record(b"k1", value, json.dumps(old)) == uuid_record
