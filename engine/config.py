@@ -99,6 +99,13 @@ def parse_positive_int(value: str) -> int:
     return number
 
 
+def parse_positive_float(value: str) -> float:
+    number = float(value.strip())
+    if not 0.0 < number < float("inf"):
+        raise ValueError("expected a positive number")
+    return number
+
+
 def parse_probability(value: str) -> float:
     """A probability strictly between 0 and 1 (a false positive rate)."""
     number = float(value.strip())
@@ -621,6 +628,36 @@ SIMPLE_INDEX_UPDATE_PARTITION_PATH = _option(
     True,
     "GLOBAL_SIMPLE: a key arriving with a new partition path is deleted from its old partition "
     "and written to the new one; false updates it in place in its old partition.",
+)
+
+RECORD_INDEX_MIN_FILE_GROUP_COUNT = _option(
+    "hoodie.metadata.record.index.min.filegroup.count",
+    parse_positive_int,
+    10,
+    "record_index: the fewest file groups the partition is created with (fixed for its life); "
+    "equal to the max count it is the count, whatever the table's size.",
+    aliases=("hoodie.metadata.global.record.level.index.min.filegroup.count",),
+)
+RECORD_INDEX_MAX_FILE_GROUP_COUNT = _option(
+    "hoodie.metadata.record.index.max.filegroup.count",
+    parse_positive_int,
+    10_000,
+    "record_index: the most file groups the partition is created with.",
+    aliases=("hoodie.metadata.global.record.level.index.max.filegroup.count",),
+)
+RECORD_INDEX_MAX_FILE_GROUP_SIZE = _option(
+    "hoodie.metadata.record.index.max.filegroup.size",
+    parse_positive_int,
+    1024 * 1024 * 1024,
+    "record_index: bytes a file group may reach (at 48 bytes a mapping) before the estimate "
+    "at creation adds one; a large file group takes longer to compact.",
+)
+RECORD_INDEX_GROWTH_FACTOR = _option(
+    "hoodie.metadata.record.index.growth.factor",
+    parse_positive_float,
+    2.0,
+    "record_index: the table's record count is multiplied by this when the file group count "
+    "is estimated at creation, room for the table to grow into.",
 )
 
 TIMESTAMP_TYPE = _optional(

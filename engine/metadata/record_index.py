@@ -3,8 +3,11 @@
 Each value is a ``HoodieMetadataRecord`` of type 5 whose ``recordIndexMetadata``
 (``HoodieRecordIndexInfo``) names the key's partition and file group: with ``fileIdEncoding`` 0
 the file id is the UUID of ``fileIdHighBits``/``fileIdLowBits`` followed by ``-<fileIndex>``
-(no suffix when ``fileIndex`` is -1), with 1 it is the ``fileId`` string. ``instantTime`` is the
-writing instant in epoch milliseconds (of the writer's time zone).
+(no suffix when ``fileIndex`` is -1) and ``fileId`` is ``""``; with 1 the high/low bits and the
+index are -1 and ``fileId`` is the file id as it is. ``instantTime`` is the writing instant in
+epoch milliseconds, the instant read in the timeline's time zone (``parseDateFromInstantTime``).
+``position`` is null. The datum's own ``key`` is empty (the HFile row is the key) and its meta
+columns null, except ``_hoodie_file_name``, which a compaction stamps on the base file it writes.
 
 A key lives in file group ``mapRecordKeyToFileGroupIndex``: the 31-polynomial hash of its UTF-16
 code units as an int32, ``abs(abs(h) % n)`` for ``n`` file groups (``record-index-000N-0``).
@@ -14,10 +17,15 @@ key removes the mapping.
 
 from __future__ import annotations
 
+import datetime as dt
 import io
+import json
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from functools import lru_cache
+from typing import Any
 
 import fastavro
 
@@ -26,19 +34,40 @@ from engine.fs.storage import Storage
 from engine.io.hfile import HFile
 from engine.io.java_hashmap import java_string_hash
 from engine.metadata.payload import MetadataRecordType, parsed_schema
-from engine.metadata.slices import ValidInstants, latest_slices, open_metadata_table, slice_content
+from engine.metadata.record_index_layout import record_index_file_id
+from engine.metadata.slices import (
+    MetadataSlice,
+    ValidInstants,
+    latest_slices,
+    open_metadata_table,
+    slice_content,
+)
 from engine.timeline.timeline import Timeline
 
 __all__ = [
     "RECORD_INDEX_PARTITION",
+    "FileIdEncoding",
+    "RecordIndexRecord",
     "RecordLocation",
+    "decode_record_index_record",
     "decode_record_location",
+    "encode_record_index_record",
+    "instant_time_millis",
+    "locate",
     "read_record_index",
     "record_index_file_group",
 ]
 
 RECORD_INDEX_PARTITION = "record_index"
 _MISSING_FILE_INDEX = -1
+_UNSIGNED_64 = 2**64 - 1
+
+
+class FileIdEncoding(IntEnum):
+    """``HoodieRecordIndexInfo.fileIdEncoding`` (Hudi's ``_hoodie.writes.fileid.encoding``)."""
+
+    UUID = 0
+    RAW = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +79,24 @@ class RecordLocation:
     instant_time_ms: int
 
 
+@dataclass(frozen=True, slots=True)
+class RecordIndexRecord:
+    """One ``record_index`` record: a key, where it lives, and how the location is stored.
+
+    Attributes:
+        key: The record key (the HFile row).
+        location: The key's partition, file id and instant (epoch milliseconds).
+        encoding: How the file id is stored (UUID pieces or the raw string).
+        meta: Meta columns as stored (``_hoodie_file_name`` of a compacted base file), so a
+            decoded record encodes to the stored bytes.
+    """
+
+    key: str
+    location: RecordLocation
+    encoding: FileIdEncoding = FileIdEncoding.UUID
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
 def record_index_file_group(record_key: str, num_file_groups: int) -> int:
     """``HoodieTableMetadataUtil.mapRecordKeyToFileGroupIndex``: the file group of a key."""
     h = java_string_hash(record_key)
@@ -57,8 +104,112 @@ def record_index_file_group(record_key: str, num_file_groups: int) -> int:
     return abs(abs(signed) % num_file_groups)
 
 
-def decode_record_location(value: bytes, schema: str) -> RecordLocation:
-    """The location a ``record_index`` value holds.
+def instant_time_millis(instant_time: str, zone: dt.tzinfo = dt.UTC) -> int:
+    """The ``instantTime`` Hudi stores for an instant: ``parseDateFromInstantTime`` in epoch
+    milliseconds. A second-granularity instant reads as its second's ``999`` ms; a longer one
+    (the metadata table's suffixed instants) as its first 17 digits. ``zone`` is the timeline's
+    (``hoodie.table.timeline.timezone``: UTC, or the writer's local zone).
+
+    Raises:
+        HudiError: The instant is not a date (an initialization instant such as
+            ``00000000000000``), as Hudi refuses it.
+    """
+    digits = instant_time + "999" if len(instant_time) == 14 else instant_time[:17]
+    try:
+        if len(digits) != 17 or not digits.isdigit():
+            raise ValueError("not 17 digits")
+        naive = dt.datetime.strptime(digits + "000", "%Y%m%d%H%M%S%f")
+    except ValueError as e:
+        raise HudiError(
+            f"instant time {instant_time!r} is no date ({e}): no record index location can name it"
+        ) from None
+    return int(naive.replace(tzinfo=zone).timestamp() * 1000 + 0.5)
+
+
+def _uuid_pieces(file_id: str) -> tuple[int, int, int]:
+    """(high bits, low bits, file index) of a UUID file id, as signed Java longs/int.
+
+    Raises:
+        HudiError: The file id is no lower-case UUID (optionally ``-<index>``): Java would
+            accept some such ids and store another spelling of them.
+    """
+    index: int | None = _MISSING_FILE_INDEX
+    head = file_id
+    if len(file_id) != 36:
+        head, _, suffix = file_id.rpartition("-")
+        canonical = suffix.isascii() and suffix.isdigit() and str(int(suffix)) == suffix
+        index = int(suffix) if canonical else None
+    try:
+        value = uuid.UUID(head)
+    except ValueError:
+        value = None
+    if value is None or str(value) != head or index is None or index >= 2**31:
+        raise HudiError(
+            f"file id {file_id!r} is not a UUID file id (<uuid>-<index>): the record index "
+            f"stores it with fileIdEncoding {int(FileIdEncoding.RAW)} only"
+        )
+    high, low = value.int >> 64, value.int & _UNSIGNED_64
+    return _signed64(high), _signed64(low), index
+
+
+def _signed64(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _index_info(location: RecordLocation, encoding: FileIdEncoding) -> dict[str, Any]:
+    """``HoodieRecordIndexInfo`` as ``createRecordIndexUpdate`` fills it."""
+    if encoding is FileIdEncoding.UUID:
+        high, low, index = _uuid_pieces(location.file_id)
+        file_id = ""
+    else:
+        high, low, index, file_id = -1, -1, -1, location.file_id
+    return {
+        "partitionName": location.partition_path,
+        "fileIdHighBits": high,
+        "fileIdLowBits": low,
+        "fileIndex": index,
+        "fileId": file_id,
+        "instantTime": location.instant_time_ms,
+        "fileIdEncoding": int(encoding),
+        "position": None,
+    }
+
+
+@lru_cache(maxsize=8)
+def _index_info_fields(schema: str) -> frozenset[str]:
+    """The ``HoodieRecordIndexInfo`` fields of a writer schema (older ones lack some)."""
+    for f in json.loads(schema)["fields"]:
+        if f["name"] == "recordIndexMetadata":
+            branch = next(t for t in f["type"] if isinstance(t, dict))
+            return frozenset(g["name"] for g in branch["fields"])
+    return frozenset()
+
+
+def encode_record_index_record(record: RecordIndexRecord, schema: str) -> bytes:
+    """The Avro datum Hudi stores for ``record`` (the HFile value under row ``record.key``).
+
+    Raises:
+        HudiError: The file id cannot be stored with the record's encoding, or the schema has
+            no field for a raw file id.
+    """
+    if record.encoding is FileIdEncoding.RAW and not {"fileId", "fileIdEncoding"} <= (
+        _index_info_fields(schema)
+    ):
+        raise HudiError(
+            f"the metadata record schema has no fileId/fileIdEncoding: file id "
+            f"{record.location.file_id!r} of key {record.key!r} cannot be stored raw"
+        )
+    datum: dict[str, Any] = dict.fromkeys(f["name"] for f in json.loads(schema)["fields"])
+    datum.update({"key": ""}, **record.meta)
+    datum["type"] = int(MetadataRecordType.RECORD_INDEX)
+    datum["recordIndexMetadata"] = _index_info(record.location, record.encoding)
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, parsed_schema(schema), datum)
+    return out.getvalue()
+
+
+def decode_record_index_record(key: bytes, value: bytes, schema: str) -> RecordIndexRecord:
+    """The record stored under HFile row ``key``.
 
     Raises:
         HudiError: The datum is not a record index record.
@@ -68,20 +219,53 @@ def decode_record_location(value: bytes, schema: str) -> RecordLocation:
     info = datum.get("recordIndexMetadata")
     if datum.get("type") != MetadataRecordType.RECORD_INDEX or not isinstance(info, dict):
         raise HudiError(f"metadata record of type {datum.get('type')} is not a record index one")
-    if info.get("fileIdEncoding") == 1:
+    encoding = FileIdEncoding(info.get("fileIdEncoding", 0))
+    if encoding is FileIdEncoding.RAW:
         file_id = str(info["fileId"])
     else:
-        high, low = info["fileIdHighBits"] & (2**64 - 1), info["fileIdLowBits"] & (2**64 - 1)
+        high, low = info["fileIdHighBits"] & _UNSIGNED_64, info["fileIdLowBits"] & _UNSIGNED_64
         file_id = str(uuid.UUID(int=high << 64 | low))
         if info["fileIndex"] != _MISSING_FILE_INDEX:
             file_id += f"-{info['fileIndex']}"
-    return RecordLocation(str(info["partitionName"]), file_id, int(info["instantTime"]))
+    location = RecordLocation(str(info["partitionName"]), file_id, int(info["instantTime"]))
+    meta = {k: v for k, v in datum.items() if k.startswith("_hoodie_") and v is not None}
+    return RecordIndexRecord(key.decode(), location, encoding, meta)
 
 
-def _locations(hfile: HFile) -> Iterator[tuple[str, RecordLocation]]:
+def decode_record_location(value: bytes, schema: str) -> RecordLocation:
+    """The location a ``record_index`` value holds.
+
+    Raises:
+        HudiError: The datum is not a record index record.
+    """
+    return decode_record_index_record(b"", value, schema).location
+
+
+def _locations(
+    hfile: HFile, wanted: Collection[str] | None
+) -> Iterator[tuple[str, RecordLocation]]:
     schema = hfile.file_info["schema"].decode()
-    for key, value in hfile.entries:
-        yield key.decode(), decode_record_location(value, schema)
+    for raw_key, value in hfile.entries:
+        key = raw_key.decode()
+        if wanted is None or key in wanted:
+            yield key, decode_record_location(value, schema)
+
+
+def _merged_slice(
+    mdt: Storage, metadata_slice: MetadataSlice, valid: ValidInstants,
+    wanted: Collection[str] | None,
+) -> dict[str, RecordLocation]:  # fmt: skip
+    """The slice's mappings (of ``wanted`` keys only, unless None): base file, then each valid
+    log block in order, a later record replacing an earlier one and a deleted key dropped."""
+    base, content = slice_content(mdt, metadata_slice, valid)
+    merged = dict(_locations(base, wanted)) if base else {}
+    for item in content:
+        if isinstance(item, HFile):
+            merged.update(_locations(item, wanted))
+        else:
+            for key in item:
+                merged.pop(key, None)
+    return merged
 
 
 def read_record_index(
@@ -99,13 +283,50 @@ def read_record_index(
     valid = ValidInstants.of(timeline, data_timeline)
     out: dict[str, RecordLocation] = {}
     for metadata_slice in latest_slices(mdt, timeline, RECORD_INDEX_PARTITION):
-        base, content = slice_content(mdt, metadata_slice, valid)
-        merged = dict(_locations(base)) if base else {}
-        for item in content:
-            if isinstance(item, HFile):
-                merged.update(_locations(item))
-            else:
-                for key in item:
-                    merged.pop(key, None)
-        out.update(merged)
+        out.update(_merged_slice(mdt, metadata_slice, valid, None))
+    return dict(sorted(out.items()))
+
+
+def _numbered_slices(slices: list[MetadataSlice], mdt: Storage) -> list[MetadataSlice]:
+    """The slices in file group order, checked to be ``record-index-0000-0`` .. ``n-1``: a key's
+    file group is found by its number, so a missing or foreign one would misplace keys."""
+    expected = [record_index_file_id(i) for i in range(len(slices))]
+    if [s.file_id for s in slices] != expected:
+        found = ", ".join(s.file_id for s in slices)
+        raise HudiError(
+            f"the record_index partition at {mdt.uri()} has file groups {found}, "
+            f"not record-index-0000-0 .. {expected[-1]}"
+        )
+    return slices
+
+
+def locate(
+    storage: Storage, data_timeline: Timeline, keys: Iterable[str]
+) -> dict[str, RecordLocation] | None:
+    """Where the record index says each of ``keys`` lives: the lookup of Hudi's
+    ``RECORD_INDEX`` (``readRecordIndexLocationsWithKeys``).
+
+    Contract for the writer and the index: only the file groups the keys hash to are read (base
+    HFile, then the log blocks valid on both timelines, oldest first; a later record wins, a
+    DELETE_BLOCK removes the key). A key absent from the result is not in the table. The result
+    is as of the last completed data instant of ``data_timeline``: call it before the writing
+    instant's metadata blocks exist, or with a timeline on which that instant is not completed.
+    None when the table has no metadata table.
+
+    Raises:
+        HudiError: No committed ``record_index`` partition, its file groups are not numbered
+            0..n-1, or a file of it does not decode.
+    """
+    opened = open_metadata_table(storage)
+    if opened is None:
+        return None
+    mdt, timeline = opened
+    slices = _numbered_slices(latest_slices(mdt, timeline, RECORD_INDEX_PARTITION), mdt)
+    by_group: dict[int, set[str]] = {}
+    for key in keys:
+        by_group.setdefault(record_index_file_group(key, len(slices)), set()).add(key)
+    valid = ValidInstants.of(timeline, data_timeline)
+    out: dict[str, RecordLocation] = {}
+    for group, wanted in sorted(by_group.items()):
+        out.update(_merged_slice(mdt, slices[group], valid, wanted))
     return dict(sorted(out.items()))
