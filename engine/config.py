@@ -960,6 +960,27 @@ QUERY_INCREMENTAL_FORMAT = _option(
     "(op, ts_ms, before, after) of a CDC table.",
 )
 
+COLUMN_STATS_COLUMN_LIST = _option(
+    "hoodie.metadata.index.column.stats.column.list",
+    parse_list,
+    EMPTY,
+    "Columns the column_stats partition indexes besides the three meta columns always indexed; "
+    "empty: the first max.columns.to.index columns of a supported type.",
+)
+COLUMN_STATS_MAX_COLUMNS = _option(
+    "hoodie.metadata.index.column.stats.max.columns.to.index",
+    parse_positive_int,
+    32,
+    "Without a column list, how many data columns column_stats indexes (Hudi 1.x: 32).",
+)
+COLUMN_STATS_FILE_GROUP_COUNT = _option(
+    "hoodie.metadata.index.column.stats.file.group.count",
+    parse_positive_int,
+    2,
+    "File groups of the column_stats partition; a key's group is its hash modulo this "
+    "(Hudi 1.x: 2).",
+)
+
 # Non-hoodie read key that Hudi's Spark datasource accepts for time travel.
 AS_OF_INSTANT = "as.of.instant"
 
