@@ -369,6 +369,15 @@ METADATA_PARTITIONS = _option(
 METADATA_PARTITIONS_INFLIGHT = _option(
     "hoodie.table.metadata.partitions.inflight", parse_list, EMPTY, "Pending MDT partitions."
 )
+METADATA_ENABLE = _option(
+    "hoodie.metadata.enable",
+    parse_bool,
+    False,
+    "Write the metadata table (its files partition) in each data transaction (table versions "
+    "8 and 9); false removes a metadata table the table has, as Hudi does when it is disabled. "
+    "Reads list through a ready metadata table (and skip data by its column stats) unless a "
+    "read sets it to false, as Hudi 1.x's readers do.",
+)
 TABLE_CHECKSUM = _optional("hoodie.table.checksum", parse_int, "CRC32 of '<database>.<table>'.")
 TABLE_INITIAL_VERSION = _optional(
     "hoodie.table.initial.version", parse_int, "Version the table was created with."
@@ -960,6 +969,14 @@ QUERY_INCREMENTAL_FORMAT = _option(
     "(op, ts_ms, before, after) of a CDC table.",
 )
 
+ENABLE_DATA_SKIPPING = _option(
+    "hoodie.enable.data.skipping",
+    parse_bool,
+    True,
+    "Snapshot reads of a table whose metadata table has column_stats skip the file slices whose "
+    "stats prove no row matches the filters (Hudi 1.x's default: on). A read's "
+    "hoodie.metadata.enable=false turns it off with the listing through the metadata table.",
+)
 COLUMN_STATS_COLUMN_LIST = _option(
     "hoodie.metadata.index.column.stats.column.list",
     parse_list,

@@ -514,6 +514,10 @@ def column_stats_cells(
 ) -> dict[int, list[tuple[bytes, bytes]]]:
     """The ``column_stats`` records of new base files, ready for the metadata table's HFiles.
 
+    Base files only: Hudi 1.x also indexes each log file a merge-on-read write appends (its
+    records read unmerged, sizes 0); until those are computed, a slice holding a log file
+    without stats is never skipped by readers (:mod:`engine.read.data_skipping`), ours or Hudi's.
+
     This is pure: it reads nothing and writes nothing. The metadata writer calls it with the
     base files a commit wrote in one partition and appends each file group's cells, as they
     come, to that file group's next HFILE_DATA_BLOCK (or HFile base file).
