@@ -295,18 +295,19 @@ def _hfile_stats(hfile: HFile) -> Iterator[tuple[str, ColumnStats]]:
 
 
 def read_column_stats(
-    storage: Storage, data_timeline: Timeline
+    storage: Storage, data_timeline: Timeline, opened: tuple[Storage, Timeline] | None = None
 ) -> dict[str, dict[str, ColumnStats]] | None:
     """File name -> column -> stats, as the ``column_stats`` partition holds them (merged, no
     tombstones); None without a metadata table.
 
     Log blocks count as in the ``files`` partition (:mod:`engine.metadata.slices`): only those
     of instants completed on both timelines, so stats of an uncommitted write never show.
+    ``opened`` is the metadata table as :func:`open_metadata_table` opened it, if the caller has.
 
     Raises:
         HudiError: No committed ``column_stats`` partition, or a file of it does not decode.
     """
-    opened = open_metadata_table(storage)
+    opened = opened or open_metadata_table(storage)
     if opened is None:
         return None
     mdt, timeline = opened

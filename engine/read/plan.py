@@ -58,6 +58,7 @@ from engine.fs.table_version import (
 from engine.fs.view import FileSlice, FileSystemView, Visibility
 from engine.metadata.column_stats import COLUMN_STATS_PARTITION, read_column_stats
 from engine.metadata.files_index import has_files_index, read_files_partition
+from engine.metadata.slices import open_metadata_table
 from engine.model.schema import add_meta_fields, avro_to_arrow_schema
 from engine.read.data_skipping import skip_file_slices
 from engine.read.filter import ReadFilter, partition_pruner
@@ -352,8 +353,10 @@ def plan_query(base_path: str | Storage, query: ReadQuery | None = None) -> Quer
     # Hudi's readers list through the metadata table when its files partition is ready; on
     # table versions 8+ only, as hudi-rs: no table of Hudi 0.x (HBase-written HFiles) checks it
     listing = None
+    mdt = None  # the metadata table, opened once for its files and column_stats partitions
     if table.lists_through_metadata_table and query.use_metadata_table:
-        files = read_files_partition(storage, timeline)
+        mdt = open_metadata_table(storage)
+        files = read_files_partition(storage, timeline, mdt)
         listing = files.partitions if files is not None else None
     view = FileSystemView(storage, timeline, partition_filter=pruner, listing=listing)
     read_optimized = query.query_type == "read_optimized"
@@ -362,7 +365,7 @@ def plan_query(base_path: str | Storage, query: ReadQuery | None = None) -> Quer
     else:
         slices = view.latest_file_slices(visibility=visibility)
     merge_logs = table.is_mor and not read_optimized
-    kept = _skip_data(storage, table, timeline, query, avro_schema, slices, merge_logs)
+    kept = _skip_data(mdt, table, timeline, query, avro_schema, slices, merge_logs)
     return QueryPlan(
         table=table,
         query=query,
@@ -376,7 +379,7 @@ def plan_query(base_path: str | Storage, query: ReadQuery | None = None) -> Quer
 
 
 def _skip_data(
-    storage: Storage,
+    mdt: tuple[Storage, Timeline] | None,
     table: TableInfo,
     timeline: Timeline,
     query: ReadQuery,
@@ -386,8 +389,9 @@ def _skip_data(
 ) -> list[FileSlice]:
     """The slices left once the ``column_stats`` partition has skipped those no row of which
     can match the filters (:mod:`engine.read.data_skipping`); all of them when the table has no
-    ready column stats, the read turns skipping or the metadata table off, or has no filter."""
-    wanted = query.filters and query.data_skipping and query.use_metadata_table
+    ready column stats (or no metadata table ``mdt``), the read turns skipping off, or has no
+    filter."""
+    wanted = query.filters and query.data_skipping and mdt is not None
     if not wanted or not table.has_column_stats or not avro_schema or not slices:
         return slices
     try:
@@ -395,7 +399,7 @@ def _skip_data(
         schema = avro_to_arrow_schema(with_meta)
     except SchemaError:
         return slices  # the row reader says why; nothing to skip by
-    stats = read_column_stats(storage, timeline)
+    stats = read_column_stats(table.storage, timeline, mdt)
     if stats is None:
         return slices
     return skip_file_slices(slices, query.filters, stats, schema, with_logs=merge_logs)
