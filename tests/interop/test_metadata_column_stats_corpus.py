@@ -99,12 +99,10 @@ def test_base_file_stats_from_the_footer_equal_hudis(
     table: str, corpus_table: Callable[[str], Path]
 ) -> None:
     base = corpus_table(table)
-    storage = Storage(str(base))
-    stored = read_column_stats(storage, Timeline.load(storage))
-    assert stored is not None
-    schema = Timeline.load(storage).latest_schema()
-    assert schema is not None
-    columns = columns_to_index(schema)
+    timeline = Timeline.load(Storage(str(base)))
+    stored, schema = read_column_stats(Storage(str(base)), timeline), timeline.latest_schema()
+    assert stored is not None and schema is not None
+    columns = columns_to_index(schema)  # Hudi's default choice, as its index definition lists
     compared = 0
     for path in sorted(base.glob("*/*.parquet")):
         if path.name not in stored:
