@@ -38,8 +38,8 @@ it.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
 from engine import config
@@ -72,6 +72,7 @@ __all__ = [
     "normalize_instant_time",
     "parse_read_query",
     "plan_query",
+    "skip_by_column_stats",
 ]
 
 QueryType = Literal["snapshot", "read_optimized", "incremental"]
@@ -376,6 +377,23 @@ def plan_query(base_path: str | Storage, query: ReadQuery | None = None) -> Quer
         avro_schema=avro_schema,
         skipped_slices=len(slices) - len(kept),
     )
+
+
+def skip_by_column_stats(
+    plan: QueryPlan, filters: Sequence[ReadFilter], slices: Sequence[FileSlice]
+) -> list[FileSlice]:
+    """``slices`` of ``plan`` left once the ``column_stats`` partition has skipped those no row
+    of which can match ``filters``: for readers that learn filters after planning (the filters
+    Spark pushes to the ``hudi`` data source). Costs the listings of the data and metadata
+    timelines again, so callers with no filter on a non-partition column skip the call."""
+    query = replace(plan.query, filters=tuple(filters))
+    table = plan.table
+    if query.query_type == "incremental" or not table.has_column_stats:
+        return list(slices)
+    timeline = Timeline.load(table.storage)
+    timeline = timeline.with_history() if query.as_of is not None else timeline
+    mdt = open_metadata_table(table.storage) if query.use_metadata_table else None
+    return _skip_data(mdt, table, timeline, query, plan.avro_schema, list(slices), plan.merge_logs)
 
 
 def _skip_data(
