@@ -507,25 +507,25 @@ def parquet_column_stats(
 
 
 def column_stats_cells(
-    partition_path: str,
-    files: Iterable[tuple[str, pq.FileMetaData]],
+    files: Iterable[tuple[str, str, pq.FileMetaData]],
     columns: Sequence[str],
     record_schema: str,
     num_file_groups: int = config.COLUMN_STATS_FILE_GROUP_COUNT.default,
 ) -> dict[int, list[tuple[bytes, bytes]]]:
-    """The ``column_stats`` records of new base files, ready for the metadata table's HFiles.
+    """The ``column_stats`` records of new base files, as the HFile cells Hudi appends.
 
     Base files only: Hudi 1.x also indexes each log file a merge-on-read write appends (its
     records read unmerged, sizes 0); until those are computed, a slice holding a log file
     without stats is never skipped by readers (:mod:`engine.read.data_skipping`), ours or Hudi's.
 
-    This is pure: it reads nothing and writes nothing. The metadata writer calls it with the
-    base files a commit wrote in one partition and appends each file group's cells, as they
-    come, to that file group's next HFILE_DATA_BLOCK (or HFile base file).
+    This is pure: it reads nothing and writes nothing. The metadata writer calls it with every
+    base file a commit wrote and writes each file group's cells, as they come, as the HFile of
+    that file group's HFILE_DATA_BLOCK (``write_hfile`` with the block's schema and creation
+    time): for every log block of the corpus's copy-on-write v9 table that gives Hudi's bytes.
 
     Args:
-        partition_path: The data partition of the files ("" when non-partitioned).
-        files: (file name, Parquet footer) of each base file.
+        files: (partition path, "" when non-partitioned; file name; Parquet footer) of each
+            base file.
         columns: The columns to index (:func:`columns_to_index`).
         record_schema: The ``HoodieMetadataRecord`` writer schema the block carries.
         num_file_groups: The partition's file groups (``col-stats-000N-0``); Hudi 1.x's default
@@ -534,10 +534,10 @@ def column_stats_cells(
     Returns:
         File group index -> (row key, value) cells sorted by key bytes (an HFile's order); a
         group no record falls in is absent. Values have the empty ``key`` field and null meta
-        columns, as in the corpus's log blocks.
+        columns, as in Hudi's log blocks.
     """
     groups: dict[int, list[tuple[bytes, bytes]]] = {}
-    for file_name, meta in files:
+    for partition_path, file_name, meta in files:
         for stats in parquet_column_stats(file_name, meta, columns):
             key = column_stats_key(stats.column_name, partition_path, file_name)
             cell = (key.encode(), encode_column_stats(stats, record_schema))
