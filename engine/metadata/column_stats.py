@@ -288,21 +288,26 @@ def merge_column_stats(older: ColumnStats, newer: ColumnStats) -> ColumnStats:
     )
 
 
-def _hfile_stats(hfile: HFile) -> Iterator[tuple[str, ColumnStats]]:
+def _hfile_stats(hfile: HFile, prefixes: tuple[bytes, ...]) -> Iterator[tuple[str, ColumnStats]]:
     schema = hfile.file_info["schema"].decode()
     for key, value in hfile.entries:
-        yield key.decode(), decode_column_stats(value, schema)
+        if key.startswith(prefixes):
+            yield key.decode(), decode_column_stats(value, schema)
 
 
 def read_column_stats(
-    storage: Storage, data_timeline: Timeline, opened: tuple[Storage, Timeline] | None = None
+    storage: Storage,
+    data_timeline: Timeline,
+    opened: tuple[Storage, Timeline] | None = None,
+    columns: Iterable[str] | None = None,
 ) -> dict[str, dict[str, ColumnStats]] | None:
     """File name -> column -> stats, as the ``column_stats`` partition holds them (merged, no
     tombstones); None without a metadata table.
 
     Log blocks count as in the ``files`` partition (:mod:`engine.metadata.slices`): only those
     of instants completed on both timelines, so stats of an uncommitted write never show.
-    ``opened`` is the metadata table as :func:`open_metadata_table` opened it, if the caller has.
+    ``opened`` is the metadata table as :func:`open_metadata_table` opened it, if the caller has;
+    ``columns`` limits the records decoded to those columns' (keys start with the column's id).
 
     Raises:
         HudiError: No committed ``column_stats`` partition, or a file of it does not decode.
@@ -312,12 +317,13 @@ def read_column_stats(
         return None
     mdt, timeline = opened
     valid = ValidInstants.of(timeline, data_timeline)
+    prefixes = tuple(_id64(c).encode() for c in columns) if columns is not None else (b"",)
     merged: dict[str, ColumnStats | None] = {}
     for metadata_slice in latest_slices(mdt, timeline, COLUMN_STATS_PARTITION):
         base, content = slice_content(mdt, metadata_slice, valid)
         for item in [base, *content] if base else content:
             if isinstance(item, HFile):
-                for key, stats in _hfile_stats(item):
+                for key, stats in _hfile_stats(item, prefixes):
                     before = merged.get(key)
                     merged[key] = stats if before is None else merge_column_stats(before, stats)
             else:

@@ -417,7 +417,7 @@ def _skip_data(
         schema = avro_to_arrow_schema(with_meta)
     except SchemaError:
         return slices  # the row reader says why; nothing to skip by
-    stats = read_column_stats(table.storage, timeline, mdt)
+    stats = read_column_stats(table.storage, timeline, mdt, {f.field for f in query.filters})
     if stats is None:
         return slices
     return skip_file_slices(slices, query.filters, stats, schema, with_logs=merge_logs)

@@ -145,3 +145,13 @@ def test_a_commits_cells_write_hudis_log_block_hfiles_byte_for_byte(
             assert write_hfile(cells, create_time_ms=created, file_info=info) == block.content
             rebuilt += 1
     assert rebuilt == 24
+
+
+def test_a_read_of_some_columns_decodes_only_theirs(corpus_table: Callable[[str], Path]) -> None:
+    storage = Storage(str(corpus_table("mor_avro__v9_txns_simple_meta")))
+    timeline = Timeline.load(storage)
+    every = read_column_stats(storage, timeline)
+    some = read_column_stats(storage, timeline, columns={"txn_id", "amount"})
+    assert every is not None and some is not None and len(some) == len(every) > 10
+    for name, by_column in some.items():
+        assert by_column == {c: every[name][c] for c in ("txn_id", "amount")}
