@@ -37,7 +37,8 @@ from engine.read.filter import ReadFilter
 __all__ = ["file_may_match", "skip_file_slices"]
 
 _EPOCH = dt.date(1970, 1, 1)
-_TIMESTAMP_MILLIS = 15
+# the unit of a timestamp range: V1's wrapper, or V2's ValueType (TIMESTAMP_MILLIS, _MICROS)
+_TIMESTAMP_UNITS: dict[object, str] = {"TimestampMicrosWrapper": "us", 15: "ms", 16: "us"}
 _EQUALITY_OPS = ("!=", "NOT IN")
 
 
@@ -50,16 +51,24 @@ def _decimal(unscaled: bytes | int, scale: int) -> decimal.Decimal:
 
 def _stat_scalar(value: StatValue, stats: ColumnStats, dtype: pa.DataType) -> Any:
     """The stat as a Python value of ``dtype`` (what ``pa.scalar(...).as_py()`` gives for a
-    row of that column); raises on a value that does not convert."""
+    row of that column).
+
+    Raises:
+        ValueError: A physical value whose meaning the record does not say (a decimal without
+            its scale, a timestamp without its unit): an unknown, never a guess.
+    """
     wrapper, raw = value
     ordinal, extra = stats.value_type or (None, None)
     if pa.types.is_decimal(dtype) and wrapper in ("BytesWrapper", "IntWrapper", "LongWrapper"):
-        scale = int(extra.split(",")[1]) if extra else dtype.scale
-        raw = _decimal(raw, scale)
+        if not extra:
+            raise ValueError("a decimal range without its scale")
+        raw = _decimal(raw, int(extra.split(",")[1]))
     elif pa.types.is_date(dtype) and isinstance(raw, int):
         raw = _EPOCH + dt.timedelta(days=raw)
     elif pa.types.is_timestamp(dtype) and isinstance(raw, int):
-        unit = "ms" if ordinal == _TIMESTAMP_MILLIS else "us"
+        unit = _TIMESTAMP_UNITS.get(wrapper) or _TIMESTAMP_UNITS.get(ordinal)
+        if unit is None:
+            raise ValueError("a timestamp range without its unit")
         return pa.scalar(raw, pa.timestamp(unit, dtype.tz)).cast(dtype).as_py()
     return pa.scalar(raw).cast(dtype).as_py()
 

@@ -87,3 +87,30 @@ def test_equality_ranges_and_floating_point() -> None:
     x = ColumnStats("f", "x", ("DoubleWrapper", 4.0), ("DoubleWrapper", 4.0), 3, 0, 1, 1)
     assert file_may_match(x, ReadFilter("x", "!=", "4"), pa.float64())
     assert not file_may_match(x, ReadFilter("x", "<", "4"), pa.float64())
+
+
+def test_physical_values_of_unsaid_meaning_are_unknowns() -> None:
+    """A decimal range without its scale or a timestamp range without its unit could mean
+    anything: the file may match."""
+    amount = ColumnStats("f", "a", ("BytesWrapper", b"\x01"), ("BytesWrapper", b"\x02"), 2, 0, 1, 1)
+    assert file_may_match(amount, ReadFilter("a", "=", "9"), pa.decimal128(5, 2))
+    scaled = ColumnStats(
+        "f",
+        "a",
+        ("BytesWrapper", b"\x01"),
+        ("BytesWrapper", b"\x02"),
+        2,
+        0,
+        1,
+        1,
+        value_type=(10, "5,2"),
+    )
+    assert not file_may_match(scaled, ReadFilter("a", "=", "9"), pa.decimal128(5, 2))
+    assert file_may_match(scaled, ReadFilter("a", "=", "0.02"), pa.decimal128(5, 2))
+    moment = pa.timestamp("us", "UTC")
+    when = ColumnStats("f", "t", ("LongWrapper", 0), ("LongWrapper", 1000), 2, 0, 1, 1)
+    assert file_may_match(when, ReadFilter("t", ">", "2000-01-01T00:00:00Z"), moment)
+    micros = ColumnStats(
+        "f", "t", ("LongWrapper", 0), ("LongWrapper", 1000), 2, 0, 1, 1, value_type=(16, None)
+    )
+    assert not file_may_match(micros, ReadFilter("t", ">", "2000-01-01T00:00:00Z"), moment)
