@@ -60,6 +60,7 @@ __all__ = [
     "ColumnStats",
     "column_stats_cells",
     "column_stats_key",
+    "column_stats_tombstone_cells",
     "columns_to_index",
     "configured_columns",
     "decode_column_stats",
@@ -97,6 +98,7 @@ _VALUE_TYPE = {
     "TIMESTAMP_MILLIS": 15,
     "TIMESTAMP_MICROS": 16,
 }
+_NULL = (_VALUE_TYPE["NULL"], None)
 # a wrapped value as stored: (wrapper record name without namespace, value)
 StatValue = tuple[str, Any]
 
@@ -427,6 +429,8 @@ def _stat_kind(physical_type: str, logical: str) -> tuple[str, str, str | None] 
     if logical == "Date":
         return "IntWrapper", "DATE", None
     if logical.startswith("Timestamp("):
+        if "isAdjustedToUTC=true" not in logical or "nanoseconds" in logical:
+            return None  # Hudi's LOCAL_TIMESTAMP_* and *_NANOS kinds: not written here
         unit = "MILLIS" if "milliseconds" in logical else "MICROS"
         return "LongWrapper", f"TIMESTAMP_{unit}", None
     kind = _PHYSICAL.get(physical_type)
@@ -542,10 +546,45 @@ def column_stats_cells(
         group no record falls in is absent. Values have the empty ``key`` field and null meta
         columns, as in Hudi's log blocks.
     """
+    records = (
+        (partition_path, stats)
+        for partition_path, file_name, meta in files
+        for stats in parquet_column_stats(file_name, meta, columns)
+    )
+    return _cells(records, record_schema, num_file_groups)
+
+
+def column_stats_tombstone_cells(
+    files: Iterable[tuple[str, str]],
+    columns: Sequence[str],
+    record_schema: str,
+    num_file_groups: int = config.COLUMN_STATS_FILE_GROUP_COUNT.default,
+) -> dict[int, list[tuple[bytes, bytes]]]:
+    """The ``column_stats`` tombstones of removed files (cleaned, or rolled back), as
+    :func:`column_stats_cells` gives the records of new ones.
+
+    A tombstone is Hudi 1.1's ``HoodieColumnRangeMetadata.stub`` written with ``isDeleted``:
+    no range, every count -1 and ``valueType`` NULL, for each indexed column. A reader drops
+    the file's stats on it (:func:`merge_column_stats`).
+
+    Args:
+        files: (partition path, file name) of each removed file.
+    """
+    records = (
+        (partition_path, ColumnStats(name, column, None, None, -1, -1, -1, -1, True, False, _NULL))
+        for partition_path, name in files
+        for column in columns
+    )
+    return _cells(records, record_schema, num_file_groups)
+
+
+def _cells(
+    records: Iterable[tuple[str, ColumnStats]], record_schema: str, num_file_groups: int
+) -> dict[int, list[tuple[bytes, bytes]]]:
+    """(partition path, stats) -> file group index -> (key, value) cells in key order."""
     groups: dict[int, list[tuple[bytes, bytes]]] = {}
-    for partition_path, file_name, meta in files:
-        for stats in parquet_column_stats(file_name, meta, columns):
-            key = column_stats_key(stats.column_name, partition_path, file_name)
-            cell = (key.encode(), encode_column_stats(stats, record_schema))
-            groups.setdefault(record_index_file_group(key, num_file_groups), []).append(cell)
+    for partition_path, stats in records:
+        key = column_stats_key(stats.column_name, partition_path, stats.file_name)
+        cell = (key.encode(), encode_column_stats(stats, record_schema))
+        groups.setdefault(record_index_file_group(key, num_file_groups), []).append(cell)
     return {group: sorted(cells) for group, cells in sorted(groups.items())}

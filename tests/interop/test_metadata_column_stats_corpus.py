@@ -19,9 +19,11 @@ from engine.metadata.column_stats import (
     ColumnStats,
     column_stats_cells,
     column_stats_key,
+    column_stats_tombstone_cells,
     columns_to_index,
     decode_column_stats,
     encode_column_stats,
+    merge_column_stats,
     parquet_column_stats,
     read_column_stats,
 )
@@ -155,3 +157,23 @@ def test_a_read_of_some_columns_decodes_only_theirs(corpus_table: Callable[[str]
     assert every is not None and some is not None and len(some) == len(every) > 10
     for name, by_column in some.items():
         assert by_column == {c: every[name][c] for c in ("txn_id", "amount")}
+
+
+def test_a_removed_files_tombstones_take_its_keys_and_drop_its_stats(
+    corpus_table: Callable[[str], Path],
+) -> None:
+    base = corpus_table("cow__v9_txns_simple_meta")
+    path = sorted(base.glob("*/*.parquet"))[0]
+    columns = columns_to_index(str(Timeline.load(Storage(str(base))).latest_schema()))
+    schema = next(s for _, _, _, s, _, _ in _stored(base))
+    footer = [(path.parent.name, path.name, pq.ParquetFile(path).metadata)]
+    live = column_stats_cells(footer, columns, schema)
+    gone = column_stats_tombstone_cells([(path.parent.name, path.name)], columns, schema)
+    assert {g: [k for k, _ in cells] for g, cells in gone.items()} == {
+        g: [k for k, _ in cells] for g, cells in live.items()
+    }
+    for (_, stored), (_, tombstone) in zip(live[0], gone[0], strict=True):
+        before, after = decode_column_stats(stored, schema), decode_column_stats(tombstone, schema)
+        assert after.is_deleted and after.min_value is None and after.value_count == -1
+        assert merge_column_stats(before, after) == after  # the reader then drops the file
+        assert merge_column_stats(after, before) == before  # a file written again comes back
