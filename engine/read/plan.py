@@ -19,6 +19,11 @@ queries list only the partitions their commits name, and keep doing so). Version
 the storage listing, as hudi-rs does: the corpus holds no metadata table Hudi 0.x wrote (HBase's
 HFile writer) to check our reader against.
 
+When the table's metadata table also has ``column_stats`` ready, a snapshot, read-optimized or
+time-travel query with filters drops the slices the stats prove hold no matching row
+(:mod:`engine.read.data_skipping`; ``hoodie.enable.data.skipping``, on by default as in Hudi
+1.x). A read's ``hoodie.metadata.enable=false`` lists storage and skips nothing.
+
 Incremental queries read the latest slice (as of the end instant) of every file group written by
 a commit in ``(begin, end]`` and keep rows whose ``_hoodie_commit_time`` lies in that range, as
 Java's incremental relations do; log blocks outside the range are skipped.
