@@ -376,6 +376,15 @@ METADATA_PARTITIONS = _option(
 METADATA_PARTITIONS_INFLIGHT = _option(
     "hoodie.table.metadata.partitions.inflight", parse_list, EMPTY, "Pending MDT partitions."
 )
+METADATA_ENABLE = _option(
+    "hoodie.metadata.enable",
+    parse_bool,
+    False,
+    "Write the metadata table (its files partition) in each data transaction (table versions "
+    "8 and 9); false removes a metadata table the table has, as Hudi does when it is disabled. "
+    "Reads list through a ready metadata table (and skip data by its column stats) unless a "
+    "read sets it to false, as Hudi 1.x's readers do.",
+)
 TABLE_CHECKSUM = _optional("hoodie.table.checksum", parse_int, "CRC32 of '<database>.<table>'.")
 TABLE_INITIAL_VERSION = _optional(
     "hoodie.table.initial.version", parse_int, "Version the table was created with."
@@ -995,6 +1004,35 @@ QUERY_INCREMENTAL_FORMAT = _option(
     "latest_state",
     "Incremental query output: the latest state of changed records, or the change stream "
     "(op, ts_ms, before, after) of a CDC table.",
+)
+
+ENABLE_DATA_SKIPPING = _option(
+    "hoodie.enable.data.skipping",
+    parse_bool,
+    True,
+    "Snapshot reads of a table whose metadata table has column_stats skip the file slices whose "
+    "stats prove no row matches the filters (Hudi 1.x's default: on). A read's "
+    "hoodie.metadata.enable=false turns it off with the listing through the metadata table.",
+)
+COLUMN_STATS_COLUMN_LIST = _option(
+    "hoodie.metadata.index.column.stats.column.list",
+    parse_list,
+    EMPTY,
+    "Columns the column_stats partition indexes besides the three meta columns always indexed; "
+    "empty: the first max.columns.to.index columns of a supported type.",
+)
+COLUMN_STATS_MAX_COLUMNS = _option(
+    "hoodie.metadata.index.column.stats.max.columns.to.index",
+    parse_positive_int,
+    32,
+    "Without a column list, how many data columns column_stats indexes (Hudi 1.x: 32).",
+)
+COLUMN_STATS_FILE_GROUP_COUNT = _option(
+    "hoodie.metadata.index.column.stats.file.group.count",
+    parse_positive_int,
+    2,
+    "File groups of the column_stats partition; a key's group is its hash modulo this "
+    "(Hudi 1.x: 2).",
 )
 
 # Non-hoodie read key that Hudi's Spark datasource accepts for time travel.

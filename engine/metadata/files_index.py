@@ -75,12 +75,18 @@ def _log_records(content: list[HFile | list[str]]) -> Iterator[FilesRecord | str
             yield from item
 
 
-def read_files_partition(storage: Storage, data_timeline: Timeline) -> FilesListing | None:
+def read_files_partition(
+    storage: Storage,
+    data_timeline: Timeline,
+    opened: tuple[Storage, Timeline] | None = None,
+) -> FilesListing | None:
     """The data table's partitions and files as its metadata table lists them.
 
     Args:
         storage: The data table's storage.
         data_timeline: The data table's active timeline (what validates log blocks).
+        opened: The metadata table as :func:`open_metadata_table` opened it, when the caller
+            reads more of it (its timeline is listed once).
 
     Returns:
         The listing; None when there is no metadata table at ``.hoodie/metadata`` (Hudi's
@@ -90,7 +96,7 @@ def read_files_partition(storage: Storage, data_timeline: Timeline) -> FilesList
         HudiError: The metadata table has no committed files partition, holds more than one
             file group in it, or a file of it does not decode (named in the error).
     """
-    opened = open_metadata_table(storage)
+    opened = opened or open_metadata_table(storage)
     if opened is None:
         return None
     mdt, timeline = opened

@@ -19,6 +19,11 @@ queries list only the partitions their commits name, and keep doing so). Version
 the storage listing, as hudi-rs does: the corpus holds no metadata table Hudi 0.x wrote (HBase's
 HFile writer) to check our reader against.
 
+When the table's metadata table also has ``column_stats`` ready, a snapshot, read-optimized or
+time-travel query with filters drops the slices the stats prove hold no matching row
+(:mod:`engine.read.data_skipping`; ``hoodie.enable.data.skipping``, on by default as in Hudi
+1.x). A read's ``hoodie.metadata.enable=false`` lists storage and skips nothing.
+
 Incremental queries read the latest slice (as of the end instant) of every file group written by
 a commit in ``(begin, end]`` and keep rows whose ``_hoodie_commit_time`` lies in that range, as
 Java's incremental relations do; log blocks outside the range are skipped.
@@ -38,13 +43,13 @@ it.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
 from engine import config
 from engine.config import TableType
-from engine.errors import QueryError, TableNotFoundError
+from engine.errors import QueryError, SchemaError, TableNotFoundError
 from engine.fs.properties import read_properties
 from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
@@ -56,7 +61,11 @@ from engine.fs.table_version import (
     table_format,
 )
 from engine.fs.view import FileSlice, FileSystemView, Visibility
+from engine.metadata.column_stats import COLUMN_STATS_PARTITION, read_column_stats
 from engine.metadata.files_index import has_files_index, read_files_partition
+from engine.metadata.slices import open_metadata_table
+from engine.model.schema import add_meta_fields, avro_to_arrow_schema
+from engine.read.data_skipping import skip_file_slices
 from engine.read.filter import ReadFilter, partition_pruner
 from engine.read.time_travel import (
     require_begin_not_restored,
@@ -72,6 +81,7 @@ __all__ = [
     "normalize_instant_time",
     "parse_read_query",
     "plan_query",
+    "skip_by_column_stats",
 ]
 
 QueryType = Literal["snapshot", "read_optimized", "incremental"]
@@ -91,6 +101,10 @@ class ReadQuery:
     filters: tuple[ReadFilter, ...] = ()
     # incremental: latest_state (the rows as they are) or cdc (the change stream)
     incremental_format: str = "latest_state"
+    # hoodie.metadata.enable: list through a ready metadata table (False: list storage)
+    use_metadata_table: bool = True
+    # hoodie.enable.data.skipping: skip slices by the column_stats partition
+    data_skipping: bool = True
 
     @property
     def is_cdc(self) -> bool:
@@ -129,6 +143,13 @@ class TableInfo:
         )
 
     @property
+    def has_column_stats(self) -> bool:
+        """The metadata table's ``column_stats`` partition is ready (table version 8 or later,
+        named in ``hoodie.table.metadata.partitions``), as is ``files`` to validate it."""
+        listed = _prop(self.properties, config.METADATA_PARTITIONS)
+        return self.lists_through_metadata_table and COLUMN_STATS_PARTITION in listed
+
+    @property
     def orders_deletes(self) -> bool:
         """Hudi 1.x (table version 8+) compares a log delete's ordering value with the base row
         under event-time ordering; 0.x Spark readers let every log delete win."""
@@ -162,6 +183,14 @@ class QueryPlan:
     avro_schema: str | None
     # layout 2 incremental: the requested times of the commits completed in the range
     commit_times: frozenset[str] | None = None
+    # slices the column_stats partition proved hold no matching row (data skipping)
+    skipped_slices: int = 0
+
+    @property
+    def files_read(self) -> int:
+        """The data files the plan reads: base files, and log files where logs are merged."""
+        logs = sum(len(s.log_files) for s in self.file_slices) if self.merge_logs else 0
+        return sum(1 for s in self.file_slices if s.base_file) + logs
 
     @property
     def end(self) -> str | None:
@@ -239,6 +268,11 @@ def parse_read_query(
         end=end,
         filters=tuple(filters),
         incremental_format=cfg.get(config.QUERY_INCREMENTAL_FORMAT),
+        # the key's registered default is the writers'; Hudi 1.x's readers default to true
+        use_metadata_table=cfg.get(config.METADATA_ENABLE)
+        if cfg.is_set(config.METADATA_ENABLE)
+        else True,
+        data_skipping=cfg.get(config.ENABLE_DATA_SKIPPING),
     )
 
 
@@ -329,8 +363,10 @@ def plan_query(base_path: str | Storage, query: ReadQuery | None = None) -> Quer
     # Hudi's readers list through the metadata table when its files partition is ready; on
     # table versions 8+ only, as hudi-rs: no table of Hudi 0.x (HBase-written HFiles) checks it
     listing = None
-    if table.lists_through_metadata_table:
-        files = read_files_partition(storage, timeline)
+    mdt = None  # the metadata table, opened once for its files and column_stats partitions
+    if table.lists_through_metadata_table and query.use_metadata_table:
+        mdt = open_metadata_table(storage)
+        files = read_files_partition(storage, timeline, mdt)
         listing = files.partitions if files is not None else None
     view = FileSystemView(storage, timeline, partition_filter=pruner, listing=listing)
     read_optimized = query.query_type == "read_optimized"
@@ -338,15 +374,62 @@ def plan_query(base_path: str | Storage, query: ReadQuery | None = None) -> Quer
         slices = view.latest_base_files(visibility=visibility)
     else:
         slices = view.latest_file_slices(visibility=visibility)
+    merge_logs = table.is_mor and not read_optimized
+    kept = _skip_data(mdt, table, timeline, query, avro_schema, slices, merge_logs)
     return QueryPlan(
         table=table,
         query=query,
-        file_slices=tuple(slices),
+        file_slices=tuple(kept),
         visibility=visibility,
         begin=None,
-        merge_logs=table.is_mor and not read_optimized,
+        merge_logs=merge_logs,
         avro_schema=avro_schema,
+        skipped_slices=len(slices) - len(kept),
     )
+
+
+def skip_by_column_stats(
+    plan: QueryPlan, filters: Sequence[ReadFilter], slices: Sequence[FileSlice]
+) -> list[FileSlice]:
+    """``slices`` of ``plan`` left once the ``column_stats`` partition has skipped those no row
+    of which can match ``filters``: for readers that learn filters after planning (the filters
+    Spark pushes to the ``hudi`` data source). Costs the listings of the data and metadata
+    timelines again, so callers with no filter on a non-partition column skip the call."""
+    query = replace(plan.query, filters=tuple(filters))
+    table = plan.table
+    if query.query_type == "incremental" or not table.has_column_stats:
+        return list(slices)
+    timeline = Timeline.load(table.storage)
+    timeline = timeline.with_history() if query.as_of is not None else timeline
+    mdt = open_metadata_table(table.storage) if query.use_metadata_table else None
+    return _skip_data(mdt, table, timeline, query, plan.avro_schema, list(slices), plan.merge_logs)
+
+
+def _skip_data(
+    mdt: tuple[Storage, Timeline] | None,
+    table: TableInfo,
+    timeline: Timeline,
+    query: ReadQuery,
+    avro_schema: str | None,
+    slices: list[FileSlice],
+    merge_logs: bool,
+) -> list[FileSlice]:
+    """The slices left once the ``column_stats`` partition has skipped those no row of which
+    can match the filters (:mod:`engine.read.data_skipping`); all of them when the table has no
+    ready column stats (or no metadata table ``mdt``), the read turns skipping off, or has no
+    filter."""
+    wanted = query.filters and query.data_skipping and mdt is not None
+    if not wanted or not table.has_column_stats or not avro_schema or not slices:
+        return slices
+    try:
+        with_meta = add_meta_fields(avro_schema) if table.populate_meta_fields else avro_schema
+        schema = avro_to_arrow_schema(with_meta)
+    except SchemaError:
+        return slices  # the row reader says why; nothing to skip by
+    stats = read_column_stats(table.storage, timeline, mdt, {f.field for f in query.filters})
+    if stats is None:
+        return slices
+    return skip_file_slices(slices, query.filters, stats, schema, with_logs=merge_logs)
 
 
 def _plan_incremental(

@@ -9,9 +9,11 @@ Options are Hudi's read keys (see :mod:`engine.read.plan`); ``path`` is the tabl
          .load("/warehouse/trips")
 
 Planning runs once, when Spark asks for the schema; filters Spark pushes down that name partition
-columns prune the planned file slices by partition path (no second listing). Every filter is also
-handed back to Spark, which evaluates it on the rows. Each file slice is one input partition, read
-by :func:`engine.read.arrow.read_file_slice` as Arrow record batches.
+columns prune the planned file slices by partition path (no second listing), and filters on other
+columns skip slices by the metadata table's column stats (:mod:`engine.read.data_skipping`) where
+the table has them. Every filter is also handed back to Spark, which evaluates it on the rows.
+Each file slice is one input partition, read by :func:`engine.read.arrow.read_file_slice` as
+Arrow record batches.
 
 Register it with :func:`engine.spark.register` (the dbt adapter does so on connection).
 """
@@ -46,7 +48,13 @@ from engine.model.cdc_schema import cdc_query_schema
 from engine.read.arrow import plan_schema, read_file_slice
 from engine.read.cdc import CdcPlan, changes_table, plan_changes, read_split
 from engine.read.filter import ReadFilter, partition_pruner
-from engine.read.plan import QueryPlan, ReadQuery, parse_read_query, plan_query
+from engine.read.plan import (
+    QueryPlan,
+    ReadQuery,
+    parse_read_query,
+    plan_query,
+    skip_by_column_stats,
+)
 
 __all__ = ["HudiChangesReader", "HudiDataSource", "HudiDataSourceReader", "to_read_filter"]
 
@@ -154,12 +162,14 @@ class HudiChangesReader(DataSourceReader):
 
 
 class HudiDataSourceReader(DataSourceReader):
-    """Reads the planned file slices, pruned by pushed filters on partition columns."""
+    """Reads the planned file slices, pruned by pushed filters on partition columns and skipped
+    by column stats on the others."""
 
     def __init__(self, plan: QueryPlan, arrow_schema: pa.Schema) -> None:
         self.plan = plan
         self.arrow_schema = arrow_schema
         self.partition_filters: list[ReadFilter] = []
+        self.column_filters: list[ReadFilter] = []
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
         partition_fields = set(self.plan.table.partition_fields)
@@ -167,15 +177,19 @@ class HudiDataSourceReader(DataSourceReader):
             converted = to_read_filter(f)
             if converted is not None and converted.field in partition_fields:
                 self.partition_filters.append(converted)
+            elif converted is not None:
+                self.column_filters.append(converted)
             # rows are filtered by Spark in any case: pruning is only a shortcut
             yield f
 
     def _slices(self) -> Sequence[FileSlice]:
         slices = self.plan.file_slices
         keep = partition_pruner(self.plan.table, self.partition_filters, self.plan.avro_schema)
-        if keep is None:
+        if keep is not None:
+            slices = tuple(s for s in slices if keep(s.partition_path))
+        if not self.column_filters or not slices:
             return slices
-        return [s for s in slices if keep(s.partition_path)]
+        return skip_by_column_stats(self.plan, self.column_filters, slices)
 
     def partitions(self) -> Sequence[InputPartition]:
         return [_SlicePartition(s) for s in self._slices()]

@@ -14,7 +14,8 @@ import pytest
 
 from engine import config, read_hudi
 from engine.cli import canonical_json_lines
-from engine.read.arrow import read_table
+from engine.read.arrow import apply_filters, read_table
+from engine.read.filter import ReadFilter
 from tests.hudi_rs import hudi_rs_rows
 from tests.interop.test_corpus_read import _golden_cases, _shared, golden_options
 
@@ -85,6 +86,22 @@ def test_format_hudi_partition_filter_prunes_slices(
     assert everything.rdd.getNumPartitions() == 3  # one input partition per file slice
     assert pruned.rdd.getNumPartitions() == 1
     assert sorted(r["id"] for r in pruned.collect()) == [1, 3]
+
+
+def test_format_hudi_filter_skips_slices_by_column_stats(
+    hudi_format: Any, corpus_table: Callable[[str], Path]
+) -> None:
+    """A filter Spark pushes on a non-partition column reads only the slices the column stats
+    Hudi 1.1 wrote allow; the rows are those of the Arrow read, filtered."""
+    path = str(corpus_table("cow__v9_txns_simple_meta"))
+    everything = hudi_format.read.format("hudi").load(path)
+    found = everything.filter("txn_id = 'TXN-015'")
+    assert everything.rdd.getNumPartitions() == 5
+    assert found.rdd.getNumPartitions() == 1
+    expected = apply_filters(read_table(path), [ReadFilter("txn_id", "=", "TXN-015")])
+    assert spark_rows(found) == canonical_json_lines(expected.to_pylist())
+    off = hudi_format.read.format("hudi").option("hoodie.enable.data.skipping", "false")
+    assert off.load(path).filter("txn_id = 'TXN-015'").rdd.getNumPartitions() == 5
 
 
 def test_format_hudi_incremental_options_same_as_read_hudi(
