@@ -327,7 +327,9 @@ def one_job_plan(
     spec: KeyGenSpec,
     timeline: Timeline | None,
 ) -> PartitionTargets | None:
-    """The targets of a one-job write, or ``None`` when the write takes the two-job path."""
+    """The targets of a one-job write, or ``None`` when the write takes the two-job path
+    (asked by the pipeline for an index that does not tag in its own write job,
+    :func:`engine.write.pipeline.one_job_targets`)."""
     if not _eligible(cfg, operation, spec, timeline) or timeline is None:
         return None
     targets = plan_partition_targets(storage, timeline, cfg, operation, table_type)

@@ -48,7 +48,7 @@ from engine.write.partition_write import (
 from engine.write.plan import WriteJob, WriteJobKind
 from engine.write.strategy import WriteStrategy
 
-__all__ = ["choose_job", "run_write_job", "tag_batch"]
+__all__ = ["choose_job", "one_job_targets", "run_write_job", "tag_batch"]
 
 
 def choose_job(
