@@ -5,12 +5,15 @@ Python; a runner executes the plans over the records. :class:`engine.spark.runne
 is the implementation (one Spark task per file group); nothing outside ``engine/spark/`` knows
 that Spark does the work, so the same write and compaction code runs unchanged on any runner::
 
-    write       runner.key_records ──► runner.locate (profile + index lookup)
-                  ──► runner.check_values (the values a schema change rests on)
-                  ──► BatchProfile.locate (records tagged with file groups) ──► runner.write_buckets
-    bucket      runner.key_records ──► runner.write_bucketed (one job: hash, route, write)
-    one job     runner.key_records ──► runner.write_partitions (one job: one task per partition
-                looks up, plans and writes its file groups)
+    write       runner.key_records, then the job the index's answer picks
+                (:mod:`engine.write.pipeline`), with runner.check_values (the values a schema
+                change rests on) before it:
+      routed      runner.locate (profile + index lookup) ──► BatchProfile.locate (records
+                  tagged with file groups) ──► runner.write_buckets
+      unrouted    runner.locate (profile) ──► runner.write_unrouted (bulk_insert, no shuffle)
+      by bucket   runner.write_bucketed (one job: hash, route, write)
+      by partition  runner.write_partitions (one job: one task per partition looks up, plans
+                  and writes its file groups)
     compaction  runner.compact (one task per file slice)
     read        runner.read (a query plan as the runner's data frame)
 

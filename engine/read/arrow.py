@@ -22,7 +22,7 @@ from engine.errors import QueryError
 from engine.fs.s3 import is_s3_uri, resolve_s3_settings
 from engine.fs.storage import Storage
 from engine.fs.view import FileSlice
-from engine.model.merge import MergeSpec, combine_with_stored
+from engine.model.merge import MergeSpec
 from engine.model.promote import promote_table
 from engine.model.schema import (
     COMMIT_TIME_COLUMN,
@@ -35,7 +35,7 @@ from engine.model.schema import (
 )
 from engine.read.cdc import read_changes
 from engine.read.filter import ReadFilter
-from engine.read.log_scanner import scan_log_records, unorder_log_deletes
+from engine.read.log_scanner import merge_slice_rows, slice_log_records
 from engine.read.plan import QueryPlan, parse_read_query, plan_query
 
 __all__ = [
@@ -255,24 +255,15 @@ def merge_file_slice(
             f"{RECORD_KEY_COLUMN} column (tables without meta fields: not yet implemented)"
         )
     spec = MergeSpec(plan.table.payload_class, plan.table.ordering_field)
-    scan = scan_log_records(
+    log = slice_log_records(
         plan.table.storage,
         file_slice.log_file_paths,
         visibility=plan.visibility,
         schema=schema,
         spec=spec,
-        conform=conform,
+        orders_deletes=plan.table.orders_deletes,
         begin=plan.begin,
         instants=plan.commit_times,
     )
     stored = conform(base, schema) if base is not None else schema.empty_table()
-    if scan.records is None:
-        return stored
-    log = scan.records
-    if not plan.table.orders_deletes:
-        log = unorder_log_deletes(log, spec.ordering_field)
-    result = combine_with_stored(stored, log, spec)
-    changed = result.changed.select(schema.names)
-    if not result.unchanged.num_rows:
-        return changed
-    return pa.concat_tables([result.unchanged.select(schema.names), changed])
+    return merge_slice_rows(stored, log, spec, schema)

@@ -40,7 +40,7 @@ from engine.model.cdc_schema import CdcOperation
 from engine.model.merge import MergeSpec, combine_with_stored
 from engine.model.promote import promote_table
 from engine.model.schema import RECORD_KEY_COLUMN
-from engine.read.log_scanner import scan_log_records, unorder_log_deletes
+from engine.read.log_scanner import merge_slice_rows, slice_log_records
 from engine.read.plan import load_table_info
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.timeline import Timeline
@@ -138,17 +138,14 @@ def _log_records(
                 f"CDC query: the log file {path} is gone (cleaned?); the change stream "
                 "through it can no longer be read"
             )
-    scan = scan_log_records(
+    return slice_log_records(
         storage,
         log_paths,
         visibility=ctx.visibility,
         schema=schema,
         spec=ctx.merge,
-        conform=promote_table,
+        orders_deletes=ctx.orders_deletes,
     )
-    if scan.records is None or ctx.orders_deletes:
-        return scan.records
-    return unorder_log_deletes(scan.records, ctx.merge.ordering_field)
 
 
 def _merged_rows(
@@ -159,11 +156,7 @@ def _merged_rows(
     schema = _slice_schema(ctx, base, f"{file_slice.partition_path}/{file_slice.file_id}")
     stored = promote_table(base, schema) if base is not None else schema.empty_table()
     log = _log_records(storage, file_slice.log_file_paths, schema, ctx)
-    if log is None:
-        return stored, schema
-    result = combine_with_stored(stored, log, ctx.merge)
-    rows = [result.unchanged.select(schema.names), result.changed.select(schema.names)]
-    return pa.concat_tables(rows), schema
+    return merge_slice_rows(stored, log, ctx.merge, schema), schema
 
 
 def log_file_changes(

@@ -49,14 +49,23 @@ from engine.io.logfile import (
     decode_parquet_data_block,
     read_log_blocks,
 )
-from engine.model.merge import ARRIVAL_COLUMN, DELETE_RECORD_COLUMN, MergeSpec, precombine
+from engine.model.merge import (
+    ARRIVAL_COLUMN,
+    DELETE_RECORD_COLUMN,
+    MergeSpec,
+    combine_with_stored,
+    precombine,
+)
+from engine.model.promote import promote_table
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 
 __all__ = [
     "LogScanResult",
     "collect_log_blocks",
     "combine_log_records",
+    "merge_slice_rows",
     "scan_log_records",
+    "slice_log_records",
     "unorder_log_deletes",
 ]
 
@@ -225,6 +234,51 @@ def _data_table(
     else:
         table = decode_parquet_data_block(block)
     return conform(table, schema)
+
+
+def slice_log_records(
+    storage: Storage,
+    log_paths: Sequence[str],
+    *,
+    visibility: Visibility,
+    schema: pa.Schema,
+    spec: MergeSpec,
+    orders_deletes: bool,
+    begin: str | None = None,
+    instants: frozenset[str] | None = None,
+) -> pa.Table | None:
+    """A file slice's log records, one per key, as every merge of a slice reads them (the
+    snapshot reader, compaction, the CDC query): :func:`scan_log_records`, blocks promoted to
+    ``schema``; below table version 8 (``orders_deletes`` false) a log delete's ordering value
+    does not count (:func:`unorder_log_deletes`). ``None``: no record."""
+    scan = scan_log_records(
+        storage,
+        log_paths,
+        visibility=visibility,
+        schema=schema,
+        spec=spec,
+        conform=promote_table,
+        begin=begin,
+        instants=instants,
+    )
+    if scan.records is None or orders_deletes:
+        return scan.records
+    return unorder_log_deletes(scan.records, spec.ordering_field)
+
+
+def merge_slice_rows(
+    stored: pa.Table, log: pa.Table | None, spec: MergeSpec, schema: pa.Schema
+) -> pa.Table:
+    """Base rows ⊕ log records of one file slice (the one place a slice is merged): the
+    ``stored`` base rows (in ``schema``) combined with the slice's :func:`slice_log_records`
+    by :func:`engine.model.merge.combine_with_stored` under the table's payload class."""
+    if log is None:
+        return stored
+    result = combine_with_stored(stored, log, spec)
+    changed = result.changed.select(schema.names)
+    if not result.unchanged.num_rows:
+        return changed
+    return pa.concat_tables([result.unchanged.select(schema.names), changed])
 
 
 def scan_log_records(

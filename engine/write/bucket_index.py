@@ -60,16 +60,12 @@ from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline, delete_instant_files
 from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
 from engine.write.bucketing import Bucket
-from engine.write.copy_on_write import CopyOnWriteWrite
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
-from engine.write.merge_on_read import MergeOnReadWrite, latest_table_slices, log_write_config
+from engine.write.listing import latest_table_slices
+from engine.write.merge_on_read import log_write_config
 from engine.write.plan import JobProfile, WriteJob
-from engine.write.replace import InsertOverwriteWrite, plan_replaced_file_ids
 
 __all__ = [
-    "BucketCopyOnWriteWrite",
-    "BucketInsertOverwriteWrite",
-    "BucketMergeOnReadWrite",
     "BucketTargets",
     "bucket_file_id",
     "bucket_id",
@@ -80,6 +76,7 @@ __all__ = [
     "java_list_hash",
     "java_string_hash",
     "plan_bucket_targets",
+    "write_into_buckets",
 ]
 
 _INT_MASK = 0xFFFFFFFF
@@ -336,7 +333,7 @@ def bucket_profile() -> JobProfile:
     return JobProfile("A bucket-index write routes records by hash")
 
 
-# ---- the strategies -----------------------------------------------------------------------------
+# ---- the write job -----------------------------------------------------------------------------
 
 
 def _write_bucketed(
@@ -358,8 +355,14 @@ def _write_bucketed(
         raise
 
 
-def _write_into_buckets(job: WriteJob, action: Action) -> list[HoodieWriteStat]:
-    """upsert, insert, bulk_insert, delete: each bucket's records go to its live file group."""
+def write_into_buckets(job: WriteJob, action: Action) -> list[HoodieWriteStat]:
+    """The bucket index's write job: each bucket's records go to its live file group, or, on
+    insert_overwrite and insert_overwrite_table, to a new file group per bucket written (see
+    the module notes).
+
+    The table's layout is checked either way: a table of another index or bucket count is
+    refused before anything is written.
+    """
     targets = plan_bucket_targets(
         job.storage,
         job.timeline,
@@ -367,40 +370,8 @@ def _write_into_buckets(job: WriteJob, action: Action) -> list[HoodieWriteStat]:
         job.batch.spec,
         merge_on_read=action == Action.DELTA_COMMIT,
     )
-    return _write_bucketed(job, action, targets, job.write_context())
-
-
-class BucketCopyOnWriteWrite(CopyOnWriteWrite):
-    """upsert, insert, bulk_insert, delete into a copy-on-write table on the bucket index."""
-
-    def execute(self, job: WriteJob) -> list[HoodieWriteStat]:
-        return _write_into_buckets(job, self.action)
-
-
-class BucketMergeOnReadWrite(MergeOnReadWrite):
-    """upsert, insert, bulk_insert, delete into a merge-on-read table on the bucket index."""
-
-    def execute(self, job: WriteJob) -> list[HoodieWriteStat]:
-        return _write_into_buckets(job, self.action)
-
-
-class BucketInsertOverwriteWrite(InsertOverwriteWrite):
-    """insert_overwrite, insert_overwrite_table on the bucket index: a new file group per bucket
-    written, replacing the old ones (see the module notes)."""
-
-    def execute(self, job: WriteJob) -> list[HoodieWriteStat]:
-        # the table's layout is checked as for any bucket write: a table of another index or
-        # bucket count is refused before anything is written
-        table = plan_bucket_targets(
-            job.storage, job.timeline, job.cfg, job.batch.spec, merge_on_read=False
-        )
-        fresh = BucketTargets(table.spec, merge_on_read=False)
+    if job.operation.is_replace:
         # the handles' insert path: every bucket's file group is new, no stored rows
-        return _write_bucketed(job, self.action, fresh, job.write_context(WriteOperation.INSERT))
-
-    def replaced(
-        self, storage: Storage, job: WriteJob, stats: list[HoodieWriteStat]
-    ) -> dict[str, list[str]]:
-        # the job profiles no partition in advance: the partitions written are the stats' ones
-        written = {s.partition_path or "" for s in stats}
-        return plan_replaced_file_ids(storage, Timeline.load(storage), job.operation, written)
+        fresh = BucketTargets(targets.spec, merge_on_read=False)
+        return _write_bucketed(job, action, fresh, job.write_context(WriteOperation.INSERT))
+    return _write_bucketed(job, action, targets, job.write_context())

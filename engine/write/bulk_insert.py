@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine import config
-from engine.config import WriteOperation
+from engine.config import HoodieConfig, WriteOperation
 from engine.faults import checkpoint
 from engine.fs.filenames import (
     format_base_file_name,
@@ -61,13 +61,14 @@ _BUFFER_BYTES = 128 * 1024 * 1024
 _NO_STORED_KEYS = pa.array([], pa.string())
 
 
-def streams_bulk_insert(job: WriteJob) -> bool:
-    """Whether the write is a bulk_insert that needs no routing: it does not combine keys and
-    its sort mode is ``NONE`` (the other modes route records to sorted file groups)."""
+def streams_bulk_insert(cfg: HoodieConfig, operation: WriteOperation) -> bool:
+    """Whether the write is a bulk_insert that needs no routing: it does not combine keys
+    (``hoodie.combine.before.insert``) and its sort mode is ``NONE`` (the other modes route
+    records to sorted file groups)."""
     return (
-        job.operation == WriteOperation.BULK_INSERT
-        and job.cfg.get(config.BULKINSERT_SORT_MODE) == "NONE"
-        and not job.write_context().combine
+        operation == WriteOperation.BULK_INSERT
+        and cfg.get(config.BULKINSERT_SORT_MODE) == "NONE"
+        and cfg.get(config.COMBINE_BEFORE_INSERT) is not True
     )
 
 

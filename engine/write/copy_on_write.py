@@ -12,8 +12,7 @@ from engine.fs.filenames import new_file_id
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
 from engine.write.bucketing import plan_buckets
-from engine.write.bulk_insert import streams_bulk_insert, write_bulk_insert
-from engine.write.index import latest_base_files
+from engine.write.listing import latest_base_files
 from engine.write.plan import WriteJob, average_record_size
 from engine.write.strategy import WriteStrategy
 
@@ -33,8 +32,6 @@ def write_copy_on_write(job: WriteJob) -> list[HoodieWriteStat]:
     """Write the data of a requested commit; returns the write stats to commit."""
     cfg = job.cfg
     estimate = cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE)
-    if streams_bulk_insert(job):
-        return write_bulk_insert(job, Action.COMMIT, average_record_size(job.timeline, estimate))
     latest = latest_base_files(job.timeline, job.touched_partitions)
     located = job.locate()
     plan = plan_buckets(

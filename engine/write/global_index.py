@@ -29,8 +29,6 @@ naming the key (a key is unique in a table under this index).
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -40,14 +38,8 @@ from engine.errors import ConfigError, RecordKeyError
 from engine.fs.storage import Storage
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 from engine.timeline.timeline import Timeline
-from engine.write.index import (
-    IndexCandidate,
-    IndexSource,
-    KeyIndex,
-    PartitionKeyRange,
-    latest_base_files,
-    plan_index_lookup,
-)
+from engine.write.index import FileGroupKey, IndexSource, KeyIndex
+from engine.write.listing import latest_base_files
 
 __all__ = [
     "FOUND_FILE_ID_COLUMN",
@@ -60,7 +52,6 @@ __all__ = [
 
 STORED_PARTITION_COLUMN = "__stored_partition"
 FOUND_FILE_ID_COLUMN = "file_id"
-_READ_THREADS = 4
 _FOUND_SCHEMA = pa.schema(
     [
         (RECORD_KEY_COLUMN, pa.string()),
@@ -84,9 +75,10 @@ def check_index_options(cfg: HoodieConfig, payload: str) -> None:
             with the stored record decides where a moving record lands.
     """
     index = KeyIndex.of(cfg)
-    if not index.is_global:
+    option = index.update_partition_path_option
+    if not index.is_global or option is None:
         return
-    flag = index.update_partition_path_option.key
+    flag = option.key
     if index.update_partition_path and payload != config.OVERWRITE_WITH_LATEST_PAYLOAD:
         raise ConfigError(
             f"{config.INDEX_TYPE.key}={index.index_type} with {flag}=true moves records between "
@@ -142,19 +134,11 @@ def lookup_global(keys: pa.Table, source: IndexSource) -> pa.Table:
     distinct = pc.unique(incoming[RECORD_KEY_COLUMN].combine_chunks())
     if not len(distinct):
         return _FOUND_SCHEMA.empty_table()
-    bounds = pc.min_max(distinct)
     everywhere = latest_base_files(source.timeline, source.all_partitions())
-    whole_range = [
-        PartitionKeyRange(p, len(distinct), bounds["min"].as_py(), bounds["max"].as_py())
-        for p in sorted({p for p, _ in everywhere})
+    found = [
+        _keys_found(group, hits)
+        for group, hits in source.index.find_keys(source.storage, everywhere, distinct).items()
     ]
-    candidates = plan_index_lookup(source.storage, everywhere, whole_range, source.index)
-    with ThreadPoolExecutor(max_workers=min(_READ_THREADS, max(1, len(candidates)))) as pool:
-        found = [
-            t
-            for t in pool.map(lambda c: _keys_found(source, c, distinct), candidates)
-            if t.num_rows
-        ]
     if not found:
         return _FOUND_SCHEMA.empty_table()
     joined = incoming.join(pa.concat_tables(found), RECORD_KEY_COLUMN, join_type="inner")
@@ -162,16 +146,15 @@ def lookup_global(keys: pa.Table, source: IndexSource) -> pa.Table:
     return _one_location(joined.select(_FOUND_SCHEMA.names), base_instants)
 
 
-def _keys_found(source: IndexSource, candidate: IndexCandidate, keys: pa.Array) -> pa.Table:
-    """The ``keys`` stored in one candidate base file, with its partition and file group."""
-    hits = pc.unique(source.index.stored_keys_among(source.storage, candidate.rel_path, keys))
+def _keys_found(group: FileGroupKey, hits: pa.Array) -> pa.Table:
+    """The keys one file group stores, with its partition and file id."""
+    hits = pc.unique(hits)
+    partition, file_id = group
     return pa.table(
         {
             RECORD_KEY_COLUMN: hits,
-            STORED_PARTITION_COLUMN: pa.repeat(
-                pa.scalar(candidate.partition_path, pa.string()), len(hits)
-            ),
-            FOUND_FILE_ID_COLUMN: pa.repeat(pa.scalar(candidate.file_id, pa.string()), len(hits)),
+            STORED_PARTITION_COLUMN: pa.repeat(pa.scalar(partition, pa.string()), len(hits)),
+            FOUND_FILE_ID_COLUMN: pa.repeat(pa.scalar(file_id, pa.string()), len(hits)),
         }
     )
 

@@ -1,21 +1,33 @@
-"""The index: which file group holds each incoming record key.
+"""The index seam: how a write's records get the file groups they go to.
 
-:class:`KeyIndex` is the one interface every index type plugs into (``hoodie.index.type``):
-either the write job tags the batch itself (BUCKET hashes each key to its file group), or the
-keys are looked up in the latest base files, and the index says which files may hold a key and
-which of the keys a file holds:
+:class:`KeyIndex` is the one interface every index plugs into (``hoodie.index.type``, and the
+writes that look nothing up). An index answers the write pipeline
+(:mod:`engine.write.pipeline`) with its :class:`Tagging`:
+
+    LOOKUP      the index tags the batch with locations: :meth:`KeyIndex.find_keys` says which
+                of the keys each stored file group holds (before the write job, in the profile
+                job, or inside the one-job write's tasks)
+    WRITE_JOB   the write job tags each record itself (BUCKET hashes the key to its file group)
+    NONE        nothing is looked up: every record is an insert (insert, bulk_insert and the
+                replace writes on an index that looks keys up)
+
+Indexes (:data:`INDEXES`, by ``hoodie.index.type``)::
 
     SIMPLE, GLOBAL_SIMPLE   files whose footer key range meets the keys, then their key column
     BLOOM, GLOBAL_BLOOM     the same ranges (``hoodie.bloom.index.prune.by.ranges``), then the
                             keys that pass the footer's bloom filter, then the key column
                             (Hudi's ``HoodieBloomIndex``: ranges, ``mightContain`` in
                             ``HoodieKeyLookupHandle``, then the exact check of the candidates)
+    BUCKET                  WRITE_JOB (:mod:`engine.write.bucket_index`)
+    (no lookup)             NONE (:class:`NoLookupIndex`, from :meth:`KeyIndex.for_operation`)
 
 The GLOBAL_ ones look keys up in every partition (:mod:`engine.write.global_index`). The meta
-columns are the index: no index storage. Every lookup answers the same keys whatever the index
-(the exact check comes last); the indexes differ only in what they read.
+columns are these indexes' storage. Every lookup answers the same keys whatever the index (the
+exact check comes last); the indexes differ only in what they read. An index that keeps its own
+storage (the metadata table's record index) is one more LOOKUP class whose :meth:`find_keys`
+reads that storage instead of the base files.
 
-:func:`lookup_partition` is that lookup for one partition, run inside a Spark task with all of the
+:func:`lookup_partition` is the lookup for one partition, run inside a Spark task with all of the
 partition's incoming keys (:mod:`engine.spark.profile`): it profiles the keys (count, distinct,
 range) and finds the stored ones. A key stored in two file groups of a partition (inserts without
 combining) is found in both, as Hudi's simple index (a left outer join) finds it: an update
@@ -24,39 +36,50 @@ reaches every copy.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from enum import Enum
+from typing import ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine import config
-from engine.config import HoodieConfig
+from engine.config import HoodieConfig, WriteOperation
+from engine.errors import HudiError
 from engine.fs.filenames import partition_file_path
 from engine.fs.storage import Storage
-from engine.fs.view import FileSlice, FileSystemView, list_partition_paths
+from engine.fs.view import list_partition_paths
 from engine.io.parquet import read_base_file, read_bloom_filter, read_record_key_range
 from engine.model.schema import RECORD_KEY_COLUMN
 from engine.timeline.timeline import Timeline
 from engine.write.bucketing import SizedBaseFile
+from engine.write.listing import latest_base_files
 
 __all__ = [
-    "IndexCandidate",
+    "INDEXES",
+    "BloomIndex",
+    "BucketIndex",
+    "FileGroupKey",
+    "GlobalBloomIndex",
+    "GlobalSimpleIndex",
     "IndexSource",
     "KeyIndex",
+    "NoLookupIndex",
     "PartitionKeyRange",
     "PartitionLookup",
-    "find_stored_keys",
+    "SimpleIndex",
+    "Tagging",
     "key_range_meets",
-    "latest_base_files",
     "lookup_partition",
-    "plan_index_lookup",
-    "sized_base_file",
     "stored_keys_among",
 ]
 
 _READ_THREADS = 4  # base files whose keys one lookup task reads at a time
+
+#: (partition path, file id) of a file group
+FileGroupKey = tuple[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,15 +91,6 @@ class PartitionKeyRange:
     min_key: str
     max_key: str
     distinct_keys: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class IndexCandidate:
-    """A latest base file whose keys must be joined against the batch."""
-
-    partition_path: str
-    file_id: str
-    rel_path: str
 
 
 def key_range_meets(file_range: tuple[str, str] | None, lo: str, hi: str) -> bool:
@@ -91,12 +105,19 @@ def stored_keys_among(storage: Storage, rel_path: str, keys: pa.Array) -> pa.Arr
     return column.filter(pc.is_in(column, value_set=keys))
 
 
+class Tagging(Enum):
+    """Who gives a write's records their file groups (see the module notes)."""
+
+    LOOKUP = "lookup"
+    WRITE_JOB = "write job"
+    NONE = "none"
+
+
 @dataclass(frozen=True)
 class KeyIndex:
-    """``hoodie.index.type`` and its options, as every write path asks them (picklable).
+    """The index interface (picklable: it travels to Spark tasks); see the module notes.
 
     Attributes:
-        index_type: SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM or BUCKET.
         prune_by_ranges: Only files whose footer key range meets the keys are read (always on
             the simple indexes; ``hoodie.bloom.index.prune.by.ranges`` on the bloom ones).
         update_partition_path: Global indexes: a key arriving in a new partition moves there
@@ -104,51 +125,129 @@ class KeyIndex:
             ``hoodie.bloom.index.update.partition.path``), else it is updated where it is.
     """
 
-    index_type: str = "SIMPLE"
+    #: ``hoodie.index.type`` of the index
+    index_type: ClassVar[str] = ""
+    tagging: ClassVar[Tagging] = Tagging.LOOKUP
+    #: a key is unique in the whole table: it is looked up in every partition
+    is_global: ClassVar[bool] = False
+    #: candidate files are checked with their footer bloom filter before their keys
+    uses_bloom: ClassVar[bool] = False
+    #: global indexes: the option saying whether a key moves to its new partition
+    update_partition_path_option: ClassVar[config.ConfigOption[bool] | None] = None
+    #: the option saying whether candidate files are pruned by footer key range (else always)
+    prune_by_ranges_option: ClassVar[config.ConfigOption[bool] | None] = None
+
     prune_by_ranges: bool = True
     update_partition_path: bool = True
 
-    @classmethod
-    def of(cls, cfg: HoodieConfig) -> KeyIndex:
+    @staticmethod
+    def of(cfg: HoodieConfig) -> KeyIndex:
         """The index the write's options (and the table's properties) choose."""
-        index = cls(cfg.get(config.INDEX_TYPE))
+        return INDEXES[cfg.get(config.INDEX_TYPE)].configured(cfg)
+
+    @classmethod
+    def configured(cls, cfg: HoodieConfig) -> KeyIndex:
+        """This index with the options of ``cfg`` it reads."""
+        prune, flag = cls.prune_by_ranges_option, cls.update_partition_path_option
         return cls(
-            index.index_type,
-            prune_by_ranges=not index.uses_bloom or cfg.get(config.BLOOM_INDEX_PRUNE_BY_RANGES),
-            update_partition_path=cfg.get(index.update_partition_path_option),
+            prune_by_ranges=cfg.get(prune) if prune is not None else True,
+            update_partition_path=cfg.get(flag) if flag is not None else True,
         )
 
-    @property
-    def is_global(self) -> bool:
-        """A key is unique in the whole table: it is looked up in every partition."""
-        return self.index_type in ("GLOBAL_SIMPLE", "GLOBAL_BLOOM")
+    def for_operation(self, operation: WriteOperation) -> KeyIndex:
+        """The index a write of ``operation`` runs with: an operation that looks no key up
+        (insert, bulk_insert, replace writes) on an index that looks keys up has nothing to
+        tag (:class:`NoLookupIndex`); the bucket index still places every record itself."""
+        if self.tagging is Tagging.LOOKUP and not operation.looks_up_keys:
+            return NoLookupIndex()
+        return self
 
     @property
-    def uses_bloom(self) -> bool:
-        """Candidate files are checked with their footer bloom filter before their keys."""
-        return self.index_type in ("BLOOM", "GLOBAL_BLOOM")
+    def looks_up(self) -> bool:
+        """The index tags the batch by looking its keys up (:meth:`find_keys`)."""
+        return self.tagging is Tagging.LOOKUP
 
     @property
     def tags_in_write_job(self) -> bool:
         """The write job finds each key's file group itself (no lookup before it)."""
-        return self.index_type == "BUCKET"
-
-    @property
-    def update_partition_path_option(self) -> config.ConfigOption[bool]:
-        """The option that says whether a global index moves a key to its new partition."""
-        if self.uses_bloom:
-            return config.BLOOM_INDEX_UPDATE_PARTITION_PATH
-        return config.SIMPLE_INDEX_UPDATE_PARTITION_PATH
+        return self.tagging is Tagging.WRITE_JOB
 
     def may_hold(self, file_range: tuple[str, str] | None, lo: str, hi: str) -> bool:
         """Whether a file with footer key range ``file_range`` is a candidate for [lo, hi]."""
         return not self.prune_by_ranges or key_range_meets(file_range, lo, hi)
 
     def stored_keys_among(self, storage: Storage, rel_path: str, keys: pa.Array) -> pa.Array:
-        """The ``keys`` one candidate base file stores: on a bloom index only the keys its
-        footer filter may contain are checked, and a file none passes is not read. A file
-        without a filter (Hudi's lookup would fail on it) has all its keys checked."""
-        if self.uses_bloom and len(keys):
+        """The ``keys`` one candidate base file stores (its key column)."""
+        return stored_keys_among(storage, rel_path, keys)
+
+    def find_keys(
+        self,
+        storage: Storage,
+        files: Mapping[FileGroupKey, SizedBaseFile],
+        keys: pa.Array,
+        *,
+        key_ranges: Mapping[str, tuple[str, str] | None] | None = None,
+    ) -> dict[FileGroupKey, pa.Array]:
+        """Which of the distinct ``keys`` each file group of ``files`` (latest base files)
+        stores; file groups storing none are left out (NONE: none is looked for).
+
+        The lookup of the indexes whose storage is the base files' meta columns: the files
+        whose footer key range meets the keys (:meth:`may_hold`), then each candidate's
+        :meth:`stored_keys_among`. An index with storage of its own overrides it.
+
+        Args:
+            storage: Table storage.
+            files: The file groups to look in, with their latest base file.
+            keys: Distinct incoming record keys.
+            key_ranges: Footer key ranges already read (relative path -> range); a file not
+                in it counts as any range. ``None``: the index reads the footers it needs.
+        """
+        if self.tagging is Tagging.WRITE_JOB:
+            raise HudiError(f"Index {self.index_type} looks no key up: its write job tags")
+        if self.tagging is Tagging.NONE or not len(keys) or not files:
+            return {}
+        bounds = pc.min_max(keys)
+        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+        candidates: list[tuple[FileGroupKey, str]] = []
+        for group, base in sorted(files.items()):
+            rel = partition_file_path(group[0], base.base_file)
+            file_range = None
+            if self.prune_by_ranges and key_ranges is not None:
+                file_range = key_ranges.get(rel)
+            elif self.prune_by_ranges:
+                file_range = read_record_key_range(storage, rel)
+            if self.may_hold(file_range, lo, hi):
+                candidates.append((group, rel))
+
+        def found_in(candidate: tuple[FileGroupKey, str]) -> pa.Array:
+            return self.stored_keys_among(storage, candidate[1], keys)
+
+        # overlap the files' reads (Arrow releases the GIL)
+        with ThreadPoolExecutor(max_workers=min(_READ_THREADS, max(1, len(candidates)))) as pool:
+            found = list(pool.map(found_in, candidates))
+        return {c[0]: hits for c, hits in zip(candidates, found, strict=True) if len(hits)}
+
+
+@dataclass(frozen=True)
+class SimpleIndex(KeyIndex):
+    """``SIMPLE``: the key column of the files whose footer key range meets the keys."""
+
+    index_type = "SIMPLE"
+
+
+@dataclass(frozen=True)
+class BloomIndex(SimpleIndex):
+    """``BLOOM``: key ranges, then each candidate's footer bloom filter, then its key column."""
+
+    index_type = "BLOOM"
+    uses_bloom = True
+    prune_by_ranges_option = config.BLOOM_INDEX_PRUNE_BY_RANGES
+
+    def stored_keys_among(self, storage: Storage, rel_path: str, keys: pa.Array) -> pa.Array:
+        """Only the keys the file's footer filter may contain are checked, and a file none
+        passes is not read. A file without a filter (Hudi's lookup would fail on it) has all
+        its keys checked."""
+        if len(keys):
             bloom = read_bloom_filter(storage, rel_path)
             if bloom is not None:
                 keys = keys.filter(pa.array(bloom.might_contain(keys)))
@@ -157,66 +256,45 @@ class KeyIndex:
         return stored_keys_among(storage, rel_path, keys)
 
 
-def plan_index_lookup(
-    storage: Storage,
-    latest: Mapping[tuple[str, str], SizedBaseFile],
-    ranges: Iterable[PartitionKeyRange],
-    index: KeyIndex,
-) -> list[IndexCandidate]:
-    """Base files of the touched partitions the index must check: those whose footer key
-    range meets the batch's (every one when the index does not prune by ranges).
+@dataclass(frozen=True)
+class GlobalSimpleIndex(SimpleIndex):
+    """``GLOBAL_SIMPLE``: SIMPLE over every partition (:mod:`engine.write.global_index`)."""
 
-    Args:
-        storage: Table storage (footers are read from it).
-        latest: (partition, file_id) -> latest base file of the touched partitions.
-        ranges: Key range of the incoming records per partition.
-        index: The index (whether it prunes by ranges).
-    """
-    by_partition = {r.partition_path: r for r in ranges}
-    out: list[IndexCandidate] = []
-    for (partition, file_id), base in sorted(latest.items()):
-        batch = by_partition.get(partition)
-        if batch is None:
-            continue
-        rel = partition_file_path(partition, base.base_file)
-        file_range = read_record_key_range(storage, rel) if index.prune_by_ranges else None
-        if index.may_hold(file_range, batch.min_key, batch.max_key):
-            out.append(IndexCandidate(partition, file_id, rel))
-    return out
+    index_type = "GLOBAL_SIMPLE"
+    is_global = True
+    update_partition_path_option = config.SIMPLE_INDEX_UPDATE_PARTITION_PATH
 
 
-def latest_base_files(
-    timeline: Timeline, partition_paths: Iterable[str] | None
-) -> dict[tuple[str, str], SizedBaseFile]:
-    """Latest committed base file of every live file group in ``partition_paths`` (``None``:
-    every partition of the table, listed once).
+@dataclass(frozen=True)
+class GlobalBloomIndex(BloomIndex):
+    """``GLOBAL_BLOOM``: BLOOM over every partition (:mod:`engine.write.global_index`)."""
 
-    Returns:
-        (partition_path, file_id) -> the base file with its size.
-    """
-    partitions = None if partition_paths is None else sorted(set(partition_paths))
-    if partitions == [] or timeline.last_completed() is None:
-        return {}
-    view = FileSystemView(timeline.storage, timeline, partition_paths=partitions)
-    out: dict[tuple[str, str], SizedBaseFile] = {}
-    for file_slice in view.latest_base_files():
-        base = sized_base_file(view, file_slice)
-        if base is not None:
-            out[(file_slice.partition_path, file_slice.file_id)] = base
-    return out
+    index_type = "GLOBAL_BLOOM"
+    is_global = True
+    update_partition_path_option = config.BLOOM_INDEX_UPDATE_PARTITION_PATH
 
 
-def sized_base_file(view: FileSystemView, file_slice: FileSlice) -> SizedBaseFile | None:
-    """The slice's base file with its listed size, ``None`` for a slice without one."""
-    rel = file_slice.base_file_path
-    if rel is None or file_slice.base_file is None:
-        return None
-    return SizedBaseFile(
-        file_id=file_slice.file_id,
-        base_file=file_slice.base_file,
-        instant_time=file_slice.base_instant_time,
-        size_bytes=view.file_size(rel),
-    )
+@dataclass(frozen=True)
+class BucketIndex(KeyIndex):
+    """``BUCKET``: the write job hashes each key to its bucket's file group
+    (:mod:`engine.write.bucket_index`, :mod:`engine.spark.bucket_write`)."""
+
+    index_type = "BUCKET"
+    tagging = Tagging.WRITE_JOB
+
+
+@dataclass(frozen=True)
+class NoLookupIndex(KeyIndex):
+    """A write that looks no key up: every record is an insert, nothing is tagged."""
+
+    tagging = Tagging.NONE
+
+
+#: every ``hoodie.index.type``: a new index is one class here
+INDEXES: Mapping[str, type[KeyIndex]] = {
+    cls.index_type: cls
+    for cls in (SimpleIndex, GlobalSimpleIndex, BloomIndex, GlobalBloomIndex, BucketIndex)
+}
 
 
 @dataclass(frozen=True)
@@ -230,7 +308,7 @@ class IndexSource:
 
     storage: Storage
     timeline: Timeline
-    index: KeyIndex = field(default_factory=KeyIndex)
+    index: KeyIndex = field(default_factory=SimpleIndex)
 
     @property
     def global_index(self) -> bool:
@@ -279,26 +357,7 @@ def lookup_partition(
     if source is None or not len(distinct):
         return PartitionLookup(key_range)
     latest = latest_base_files(source.timeline, [partition_path])
-    return find_stored_keys(source.storage, latest, key_range, distinct, source.index)
-
-
-def find_stored_keys(
-    storage: Storage,
-    latest: Mapping[tuple[str, str], SizedBaseFile],
-    key_range: PartitionKeyRange,
-    distinct: pa.Array,
-    index: KeyIndex,
-) -> PartitionLookup:
-    """The ``distinct`` incoming keys of one partition stored in its ``latest`` base files
-    (the candidates ``index`` checks)."""
-    candidates = plan_index_lookup(storage, latest, [key_range], index)
-
-    def found_in(candidate: IndexCandidate) -> pa.Array:
-        return index.stored_keys_among(storage, candidate.rel_path, distinct)
-
-    # a partition's files are read by one task: overlap their reads (Arrow releases the GIL)
-    with ThreadPoolExecutor(max_workers=min(_READ_THREADS, max(1, len(candidates)))) as pool:
-        found = list(pool.map(found_in, candidates))
-    matches = {c.file_id: keys for c, keys in zip(candidates, found, strict=True) if len(keys)}
+    found = source.index.find_keys(source.storage, latest, distinct)
+    matches = {file_id: keys for (_, file_id), keys in found.items()}
     matched = len(pc.unique(pa.concat_arrays(list(matches.values())))) if matches else 0
     return PartitionLookup(key_range, matches, matched)

@@ -35,7 +35,6 @@ from engine.config import HoodieConfig
 from engine.errors import HudiError
 from engine.fs.filenames import new_file_id
 from engine.fs.storage import Storage
-from engine.fs.view import FileSystemView
 from engine.runner import Runner
 from engine.services.compaction import run_pending_compactions
 from engine.timeline.commit_metadata import HoodieWriteStat
@@ -43,9 +42,8 @@ from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline
 from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
 from engine.write.bucketing import Bucket, BucketPlan, SizedBaseFile, plan_buckets
-from engine.write.bulk_insert import streams_bulk_insert, write_bulk_insert
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
-from engine.write.index import sized_base_file
+from engine.write.listing import TableSlices, latest_table_slices
 from engine.write.plan import WriteJob
 from engine.write.strategy import WriteStrategy
 
@@ -55,9 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MergeOnReadHandle",
     "MergeOnReadWrite",
-    "TableSlices",
     "average_record_size",
-    "latest_table_slices",
     "plan_merge_on_read_buckets",
     "write_merge_on_read",
 ]
@@ -65,54 +61,6 @@ __all__ = [
 # Hudi's hoodie.record.size.estimation.threshold: a commit informs the record size only when it
 # wrote more than this fraction of the small file limit
 _RECORD_SIZE_ESTIMATION_THRESHOLD = 1.0
-
-
-@dataclass(frozen=True)
-class TableSlices:
-    """The latest file slices of the touched partitions, in the two shapes a write needs.
-
-    Attributes:
-        base_files: (partition, file_id) -> latest base file with its size (index, sizing).
-        slices: (partition, file_id) -> the slice an append would write to.
-    """
-
-    base_files: dict[tuple[str, str], SizedBaseFile]
-    slices: dict[tuple[str, str], AppendSlice]
-
-    def has_logs(self, key: tuple[str, str]) -> bool:
-        file_slice = self.slices.get(key)
-        return bool(file_slice and file_slice.log_files)
-
-
-def latest_table_slices(
-    storage: Storage, timeline: Timeline, partition_paths: list[str] | None
-) -> TableSlices:
-    """List the touched partitions (``None``: every partition) once: latest slices, base file
-    sizes, next log versions."""
-    partitions = None if partition_paths is None else sorted(set(partition_paths))
-    if partitions == [] or timeline.last_completed() is None:
-        return TableSlices({}, {})
-    view = FileSystemView(storage, timeline, partition_paths=partitions)
-    groups = {(g.partition_path, g.file_id): g for g in view.file_groups()}
-    base_files: dict[tuple[str, str], SizedBaseFile] = {}
-    slices: dict[tuple[str, str], AppendSlice] = {}
-    for file_slice in view.latest_file_slices():
-        key = (file_slice.partition_path, file_slice.file_id)
-        group = groups[key]
-        # every log file of the slice on storage counts, visible or not: versions never repeat
-        versions = [log.version for log in group.log_files.get(file_slice.base_instant_time, ())]
-        slices[key] = AppendSlice(
-            partition_path=file_slice.partition_path,
-            file_id=file_slice.file_id,
-            base_instant_time=file_slice.base_instant_time,
-            base_file=file_slice.base_file,
-            log_files=file_slice.log_files,
-            next_log_version=max(versions, default=0) + 1,
-        )
-        base = sized_base_file(view, file_slice)
-        if base is not None:
-            base_files[key] = base
-    return TableSlices(base_files, slices)
 
 
 def average_record_size(timeline: Timeline, default: int, small_file_limit: int) -> int:
@@ -229,15 +177,19 @@ class MergeOnReadWrite(WriteStrategy):
     def execute(self, job: WriteJob) -> list[HoodieWriteStat]:
         return write_merge_on_read(job)
 
+    def record_size(self, job: WriteJob) -> int:
+        """Bytes per record from compactions and replace commits only (delta commits hold log
+        sizes), as Hudi's merge-on-read partitioner reads it."""
+        cfg = job.cfg
+        estimate = cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE)
+        return average_record_size(job.timeline, estimate, cfg.get(config.PARQUET_SMALL_FILE_LIMIT))
+
 
 def write_merge_on_read(job: WriteJob) -> list[HoodieWriteStat]:
     """Write the data of a requested deltacommit; returns the write stats to commit."""
     cfg = job.cfg
     small_file_limit = cfg.get(config.PARQUET_SMALL_FILE_LIMIT)
     estimate = cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE)
-    if streams_bulk_insert(job):  # new base files only, as on copy-on-write
-        record_size = average_record_size(job.timeline, estimate, small_file_limit)
-        return write_bulk_insert(job, Action.DELTA_COMMIT, record_size)
     table_slices = latest_table_slices(job.storage, job.timeline, job.touched_partitions)
     located = job.locate()
     plan, small_file_ids = plan_merge_on_read_buckets(

@@ -12,7 +12,7 @@ job costs. When a partition's work fits one task, a single job does it all::
                 written anything yet, and the requested instant is deleted)
     shuffle     every partition of the table on its own task (new partitions by hash)
     task        per partition: look its keys up in its latest base files (footer key ranges
-                prune them, :func:`engine.write.index.find_stored_keys`), plan its buckets as
+                prune them, :meth:`engine.write.index.KeyIndex.find_keys`), plan its buckets as
                 the driver plans them for the two-job write (copy-on-write:
                 :func:`engine.write.bucketing.plan_buckets`; merge-on-read:
                 :func:`engine.write.merge_on_read.plan_merge_on_read_buckets`), write the
@@ -73,12 +73,8 @@ from engine.write.append import AppendSlice, LogWriteConfig
 from engine.write.bucketing import BucketPlan, SizedBaseFile, plan_buckets
 from engine.write.cdc import cdc_logging_mode
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
-from engine.write.index import (
-    KeyIndex,
-    PartitionKeyRange,
-    find_stored_keys,
-    latest_base_files,
-)
+from engine.write.index import KeyIndex, SimpleIndex
+from engine.write.listing import TableSlices, latest_base_files, latest_table_slices
 from engine.write.plan import JobProfile, WriteJob, average_record_size
 
 __all__ = [
@@ -119,12 +115,12 @@ class PartitionTargets:
         base_files: partition -> (partition, file_id) -> latest base file with its size.
         slices: partition -> (partition, file_id) -> latest slice (merge-on-read appends).
         merge_on_read: Updates of groups that are not small-file rewrites become log blocks.
-        looks_up_keys: Upserts and deletes look keys up; inserts do not.
         existing_only: Deletes: only records whose key is stored are written.
         sizing: Record size and file sizes of the inserts.
         log_config: Log block and file sizing (merge-on-read).
         completed: The completed instants the listing was made from.
-        index: The index keys are looked up with. A global one (on writes that look keys up)
+        index: The index keys are looked up with, for the write's operation (inserts: no
+            lookup, :class:`engine.write.index.NoLookupIndex`). A global one
             looks a key not stored in its own partition up in every other one; found there,
             the task raises :class:`KeyMovedError`.
         key_ranges: Global index: the footer key range of every latest base file (relative
@@ -134,12 +130,11 @@ class PartitionTargets:
     base_files: Mapping[str, Mapping[tuple[str, str], SizedBaseFile]]
     slices: Mapping[str, Mapping[tuple[str, str], AppendSlice]]
     merge_on_read: bool
-    looks_up_keys: bool
     existing_only: bool
     sizing: _Sizing
     log_config: LogWriteConfig
     completed: frozenset[str] = field(default_factory=frozenset)
-    index: KeyIndex = field(default_factory=KeyIndex)
+    index: KeyIndex = field(default_factory=SimpleIndex)
     key_ranges: Mapping[str, tuple[str, str] | None] = field(default_factory=dict)
 
     @property
@@ -147,6 +142,11 @@ class PartitionTargets:
         """Keys are looked up in every partition (a global index, on a write that looks keys
         up)."""
         return self.looks_up_keys and self.index.is_global
+
+    @property
+    def looks_up_keys(self) -> bool:
+        """Upserts and deletes look keys up; inserts do not."""
+        return self.index.looks_up
 
     @property
     def partitions(self) -> list[str]:
@@ -198,14 +198,11 @@ class PartitionTargets:
         base_files = self.base_files.get(partition, {})
         matches: dict[str, pa.Array] = {}
         if self.looks_up_keys and base_files and len(distinct):
-            bounds = pc.min_max(distinct)
-            key_range = PartitionKeyRange(
-                partition, len(keys), bounds["min"].as_py(), bounds["max"].as_py()
-            )
-            matches = find_stored_keys(storage, base_files, key_range, distinct, self.index).matches
+            found = self.index.find_keys(storage, base_files, distinct)
+            matches = {file_id: hits for (_, file_id), hits in found.items()}
         updates = {
-            file_id: records.filter(pc.is_in(keys, value_set=found))
-            for file_id, found in matches.items()
+            file_id: records.filter(pc.is_in(keys, value_set=hits))
+            for file_id, hits in matches.items()
         }
         stored = pc.unique(pa.concat_arrays(list(matches.values()))) if matches else None
         if self.global_index:  # set for the writes that look keys up
@@ -226,27 +223,20 @@ class PartitionTargets:
         """Global index: raise :class:`KeyMovedError` when one of ``keys`` (not stored in
         ``partition``) is stored in another partition's latest base file; files are pruned by
         their footer key range first, so keys past every stored range read nothing."""
-        if not len(keys):
-            return
-        bounds = pc.min_max(keys)
-        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
-        candidates = []
-        for other, files in sorted(self.base_files.items()):
-            for base in files.values() if other != partition else ():
-                rel = partition_file_path(other, base.base_file)
-                if self.index.may_hold(self.key_ranges.get(rel), lo, hi):
-                    candidates.append(rel)
-
-        def hits_in(rel: str) -> pa.Array:
-            return self.index.stored_keys_among(storage, rel, keys)
-
-        with ThreadPoolExecutor(max_workers=min(_READ_THREADS, max(1, len(candidates)))) as pool:
-            for rel, hits in zip(candidates, pool.map(hits_in, candidates), strict=True):
-                if len(hits):
-                    raise KeyMovedError(
-                        f"record key {hits[0].as_py()!r} arrives in partition {partition!r} "
-                        f"and is stored in {rel!r}"
-                    )
+        others = {
+            group: base
+            for other, files in self.base_files.items()
+            if other != partition
+            for group, base in files.items()
+        }
+        found = self.index.find_keys(storage, others, keys, key_ranges=self.key_ranges)
+        if found:
+            group, hits = min(found.items(), key=lambda item: item[0])
+            rel = partition_file_path(group[0], others[group].base_file)
+            raise KeyMovedError(
+                f"record key {hits[0].as_py()!r} arrives in partition {partition!r} "
+                f"and is stored in {rel!r}"
+            )
 
     def _plan(self, partition: str, tagged: _Tagged) -> tuple[BucketPlan, dict[str, AppendSlice]]:
         """The partition's buckets, and the slices of those that take log blocks."""
@@ -270,7 +260,7 @@ class PartitionTargets:
         plan, rewritten = merge_on_read.plan_merge_on_read_buckets(
             update_counts=update_counts,
             insert_counts=insert_counts,
-            table_slices=merge_on_read.TableSlices(dict(base_files), dict(slices)),
+            table_slices=TableSlices(dict(base_files), dict(slices)),
             avg_record_size=s.avg_record_size,
             max_file_size=s.max_file_size,
             small_file_limit=s.small_file_limit,
@@ -322,7 +312,6 @@ def _eligible(
     return (
         timeline is not None
         and operation in (WriteOperation.UPSERT, WriteOperation.INSERT, WriteOperation.DELETE)
-        and not KeyIndex.of(cfg).tags_in_write_job
         and cdc_logging_mode(cfg) is None
         and not spec.auto_keys
         and timeline.last_completed() is not None
@@ -338,7 +327,9 @@ def one_job_plan(
     spec: KeyGenSpec,
     timeline: Timeline | None,
 ) -> PartitionTargets | None:
-    """The targets of a one-job write, or ``None`` when the write takes the two-job path."""
+    """The targets of a one-job write, or ``None`` when the write takes the two-job path
+    (asked by the pipeline for an index that does not tag in its own write job,
+    :func:`engine.write.pipeline.one_job_targets`)."""
     if not _eligible(cfg, operation, spec, timeline) or timeline is None:
         return None
     targets = plan_partition_targets(storage, timeline, cfg, operation, table_type)
@@ -360,7 +351,7 @@ def plan_partition_targets(
     base_files: dict[str, dict[tuple[str, str], SizedBaseFile]] = {}
     slices: dict[str, dict[tuple[str, str], AppendSlice]] = {}
     if mor:  # every partition listed once (a partition without file groups counts as new)
-        current = merge_on_read.latest_table_slices(storage, timeline, None)
+        current = latest_table_slices(storage, timeline, None)
         for key, base in current.base_files.items():
             base_files.setdefault(key[0], {})[key] = base
         for key, file_slice in current.slices.items():
@@ -370,8 +361,8 @@ def plan_partition_targets(
         for key, base in latest_base_files(timeline, None).items():
             base_files.setdefault(key[0], {})[key] = base
         avg = average_record_size(timeline, estimate)
-    index = KeyIndex.of(cfg)
-    read_ranges = index.is_global and index.prune_by_ranges and operation.looks_up_keys
+    index = KeyIndex.of(cfg).for_operation(operation)
+    read_ranges = index.is_global and index.prune_by_ranges
     sizing = _Sizing(
         avg_record_size=avg,
         max_file_size=cfg.get(config.PARQUET_MAX_FILE_SIZE),
@@ -383,7 +374,6 @@ def plan_partition_targets(
         base_files,
         slices,
         merge_on_read=mor,
-        looks_up_keys=operation.looks_up_keys,
         existing_only=operation == WriteOperation.DELETE,
         sizing=sizing,
         log_config=merge_on_read.log_write_config(cfg),

@@ -11,6 +11,7 @@ receives it from :class:`engine.write.transaction.WriteTransaction`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from engine import config
@@ -34,7 +35,20 @@ from engine.write.handles import WriteContext
 from engine.write.index import IndexSource, PartitionKeyRange
 from engine.write.operation_field import writes_operation_field
 
-__all__ = ["PreparedRecords", "WriteJob", "average_record_size"]
+__all__ = ["JobProfile", "PreparedRecords", "WriteJob", "WriteJobKind", "average_record_size"]
+
+
+class WriteJobKind(Enum):
+    """The write job a batch runs (chosen by :func:`engine.write.pipeline.choose_job`)."""
+
+    #: the profile job tags (or only profiles) the batch; one task per planned file group
+    ROUTED = "routed"
+    #: one job: each task looks up, plans and writes the file groups of its partitions
+    BY_PARTITION = "by partition"
+    #: one job: the bucket index hashes each record to its bucket's file group
+    BY_BUCKET = "by bucket"
+    #: one job: each task writes the records it reads into new file groups (bulk_insert)
+    UNROUTED = "unrouted"
 
 
 @dataclass
@@ -48,6 +62,7 @@ class PreparedRecords:
         spec: The key generator.
         merge_spec: Payload class and ordering field.
         source: The table state the keys were looked up in (``None``: no lookup).
+        job: The write job the batch runs.
     """
 
     keyed: Any
@@ -55,6 +70,7 @@ class PreparedRecords:
     spec: KeyGenSpec
     merge_spec: MergeSpec
     source: IndexSource | None
+    job: WriteJobKind = WriteJobKind.ROUTED
 
 
 @dataclass(frozen=True)

@@ -124,9 +124,12 @@ class InsertOverwriteWrite(WriteStrategy):
     def replaced(
         self, storage: Storage, job: WriteJob, stats: list[HoodieWriteStat]
     ) -> dict[str, list[str]]:
-        return plan_replaced_file_ids(
-            storage, Timeline.load(storage), job.operation, job.touched_partitions
-        )
+        # the partitions the batch holds, and those written: a write job that tags the batch
+        # itself (the bucket index) profiles no partition in advance, Hudi's dynamic
+        # partitions are the write statuses' ones
+        written = {s.partition_path or "" for s in stats}
+        touched = set(job.touched_partitions) | written
+        return plan_replaced_file_ids(storage, Timeline.load(storage), job.operation, touched)
 
 
 class DeletePartitionWrite(WriteStrategy):

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from engine import config
 from engine.fs.storage import Storage
 from engine.runner import Runner
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
-from engine.write.plan import WriteJob
+from engine.write.plan import WriteJob, average_record_size
 
 __all__ = ["WriteStrategy"]
 
@@ -39,6 +40,12 @@ class WriteStrategy:
     def execute(self, job: WriteJob) -> list[HoodieWriteStat]:
         """Write the data of the requested instant; the write stats to commit."""
         raise NotImplementedError
+
+    def record_size(self, job: WriteJob) -> int:
+        """Bytes per record new base files are sized with: the latest commit that wrote
+        records, else ``hoodie.copyonwrite.record.size.estimate``."""
+        estimate = job.cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE)
+        return average_record_size(job.timeline, estimate)
 
     def replaced(
         self, storage: Storage, job: WriteJob, stats: list[HoodieWriteStat]

@@ -2,15 +2,16 @@
 
 ::
 
-    prepare    key generation, then one job profiles the batch and looks its keys up (null keys
-               fail here), then the commit schema; nothing is written yet, so an error here
-               leaves the table untouched
+    prepare    key generation, then the write job the index's answer picks
+               (:mod:`engine.write.pipeline`) and the batch tagged or profiled for it (the
+               profile job looks the keys up on the routed job; null keys fail here), then the
+               commit schema; nothing is written yet, so an error here leaves the table untouched
     start      lock: [create the table] ──► roll back dead writers' instants ──►
                strategy.before_request (merge-on-read: finish pending compactions) ──►
                <t>.<action>.requested ──► heartbeat; unlock
     execute    [look the keys up again if a write completed since the lookup] ──►
-               strategy.execute: <t>.<action>.inflight, partition metafiles, one task per file
-               group on the runner
+               the chosen job (routed: strategy.execute): <t>.<action>.inflight, partition
+               metafiles, the files on the runner
     commit     lock: strategy.replaced (replacecommits) ──► conflict check ──► <t>.<action>
                (the commit point) ──► markers removed; unlock
     services   lock: inline compaction, clean, archive (:mod:`engine.services.inline`)
@@ -18,7 +19,8 @@
 A failure between start and the commit point rolls the instant back at once
 (:func:`engine.write.conflict.rollback_on_error`); a killed writer's instant is rolled back by the
 next writer once its heartbeat stops. The strategy (:mod:`engine.write.strategy`) is the only part
-that differs between copy-on-write, merge-on-read, insert overwrite and delete partition.
+that differs between copy-on-write, merge-on-read, insert overwrite and delete partition; the
+index (:class:`engine.write.index.KeyIndex`) only chooses the write job.
 """
 
 from __future__ import annotations
@@ -40,10 +42,10 @@ from engine.faults import checkpoint
 from engine.fs.properties import PROPERTIES_FILE
 from engine.fs.storage import Storage
 from engine.model.auto_keys import check_auto_keys, write_operation
-from engine.model.keygen import keygen_spec_from_config
+from engine.model.keygen import KeyGenSpec, keygen_spec_from_config
 from engine.model.merge import MergeSpec
-from engine.model.ordering import naming_ordering_field, null_ordering_checked
-from engine.runner import BatchProfile, Runner
+from engine.model.ordering import null_ordering_checked
+from engine.runner import Runner
 from engine.services.heartbeat import Heartbeat, is_write_alive
 from engine.services.inline import run_table_services, validate_service_options
 from engine.services.lock import TableLock
@@ -51,13 +53,6 @@ from engine.services.restore import finish_pending_restores
 from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.timeline.instant import Action, new_instant_time
 from engine.timeline.timeline import Timeline, create_requested
-from engine.write.bucket_index import (
-    BucketCopyOnWriteWrite,
-    BucketInsertOverwriteWrite,
-    BucketMergeOnReadWrite,
-    bucket_profile,
-    bucket_spec,
-)
 from engine.write.cdc import check_cdc_options
 from engine.write.commit import build_commit_metadata, commit_write
 from engine.write.commit_schema import commit_schema
@@ -67,8 +62,8 @@ from engine.write.create_table import create_table, new_table_properties, take_o
 from engine.write.global_index import check_index_options, index_source
 from engine.write.index import KeyIndex
 from engine.write.merge_on_read import MergeOnReadWrite
-from engine.write.partition_write import one_job_plan, one_job_profile, write_by_partition
-from engine.write.plan import JobProfile, PreparedRecords, WriteJob
+from engine.write.pipeline import choose_job, one_job_targets, run_write_job, tag_batch
+from engine.write.plan import PreparedRecords, WriteJob, WriteJobKind
 from engine.write.replace import (
     DeletePartitionWrite,
     InsertOverwriteWrite,
@@ -102,19 +97,18 @@ class WriteResult:
         return build_commit_metadata(self.write_stats, schema="", operation=self.operation)
 
 
-def strategy_for(
-    operation: WriteOperation, table_type: TableType, *, bucketed: bool = False
-) -> WriteStrategy:
+def strategy_for(operation: WriteOperation, table_type: TableType) -> WriteStrategy:
     """The strategy of a write: replace operations complete as replacecommits on either table
-    type; other operations as commits (copy-on-write) or deltacommits (merge-on-read), routed by
-    the bucket index when ``bucketed``."""
+    type; other operations as commits (copy-on-write) or deltacommits (merge-on-read). The
+    index does not change the strategy: it chooses the write job (:mod:`engine.write.pipeline`).
+    """
     if operation == WriteOperation.DELETE_PARTITION:
         return DeletePartitionWrite()
     if operation.is_replace:
-        return BucketInsertOverwriteWrite() if bucketed else InsertOverwriteWrite()
+        return InsertOverwriteWrite()
     if table_type == TableType.MERGE_ON_READ:
-        return BucketMergeOnReadWrite() if bucketed else MergeOnReadWrite()
-    return BucketCopyOnWriteWrite() if bucketed else CopyOnWriteWrite()
+        return MergeOnReadWrite()
+    return CopyOnWriteWrite()
 
 
 @dataclass
@@ -153,8 +147,10 @@ class WriteTransaction:
         self.table_type = (
             cfg.get(config.TABLE_TYPE) if props is not None else cfg.get(config.WRITE_TABLE_TYPE)
         )
-        self.bucketed = KeyIndex.of(cfg).tags_in_write_job  # the write job tags the batch
-        self.strategy = strategy_for(self.operation, self.table_type, bucketed=self.bucketed)
+        # the index, for this operation, says how the records get their file groups
+        self.index = KeyIndex.of(cfg).for_operation(self.operation)
+        self.bucketed = self.index.tags_in_write_job  # the write job tags the batch
+        self.strategy = strategy_for(self.operation, self.table_type)
         self.lock = TableLock(storage, cfg)
         self._is_alive = partial(is_write_alive, storage, cfg=cfg)  # other writers' instants
 
@@ -198,10 +194,8 @@ class WriteTransaction:
                     schema,
                     records,
                 )
-                if records is not None and _one_job(records.profile):
-                    stats = write_by_partition(job, self.strategy.action)
-                else:
-                    stats = self.strategy.execute(job)
+                kind = records.job if records is not None else WriteJobKind.ROUTED
+                stats = run_write_job(kind, job, self.strategy)
                 checkpoint("write.before_commit")
                 self._commit(job, stats)
         finally:
@@ -269,28 +263,8 @@ class WriteTransaction:
         keyed = runner.key_records(incoming, spec, delete_records=deleting, null_ordering=checked)
         try:
             timeline = Timeline.load(self.storage) if self.props is not None else None
-            source = (
-                index_source(self.storage, timeline, cfg)
-                if timeline is not None and self.operation.looks_up_keys
-                else None
-            )
-            targets = (
-                one_job_plan(self.storage, cfg, self.operation, self.table_type, spec, timeline)
-                if one_job
-                else None
-            )
-            if self.bucketed:  # no lookup: the write job checks keys and routes by hash
-                bucket_spec(cfg, spec)
-                profile: BatchProfile = bucket_profile()
-                source = None
-            elif targets is not None:  # the write job's tasks look the keys up
-                profile, source = one_job_profile(targets), None
-            else:
-                with naming_ordering_field(ordering, self.storage.base_path):
-                    profile = runner.locate(keyed, spec, source)  # key/ordering errors: no write
-            records = PreparedRecords(
-                keyed, profile, spec, MergeSpec(str(payload), ordering), source
-            )
+            records = self._tag(keyed, spec, timeline, MergeSpec(str(payload), ordering), one_job)
+            profile = records.profile
             try:
                 schema = commit_schema(
                     incoming,
@@ -308,6 +282,45 @@ class WriteTransaction:
             runner.release(keyed)
             raise
         return records, schema
+
+    def _tag(
+        self,
+        keyed: Any,
+        spec: KeyGenSpec,
+        timeline: Timeline | None,
+        merge_spec: MergeSpec,
+        one_job: bool,
+    ) -> PreparedRecords:
+        """The write job the index's answer picks (:mod:`engine.write.pipeline`), and the
+        batch tagged or profiled for it."""
+        index, cfg = self.index, self.cfg
+        targets = (
+            one_job_targets(
+                self.storage, cfg, index, self.operation, self.table_type, spec, timeline
+            )
+            if one_job
+            else None
+        )
+        kind = choose_job(index, self.operation, cfg, targets)
+        # the profile job looks the keys up only on the routed write of a lookup index
+        routed_lookup = kind is WriteJobKind.ROUTED and index.looks_up
+        source = (
+            index_source(self.storage, timeline, cfg)
+            if timeline is not None and routed_lookup
+            else None
+        )
+        profile = tag_batch(
+            kind,
+            self.runner,
+            keyed,
+            spec,
+            cfg,
+            source=source,
+            one_job=targets,
+            ordering=merge_spec.ordering_field,
+            base_path=self.storage.base_path,
+        )
+        return PreparedRecords(keyed, profile, spec, merge_spec, source, kind)
 
     # ---- start: lock, roll back, requested, heartbeat ---------------------------------------
 
@@ -389,11 +402,6 @@ def _refuse_created_meanwhile(storage: Storage) -> None:
             "table while this write prepared its batch for a new table; nothing was written, "
             "retry it"
         )
-
-
-def _one_job(profile: BatchProfile) -> bool:
-    """Whether the write was prepared for the one-job write (its tasks look the keys up)."""
-    return isinstance(profile, JobProfile) and profile.targets is not None
 
 
 def _written_since(before: Timeline, after: Timeline, compacted: list[str]) -> bool:

@@ -20,7 +20,7 @@ from engine.fs.storage import Storage
 from engine.io.bloom_filter import BloomFilterSpec
 from engine.model.schema import RECORD_KEY_COLUMN
 from engine.write.bucketing import SizedBaseFile
-from engine.write.index import KeyIndex, PartitionKeyRange, plan_index_lookup
+from engine.write.index import BloomIndex, KeyIndex, SimpleIndex
 from tests.hudi_rs import hudi_rs_rows
 from tests.keyed_table import SCHEMA, write_options
 
@@ -38,11 +38,18 @@ def _file_with_filter_of(path: Path, stored: list[str], in_filter: list[str]) ->
     pq.write_table(table, path)
 
 
+def bloom_of(keys: list[str]) -> dict[str, str]:
+    bloom = BloomFilterSpec().new_filter()
+    bloom.add(pa.array(keys))
+    return bloom.footer_entries()
+
+
 def test_bloom_index_reads_only_keys_its_filter_passes_and_ranges_prune(tmp_path: Path) -> None:
     storage = Storage(str(tmp_path))
     _file_with_filter_of(tmp_path / "f1.parquet", ["k1", "k2"], ["k2", "k9"])
     keys = pa.array(["k1", "k2", "k9"])
-    simple, bloom = KeyIndex("SIMPLE"), KeyIndex.of(parse_options({"hoodie.index.type": "bloom"}))
+    simple, bloom = SimpleIndex(), KeyIndex.of(parse_options({"hoodie.index.type": "bloom"}))
+    assert isinstance(bloom, BloomIndex)
     assert simple.stored_keys_among(storage, "f1.parquet", keys).to_pylist() == ["k1", "k2"]
     # k1 is stored but the filter says no: the bloom index never asks the file about it; k9
     # passes the filter (a false positive) and the exact check drops it
@@ -50,14 +57,22 @@ def test_bloom_index_reads_only_keys_its_filter_passes_and_ranges_prune(tmp_path
     assert bloom.stored_keys_among(storage, "f1.parquet", pa.array(["k1"])).to_pylist() == []
 
     latest = {("", "g1"): SizedBaseFile("g1", "f1.parquet", "001", 1)}
-    outside = [PartitionKeyRange("", 1, "k5", "k9")]
-    assert plan_index_lookup(storage, latest, outside, bloom) == []
+    found = bloom.find_keys(storage, latest, keys)
+    assert {g: hits.to_pylist() for g, hits in found.items()} == {("", "g1"): ["k2"]}
+    # a file whose footer range [k1, k2] does not cover k9 is never read for it: shown by a
+    # file that does store k9 (its footer range says otherwise)
+    footer = {**bloom_of(["k9"]), "hoodie_min_record_key": "k1", "hoodie_max_record_key": "k2"}
+    pq.write_table(
+        pa.table({RECORD_KEY_COLUMN: ["k9"]}).replace_schema_metadata(footer),
+        tmp_path / "f2.parquet",
+    )
+    lying = {("", "g2"): SizedBaseFile("g2", "f2.parquet", "001", 1)}
+    assert bloom.find_keys(storage, lying, pa.array(["k9"])) == {}
     no_pruning = KeyIndex.of(
         parse_options({"hoodie.index.type": "BLOOM", "hoodie.bloom.index.prune.by.ranges": "false"})
     )
-    assert [c.rel_path for c in plan_index_lookup(storage, latest, outside, no_pruning)] == [
-        "f1.parquet"
-    ]
+    found = no_pruning.find_keys(storage, lying, pa.array(["k9"]))
+    assert {g: hits.to_pylist() for g, hits in found.items()} == {("", "g2"): ["k9"]}
     moves = KeyIndex.of(
         parse_options(
             {"hoodie.index.type": "GLOBAL_BLOOM", "hoodie.bloom.index.update.partition.path": "0"}

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from engine import write_hudi
 from engine.spark import profile
-from engine.write import transaction
+from engine.write import pipeline
 
 OPTIONS = {
     "hoodie.table.name": "consistency",
@@ -102,7 +102,7 @@ def test_keys_are_looked_up_again_after_a_commit_by_another_writer(
     """The lookup runs before the instant is requested; a commit landing in between (here
     inserting the very key the batch updates) makes the write look its keys up again. (The
     two-job write; the one-job write looks keys up after its instant is requested.)"""
-    monkeypatch.setattr(transaction, "one_job_plan", lambda *args, **kwargs: None)
+    monkeypatch.setattr(pipeline, "one_job_plan", lambda *args, **kwargs: None)
     path = str(tmp_path / "t")
     row = "id string, part string, ts int"
     upsert = {**OPTIONS, "hoodie.datasource.write.operation": "upsert"}
