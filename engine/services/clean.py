@@ -27,6 +27,7 @@ from engine.faults import checkpoint
 from engine.fs.filenames import partition_file_path
 from engine.fs.storage import Storage
 from engine.fs.view import FileGroup, FileSystemView, Visibility
+from engine.metadata.sync import record_clean
 from engine.services.savepoint import savepointed_files
 from engine.timeline.avro_metadata import (
     CLEAN_METADATA_SCHEMA,
@@ -208,6 +209,7 @@ def execute_clean(storage: Storage, plan: CleanPlan, instant_time: str) -> Clean
         "version": CLEANER_PLAN_VERSION,
         "bootstrapPartitionMetadata": {},
     }
+    record_clean(storage, instant_time, metadata)  # the metadata table deletes them first
     complete(storage, instant_time, Action.CLEAN, serialize(CLEAN_METADATA_SCHEMA, metadata))
     return CleanResult(instant_time, deleted, failed)
 
