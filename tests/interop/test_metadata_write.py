@@ -20,8 +20,10 @@ from engine.fs.storage import Storage
 from engine.io.hfile import read_hfile
 from engine.io.logfile import HoodieLogBlockType, read_log_blocks
 from engine.metadata.files_index import read_files_partition
+from engine.metadata.payload import decode_files_record
 from engine.metadata.sync import committed_listing
 from engine.read.arrow import read_table
+from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline
 from tests.hudi_rs import hudi_rs_rows
 from tests.property.oracle import DEFAULT, Oracle, actual_set
@@ -130,3 +132,46 @@ def test_metadata_log_blocks_decode_as_hudi_writes_them(spark: Any, tmp_path: Pa
     assert block.instant_time == t
     keys = [k for k, _ in read_hfile(block.content).entries]
     assert keys == [b"__all_partitions__", b"region=eu", b"region=us"]
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_metadata_compaction_and_clean_keep_both_readers_right(
+    spark: Any, tmp_path: Path, table_type: str
+) -> None:
+    path = str(tmp_path / "t")
+    oracle = Oracle(DEFAULT, "ts", _identity, FIELDS)
+    opts = options(
+        table_type,
+        9,
+        **{
+            "hoodie.metadata.compact.max.delta.commits": 2,
+            "hoodie.metadata.cleaner.commits.retained": 2,
+            "hoodie.cleaner.commits.retained": 1,
+        },
+    )
+    for n in range(5):
+        rows = [(n, "eu", n, f"v{n}"), (0, "eu", n + 1, f"w{n}")]
+        frame = spark.createDataFrame(rows, SCHEMA)
+        result = write_hudi(frame, path, {**opts, "hoodie.datasource.write.operation": "upsert"})
+        oracle.apply([dict(zip(FIELDS, r, strict=True)) for r in rows], "upsert",
+                     result.instant_time)  # fmt: skip
+        assert actual_set(hudi_rs_rows(path), COLUMNS) == oracle.expected(COLUMNS)
+        assert actual_set(read_table(path).to_pylist(), COLUMNS) == oracle.expected(COLUMNS)
+        listing_matches_storage(path)
+    mdt = Storage(path).child(".hoodie/metadata")
+    timeline = Timeline.load(mdt)
+    compactions = [i.instant_time for i in timeline.completed([Action.COMMIT])]
+    assert len(compactions) >= 2  # deltacommits of writes and of data cleans count
+    assert timeline.completed([Action.CLEAN])
+    files = Path(path, ".hoodie", "metadata", "files")
+    bases = sorted(p.name for p in files.glob("*.hfile"))
+    # the initialization slice was cleaned; the latest compaction's base file is there
+    assert not [b for b in bases if b.endswith("_00000000000000000.hfile")]
+    latest = f"files-0000-0_0-0-0_{compactions[-1]}.hfile"
+    assert latest in bases
+    hfile = read_hfile((files / latest).read_bytes())
+    schema = hfile.file_info["schema"].decode()
+    records = [decode_files_record(k, v, schema) for k, v in hfile.entries]
+    assert {r.meta["_hoodie_file_name"] for r in records} == {latest}
+    assert hfile.file_info["minRecordKey"] == hfile.entries[0][0]
+    assert set(hfile.meta) == {"bloomFilter"}
