@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from engine import write_hudi
+from engine import HudiTable, write_hudi
 from engine.fs.properties import parse_properties_text
 from engine.fs.storage import Storage
 from engine.io.hfile import read_hfile
@@ -60,7 +60,9 @@ def listing_matches_storage(path: str) -> None:
     listed = read_files_partition(storage, timeline)
     assert listed is not None
     on_storage = committed_listing(storage, timeline).added
-    assert listed.partitions == {p: files for p, files in on_storage.items() if files}
+    # a partition whose files were all rolled back or cleaned stays listed, empty (as in Hudi)
+    with_files = {p: files for p, files in listed.partitions.items() if files}
+    assert with_files == {p: files for p, files in on_storage.items() if files}
 
 
 def _props(path: str) -> dict[str, str]:
@@ -175,3 +177,35 @@ def test_metadata_compaction_and_clean_keep_both_readers_right(
     assert {r.meta["_hoodie_file_name"] for r in records} == {latest}
     assert hfile.file_info["minRecordKey"] == hfile.entries[0][0]
     assert set(hfile.meta) == {"bloomFilter"}
+
+
+def test_rollback_and_restore_roll_the_metadata_table_back(spark: Any, tmp_path: Path) -> None:
+    """Rolling back the last commit rolls its metadata deltacommit back; a restore past a
+    metadata compaction deletes the compacted files of the instants it rolls back."""
+    path = str(tmp_path / "t")
+    opts = options("MERGE_ON_READ", 9, **{"hoodie.metadata.compact.max.delta.commits": 2})
+    states: list[set[tuple[Any, ...]]] = []
+    instants: list[str] = []
+    oracle = Oracle(DEFAULT, "ts", _identity, FIELDS)
+    for n in range(3):  # a metadata compaction after the second
+        rows = [(n, "eu" if n % 2 else "us", n, f"v{n}"), (0, "us", n + 1, f"w{n}")]
+        frame = spark.createDataFrame(rows, SCHEMA)
+        result = write_hudi(frame, path, {**opts, "hoodie.datasource.write.operation": "upsert"})
+        oracle.apply([dict(zip(FIELDS, r, strict=True)) for r in rows], "upsert",
+                     result.instant_time)  # fmt: skip
+        states.append(oracle.expected(COLUMNS))
+        instants.append(result.instant_time)
+    table = HudiTable(path)
+    mdt = Storage(path).child(".hoodie/metadata")
+    assert Timeline.load(mdt).completed([Action.COMMIT])  # a metadata compaction happened
+
+    table.rollback(instants[-1])
+    assert actual_set(hudi_rs_rows(path), COLUMNS) == states[-2]
+    assert actual_set(read_table(path).to_pylist(), COLUMNS) == states[-2]
+    listing_matches_storage(path)
+    assert not [i for i in Timeline.load(mdt).instants if i.instant_time == instants[-1]]
+
+    table.restore(instants[0])
+    assert actual_set(hudi_rs_rows(path), COLUMNS) == states[0]
+    assert actual_set(read_table(path).to_pylist(), COLUMNS) == states[0]
+    listing_matches_storage(path)
