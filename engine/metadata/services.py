@@ -45,9 +45,9 @@ from engine.metadata.writer import (
     write_base_file,
     write_stat,
 )
-from engine.services.clean import CleanPlan, execute_clean
+from engine.services.clean import CleanPlan, execute_clean, finish_pending_cleans
 from engine.services.compaction import CompactionOperation, HoodieCompactionPlan
-from engine.timeline.instant import COMMIT_ACTIONS, Action, Instant, State
+from engine.timeline.instant import COMMIT_ACTIONS, Action
 from engine.timeline.timeline import Timeline, complete, create_requested, transition_to_inflight
 from engine.write.rollback import roll_back_metadata_instant, rollback_failed_writes
 
@@ -136,23 +136,10 @@ def _slices_by_base(mdt: Storage, partition: str, completed: set[str]) -> dict[s
     return bases
 
 
-def _finish_pending_cleans(mdt: Storage, timeline: Timeline) -> None:
-    """A clean a killed writer left is finished from its plan, as the data cleaner does."""
-    for instant in timeline.pending([Action.CLEAN]):
-        requested = Instant(instant.instant_time, Action.CLEAN, State.REQUESTED)
-        plan = CleanPlan.from_avro(mdt, timeline.read_content(requested))
-        if instant.state is State.REQUESTED:
-            transition_to_inflight(mdt, instant.instant_time, Action.CLEAN)
-        execute_clean(mdt, plan, instant.instant_time)
-
-
 def clean_metadata_table(mdt: Storage, retained: int) -> str | None:
     """Delete the file slices no query of the last ``retained`` commits needs; returns the
     clean instant, None when nothing is due."""
-    timeline = Timeline.load(mdt)
-    if timeline.pending([Action.CLEAN]):
-        _finish_pending_cleans(mdt, timeline)
-        timeline = timeline.reload()
+    timeline = finish_pending_cleans(mdt, Timeline.load(mdt))
     commits = sorted(
         i.instant_time for i in timeline.completed([Action.DELTA_COMMIT, Action.COMMIT])
     )

@@ -214,20 +214,25 @@ def execute_clean(storage: Storage, plan: CleanPlan, instant_time: str) -> Clean
     return CleanResult(instant_time, deleted, failed)
 
 
+def finish_pending_cleans(storage: Storage, timeline: Timeline) -> Timeline:
+    """Finish the cleans a killed process left pending, from their plans; the timeline after."""
+    pending = timeline.pending([Action.CLEAN])
+    for instant in pending:
+        requested = Instant(instant.instant_time, Action.CLEAN, State.REQUESTED)
+        plan = CleanPlan.from_avro(storage, timeline.read_content(requested))
+        if instant.state is State.REQUESTED:
+            transition_to_inflight(storage, instant.instant_time, Action.CLEAN)
+        execute_clean(storage, plan, instant.instant_time)
+    return timeline.reload() if pending else timeline
+
+
 def clean(storage: Storage, cfg: HoodieConfig) -> CleanResult | None:
     """Finish any clean left pending, then schedule and run a new one if it has work.
 
     Returns the result of the new clean, or ``None`` when nothing was due. The caller holds
     the table lock.
     """
-    timeline = Timeline.load(storage)
-    for instant in timeline.pending([Action.CLEAN]):
-        requested = Instant(instant.instant_time, Action.CLEAN, State.REQUESTED)
-        plan = CleanPlan.from_avro(storage, timeline.read_content(requested))
-        if instant.state is State.REQUESTED:
-            transition_to_inflight(storage, instant.instant_time, Action.CLEAN)
-        execute_clean(storage, plan, instant.instant_time)
-    timeline = timeline.reload()
+    timeline = finish_pending_cleans(storage, Timeline.load(storage))
     plan = plan_clean(storage, timeline, cfg)
     if plan.is_empty:
         return None

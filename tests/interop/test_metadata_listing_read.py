@@ -158,9 +158,10 @@ def test_services_keep_the_metadata_table_current(
     table = HudiTable(str(base))
     assert table.clean({"hoodie.cleaner.commits.retained": "1"}) is not None
     table.archive({"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3"})
-    assert "hoodie.table.metadata.partitions=files\n" in (
-        base / ".hoodie/hoodie.properties"
-    ).read_text()
+    assert (
+        "hoodie.table.metadata.partitions=files\n"
+        in (base / ".hoodie/hoodie.properties").read_text()
+    )
     listing_matches_storage(str(base))
     assert _canonical(read_table(str(base)).to_pylist()) == expected
     assert _canonical(hudi_rs_rows(base)) == expected

@@ -170,17 +170,22 @@ def test_continue_1x_table_hudi_rs_and_engine_read_the_model(
     assert all(i.completion_time for i in timeline.commits_timeline())
 
 
+def _first_row(path: Path) -> pa.Table:
+    """The table's first row (data columns), typed as the table stores them."""
+    rows = hudi_rs_rows(str(path))
+    data_columns = [c for c in rows[0] if c not in META_COLUMNS]
+    schema = hudi_rs_batches(str(path))[0].schema
+    return pa.Table.from_pylist(
+        [{c: rows[0][c] for c in data_columns}],
+        schema=pa.schema([schema.field(c) for c in data_columns]),
+    )
+
+
 def test_metadata_enable_false_removes_the_metadata_table_hudi_kept(
     spark: Any, corpus_copy: Callable[[str], Path]
 ) -> None:
     path = corpus_copy("cow__v9_txns_simple_meta")
-    rows = hudi_rs_rows(str(path))
-    data_columns = [c for c in rows[0] if c not in META_COLUMNS]
-    schema = hudi_rs_batches(str(path))[0].schema
-    table = pa.Table.from_pylist(
-        [{c: rows[0][c] for c in data_columns}],
-        schema=pa.schema([schema.field(c) for c in data_columns]),
-    )
+    table = _first_row(path)
     options = {config.OPERATION.key: "upsert", config.METADATA_ENABLE.key: "false"}
     write_hudi(spark.createDataFrame(table), str(path), options)
     after = _props(path)
@@ -194,13 +199,7 @@ def test_write_table_version_on_existing_v6_table_is_refused(
 ) -> None:
     path = corpus_copy("cow__v6_simplekeygen_nonhivestyle")
     before = sorted(p.name for p in (path / ".hoodie").iterdir())
-    rows = hudi_rs_rows(str(path))
-    data_columns = [c for c in rows[0] if c not in META_COLUMNS]
-    schema = hudi_rs_batches(str(path))[0].schema
-    table = pa.Table.from_pylist(
-        [{c: rows[0][c] for c in data_columns}],
-        schema=pa.schema([schema.field(c) for c in data_columns]),
-    )
+    table = _first_row(path)
     with pytest.raises(ConfigError, match=r"table version 6.*hoodie\.write\.table\.version'=9"):
         write_hudi(
             spark.createDataFrame(table),
