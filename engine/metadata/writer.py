@@ -42,7 +42,9 @@ from engine.timeline.timeline import complete, create_requested, transition_to_i
 __all__ = [
     "METADATA_TABLE_PATH",
     "WRITE_TOKEN",
+    "base_file_bytes",
     "commit_metadata",
+    "log_block_hfile",
     "metadata_properties",
     "metadata_schema",
     "new_metadata_instant_time",
@@ -108,16 +110,20 @@ def _now_ms() -> int:
     return int(dt.datetime.now(dt.UTC).timestamp() * 1000)
 
 
+def log_block_hfile(cells: list[Cell], schema: str, create_time_ms: int) -> bytes:
+    """The HFile of an HFILE_DATA_BLOCK: the cells and the record schema, nothing else."""
+    return write_hfile(cells, create_time_ms=create_time_ms, file_info={"schema": schema.encode()})
+
+
 def _log_block(cells: list[Cell], instant_time: str, schema: str) -> bytes:
-    hfile = write_hfile(cells, create_time_ms=_now_ms(), file_info={"schema": schema.encode()})
+    hfile = log_block_hfile(cells, schema, _now_ms())
     header = {HeaderMetadataType.SCHEMA: schema, HeaderMetadataType.INSTANT_TIME: instant_time}
     return encode_block(HoodieLogBlockType.HFILE_DATA_BLOCK, header, hfile)
 
 
-def write_base_file(
-    mdt: Storage, partition: MetadataPartition, instant_time: str, cells: list[Cell], schema: str
-) -> tuple[str, int]:
-    """An HFile base file of ``cells`` with its key range and bloom filter; (path, size)."""
+def base_file_bytes(cells: list[Cell], schema: str, create_time_ms: int) -> bytes:
+    """The bytes of a metadata base file of ``cells``: the HFile with the record schema, the
+    key range and a bloom filter of the keys, as Hudi's metadata writer writes it."""
     keys = [key for key, _ in cells]
     bloom = _BLOOM.new_filter()
     bloom.add(pa.array([k.decode() for k in keys], pa.string()))
@@ -129,7 +135,14 @@ def write_base_file(
         "bloomFilterTypeCode": entries[BLOOM_FILTER_TYPE_CODE_KEY.decode()].encode(),
     }
     meta = {"bloomFilter": entries[BLOOM_FILTER_KEY.decode()].encode()}
-    data = write_hfile(cells, create_time_ms=_now_ms(), file_info=info, meta=meta)
+    return write_hfile(cells, create_time_ms=create_time_ms, file_info=info, meta=meta)
+
+
+def write_base_file(
+    mdt: Storage, partition: MetadataPartition, instant_time: str, cells: list[Cell], schema: str
+) -> tuple[str, int]:
+    """An HFile base file of ``cells`` (:func:`base_file_bytes`); (path, size)."""
+    data = base_file_bytes(cells, schema, _now_ms())
     name = format_base_file_name(partition.file_group, WRITE_TOKEN, instant_time, ".hfile")
     rel = f"{partition.name}/{name}"
     mdt.write_bytes(rel, data)
