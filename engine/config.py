@@ -371,19 +371,32 @@ METADATA_PARTITIONS = _option(
     "hoodie.table.metadata.partitions",
     parse_list,
     EMPTY,
-    "Metadata table partitions; kept empty: the engine maintains no metadata table.",
+    "Metadata table partitions that are ready: readers list through `files` when it is named.",
 )
 METADATA_PARTITIONS_INFLIGHT = _option(
     "hoodie.table.metadata.partitions.inflight", parse_list, EMPTY, "Pending MDT partitions."
 )
-METADATA_ENABLE = _option(
+METADATA_ENABLE = _optional(
     "hoodie.metadata.enable",
     parse_bool,
-    False,
     "Write the metadata table (its files partition) in each data transaction (table versions "
-    "8 and 9); false removes a metadata table the table has, as Hudi does when it is disabled. "
+    "8 and 9); false removes a metadata table the table has, as Hudi does when it is disabled; "
+    "unset: a version 8/9 table keeps the metadata table it has current, none is created. "
     "Reads list through a ready metadata table (and skip data by its column stats) unless a "
     "read sets it to false, as Hudi 1.x's readers do.",
+)
+METADATA_COMPACT_MAX_DELTA_COMMITS = _option(
+    "hoodie.metadata.compact.max.delta.commits",
+    parse_positive_int,
+    10,
+    "Metadata table deltacommits since its last compaction that trigger the next one.",
+)
+METADATA_CLEANER_COMMITS_RETAINED = _option(
+    "hoodie.metadata.cleaner.commits.retained",
+    parse_positive_int,
+    20,
+    "Metadata table commits its cleaner keeps readable (KEEP_LATEST_COMMITS); Hudi 1.x keeps "
+    "at least 20, and 1.2x the data table's hoodie.cleaner.commits.retained when that is more.",
 )
 TABLE_CHECKSUM = _optional("hoodie.table.checksum", parse_int, "CRC32 of '<database>.<table>'.")
 TABLE_INITIAL_VERSION = _optional(

@@ -32,6 +32,8 @@ KILL_POINTS = (
     "file.mid_write",  # a base file's rows written, footer not yet (a torn file)
     "task.after_file",  # a file group's file complete
     "write.before_commit",  # every data file written, completed instant not yet
+    "metadata.after_deltacommit",  # metadata table deltacommit completed, data instant not yet
+    "metadata.compaction_before_complete",  # metadata base file written, its commit not yet
     "commit.after_complete",  # completed instant written, markers not yet removed
     "write.after_commit",  # committed, table services not yet run
     "clean.requested",  # clean plan written, nothing deleted

@@ -40,6 +40,7 @@ from engine.fs.storage import Storage
 from engine.fs.table_version import write_view_of_properties
 from engine.fs.view import FileSystemView
 from engine.io.bloom_filter import BloomFilterSpec
+from engine.metadata.sync import prepare_metadata_table
 from engine.model.schema import avro_to_arrow_schema, remove_meta_fields
 from engine.read.plan import parse_read_query, plan_query
 from engine.runner import Runner
@@ -68,7 +69,6 @@ from engine.services.savepoint import (
 )
 from engine.timeline.instant import Action, Instant
 from engine.timeline.timeline import Timeline
-from engine.write.create_table import take_over_metadata_table
 from engine.write.rollback import rollback_failed_writes, rollback_instant, rollback_last_commit
 from engine.write.transaction import WriteResult, WriteTransaction
 
@@ -319,11 +319,11 @@ class HudiTable:
 
     @contextmanager
     def _service_lock(self, cfg: HoodieConfig) -> Iterator[None]:
-        """The table lock for a service. A metadata table Hudi's writers kept is disabled first,
-        as a write disables it: a service changes files and instants it would not record, and
-        readers that list through it (Hudi's, hudi-rs, this engine's) would trust it."""
+        """The table lock for a service, the metadata table made ready first as a write makes
+        it ready (:func:`engine.metadata.sync.prepare_metadata_table`): kept and updated by
+        the service's instants when enabled, else removed, so no reader trusts a stale one."""
         with TableLock(self.storage, cfg).hold():
-            take_over_metadata_table(self.storage, read_properties(self.storage))
+            prepare_metadata_table(self.storage, cfg)
             yield
 
     def compact(

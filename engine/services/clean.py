@@ -27,6 +27,7 @@ from engine.faults import checkpoint
 from engine.fs.filenames import partition_file_path
 from engine.fs.storage import Storage
 from engine.fs.view import FileGroup, FileSystemView, Visibility
+from engine.metadata.sync import record_clean
 from engine.services.savepoint import savepointed_files
 from engine.timeline.avro_metadata import (
     CLEAN_METADATA_SCHEMA,
@@ -208,8 +209,21 @@ def execute_clean(storage: Storage, plan: CleanPlan, instant_time: str) -> Clean
         "version": CLEANER_PLAN_VERSION,
         "bootstrapPartitionMetadata": {},
     }
+    record_clean(storage, instant_time, metadata)  # the metadata table deletes them first
     complete(storage, instant_time, Action.CLEAN, serialize(CLEAN_METADATA_SCHEMA, metadata))
     return CleanResult(instant_time, deleted, failed)
+
+
+def finish_pending_cleans(storage: Storage, timeline: Timeline) -> Timeline:
+    """Finish the cleans a killed process left pending, from their plans; the timeline after."""
+    pending = timeline.pending([Action.CLEAN])
+    for instant in pending:
+        requested = Instant(instant.instant_time, Action.CLEAN, State.REQUESTED)
+        plan = CleanPlan.from_avro(storage, timeline.read_content(requested))
+        if instant.state is State.REQUESTED:
+            transition_to_inflight(storage, instant.instant_time, Action.CLEAN)
+        execute_clean(storage, plan, instant.instant_time)
+    return timeline.reload() if pending else timeline
 
 
 def clean(storage: Storage, cfg: HoodieConfig) -> CleanResult | None:
@@ -218,14 +232,7 @@ def clean(storage: Storage, cfg: HoodieConfig) -> CleanResult | None:
     Returns the result of the new clean, or ``None`` when nothing was due. The caller holds
     the table lock.
     """
-    timeline = Timeline.load(storage)
-    for instant in timeline.pending([Action.CLEAN]):
-        requested = Instant(instant.instant_time, Action.CLEAN, State.REQUESTED)
-        plan = CleanPlan.from_avro(storage, timeline.read_content(requested))
-        if instant.state is State.REQUESTED:
-            transition_to_inflight(storage, instant.instant_time, Action.CLEAN)
-        execute_clean(storage, plan, instant.instant_time)
-    timeline = timeline.reload()
+    timeline = finish_pending_cleans(storage, Timeline.load(storage))
     plan = plan_clean(storage, timeline, cfg)
     if plan.is_empty:
         return None

@@ -56,6 +56,7 @@ from engine.io.parquet import (
     table_arrow_schema,
     write_base_file,
 )
+from engine.metadata.sync import record_commit
 from engine.model.schema import (
     COMMIT_SEQNO_COLUMN,
     RECORD_KEY_COLUMN,
@@ -545,6 +546,7 @@ def execute_compaction(
         operation_type=COMPACT_OPERATION,
     )
     checkpoint("compaction.before_complete")
+    record_commit(storage, instant_time, metadata)  # the metadata table lists them first
     complete(storage, instant_time, Action.COMPACTION, metadata.to_json())
     delete_markers(storage, instant_time)
     return metadata

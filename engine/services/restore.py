@@ -33,6 +33,7 @@ from typing import Any
 from engine.errors import QueryError, TimelineError
 from engine.faults import checkpoint
 from engine.fs.storage import Storage
+from engine.metadata.sync import record_restore
 from engine.read.time_travel import require_retained_files
 from engine.timeline.avro_metadata import (
     RESTORE_METADATA_SCHEMA,
@@ -51,6 +52,7 @@ from engine.timeline.timeline import (
 from engine.write.rollback import (
     apply_rollback,
     pending_rollback_plans,
+    roll_back_metadata_instant,
     rollback_failed_writes,
     start_rollback,
 )
@@ -194,6 +196,9 @@ def _execute(storage: Storage, plan: RestorePlan, restore_time: str) -> RestoreR
         ],
         "extraMetadata": {"restoredTo": plan.target},
     }
+    record_restore(
+        storage, restore_time, metadata, roll_back_metadata_instant
+    )  # the metadata table is restored first
     complete(storage, restore_time, Action.RESTORE, serialize(RESTORE_METADATA_SCHEMA, metadata))
     for pending in Timeline.load(storage).pending([Action.ROLLBACK]):
         if pending.instant_time > restore_time:

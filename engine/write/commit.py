@@ -3,8 +3,10 @@
 Order (the completed instant file is the commit point, so it is written last)::
 
     1. delete data files named by markers but absent from the write stats (retried tasks)
-    2. <instant>.commit  = HoodieCommitMetadata JSON (write stats, schema, operation type)
-    3. remove .hoodie/.temp/<instant>
+    2. the metadata table's deltacommit <instant>, when the table keeps one
+       (:mod:`engine.metadata.sync`)
+    3. <instant>.commit  = HoodieCommitMetadata JSON (write stats, schema, operation type)
+    4. remove .hoodie/.temp/<instant>
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from engine.config import WriteOperation
 from engine.faults import checkpoint
 from engine.fs.storage import Storage
+from engine.metadata.sync import record_commit
 from engine.timeline.commit_metadata import SCHEMA_KEY, HoodieCommitMetadata, HoodieWriteStat
 from engine.timeline.instant import Action
 from engine.timeline.timeline import complete
@@ -81,6 +84,7 @@ def commit_write(
     metadata = build_commit_metadata(
         stats, schema=schema, operation=operation, replaced=replaced, extra=extra
     )
+    record_commit(storage, instant_time, metadata)  # the metadata table first, as Hudi
     complete(storage, instant_time, action, metadata.to_json())
     checkpoint("commit.after_complete")
     delete_markers(storage, instant_time)

@@ -47,6 +47,7 @@ from engine.fs.properties import METAFOLDER
 from engine.fs.storage import Storage
 from engine.fs.view import list_partition_paths
 from engine.io.logfile import encode_command_block
+from engine.metadata.sync import record_rollback
 from engine.timeline.avro_metadata import (
     ROLLBACK_METADATA_SCHEMA,
     ROLLBACK_PLAN_SCHEMA,
@@ -66,8 +67,10 @@ from engine.write.markers import delete_markers, list_marked_files
 __all__ = [
     "RollbackPlan",
     "apply_rollback",
+    "execute_rollback",
     "pending_rollback_plans",
     "plan_rollback",
+    "roll_back_metadata_instant",
     "rollback_failed_writes",
     "rollback_instant",
     "rollback_last_commit",
@@ -306,12 +309,43 @@ def _forget(storage: Storage, failed: Instant) -> None:
     storage.delete(f"{METAFOLDER}/.heartbeat/{failed.instant_time}")  # a dead writer's heartbeat
 
 
-def _execute(storage: Storage, plan: RollbackPlan, rollback_time: str, started: float) -> None:
+def execute_rollback(
+    storage: Storage, plan: RollbackPlan, rollback_time: str, started: float
+) -> None:
     """Delete, append command blocks and complete an inflight rollback; then drop the
-    rolled-back instant from the timeline."""
+    rolled-back instant from the timeline. The metadata table, if the table keeps one, rolls
+    back the instant's deltacommit before the rollback completes."""
     metadata = _roll_back_files(storage, plan, rollback_time, started)
+    record_rollback(storage, rollback_time, metadata, roll_back_metadata_instant)
     complete(storage, rollback_time, Action.ROLLBACK, serialize(ROLLBACK_METADATA_SCHEMA, metadata))
     _forget(storage, plan.instant)
+
+
+def _written_by(name: str, instant_time: str) -> bool:
+    """A metadata table file the instant wrote: a log file of its deltacommit, or the HFile
+    base file of its compaction."""
+    try:
+        if is_log_file(name):
+            return parse_log_file_name(name).base_instant_time == instant_time
+        return name.endswith(".hfile") and parse_base_file_name(name).instant_time == instant_time
+    except FileNameError:
+        return False
+
+
+def roll_back_metadata_instant(mdt: Storage, instant: Instant, rollback_time: str) -> None:
+    """Roll back one instant of a metadata table (``mdt``): its files go, then the instant,
+    and the metadata timeline records the rollback at ``rollback_time``."""
+    files = [
+        f"{entry.name}/{f.name}"
+        for entry in mdt.list_dir()
+        if entry.is_dir and not entry.name.startswith(".")
+        for f in mdt.list_dir(entry.name)
+        if _written_by(f.name, instant.instant_time)
+    ]
+    plan = RollbackPlan(instant, sorted(files), [])
+    create_requested(mdt, rollback_time, Action.ROLLBACK, plan.to_avro(mdt))
+    transition_to_inflight(mdt, rollback_time, Action.ROLLBACK)
+    execute_rollback(mdt, plan, rollback_time, time.monotonic())
 
 
 def start_rollback(
@@ -358,7 +392,7 @@ def rollback_instant(storage: Storage, failed: Instant, after: str | None) -> st
     plan = plan_rollback(storage, failed)
     create_requested(storage, rollback_time, Action.ROLLBACK, plan.to_avro(storage))
     transition_to_inflight(storage, rollback_time, Action.ROLLBACK)
-    _execute(storage, plan, rollback_time, started)
+    execute_rollback(storage, plan, rollback_time, started)
     return rollback_time
 
 
@@ -366,7 +400,7 @@ def _finish_pending_rollbacks(storage: Storage, timeline: Timeline) -> list[str]
     """Complete rollbacks a killed process left pending, from their plans."""
     done = []
     for target, (rollback_time, plan) in pending_rollback_plans(storage, timeline).items():
-        _execute(storage, plan, rollback_time, time.monotonic())
+        execute_rollback(storage, plan, rollback_time, time.monotonic())
         done.append(target)
     return done
 

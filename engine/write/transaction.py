@@ -8,12 +8,14 @@
                commit schema; nothing is written yet, so an error here leaves the table untouched
     start      lock: [create the table] ──► roll back dead writers' instants ──►
                strategy.before_request (merge-on-read: finish pending compactions) ──►
+               [initialize or take over the metadata table] ──►
                <t>.<action>.requested ──► heartbeat; unlock
     execute    [look the keys up again if a write completed since the lookup] ──►
                the chosen job (routed: strategy.execute): <t>.<action>.inflight, partition
                metafiles, the files on the runner
-    commit     lock: strategy.replaced (replacecommits) ──► conflict check ──► <t>.<action>
-               (the commit point) ──► markers removed; unlock
+    commit     lock: strategy.replaced (replacecommits) ──► conflict check ──► metadata table
+               deltacommit <t> ──► <t>.<action> (the commit point) ──► markers removed ──►
+               metadata table compaction and clean when due; unlock
     services   lock: inline compaction, clean, archive (:mod:`engine.services.inline`)
 
 A failure between start and the commit point rolls the instant back at once
@@ -41,6 +43,8 @@ from engine.errors import (
 from engine.faults import checkpoint
 from engine.fs.properties import PROPERTIES_FILE
 from engine.fs.storage import Storage
+from engine.metadata.services import run_metadata_services
+from engine.metadata.sync import check_metadata_options, metadata_enabled, prepare_metadata_table
 from engine.model.auto_keys import check_auto_keys, write_operation
 from engine.model.keygen import KeyGenSpec, keygen_spec_from_config
 from engine.model.merge import MergeSpec
@@ -241,6 +245,7 @@ class WriteTransaction:
                     f"the write to {self.storage.base_path} is refused"
                 )
         validate_service_options(self.cfg)
+        check_metadata_options(self.cfg, self.props)
         payload = self.cfg.get(config.WRITE_PAYLOAD_CLASS) or self.cfg.get(config.PAYLOAD_CLASS)
         check_index_options(self.cfg, str(payload))
 
@@ -330,7 +335,7 @@ class WriteTransaction:
                 _refuse_created_meanwhile(self.storage)
                 class_name = records.spec.class_name if records is not None else ""
                 create_table(self.storage, new_table_properties(self.cfg, class_name, schema))
-            else:
+            elif not metadata_enabled(self.cfg, self.props):
                 take_over_metadata_table(self.storage, self.props)
             timeline = Timeline.load(self.storage)
             if timeline.pending([Action.RESTORE]):  # a killed restore is finished first
@@ -338,6 +343,8 @@ class WriteTransaction:
                 timeline = timeline.reload()
             rolled_back = rollback_failed_writes(self.storage, timeline, is_alive=self._is_alive)
             compacted = self.strategy.before_request(self.storage, self._runner)
+            if metadata_enabled(self.cfg, self.props):  # after failed writes are rolled back
+                prepare_metadata_table(self.storage, self.cfg)
             if rolled_back or compacted:
                 timeline = timeline.reload()
             instant_time = new_instant_time(timeline.max_instant_time())
@@ -383,6 +390,7 @@ class WriteTransaction:
                 replaced=replaced,
                 extra=self.commit_extra_metadata(),
             )
+            run_metadata_services(self.storage, self.cfg)
 
     def commit_extra_metadata(self) -> dict[str, str]:
         """Write options under ``commitmeta.key.prefix``: kept in the commit's extraMetadata."""

@@ -18,6 +18,7 @@ from engine.fs.storage import Storage
 from engine.read.arrow import read_table
 from tests.hudi_rs import hudi_rs_rows
 from tests.interop.test_metadata_files_corpus import FILES_TABLES, files_listing
+from tests.interop.test_metadata_write import listing_matches_storage
 
 pytestmark = pytest.mark.interop
 
@@ -146,17 +147,35 @@ def test_a_second_file_group_in_the_files_partition_is_refused(
         read_table(str(base))
 
 
-def test_services_disable_the_metadata_table_before_changing_files(
+def test_services_keep_the_metadata_table_current(
     corpus_copy: Callable[[str], Path],
 ) -> None:
-    """Cleaning and archival change files and instants the metadata table would not record:
-    as a write does, they disable it first, so no reader lists cleaned files afterwards (with
-    it left in place, both readers failed on a cleaned base file)."""
+    """Cleaning records the files it deletes in the metadata table Hudi kept, and archival
+    leaves its log blocks valid (older than the active timeline): no reader lists a cleaned
+    file afterwards (with the metadata table left stale, both readers failed on one)."""
     base = corpus_copy("cow__v9_txns_simple_meta")
     expected = _canonical(read_table(str(base)).to_pylist())
     table = HudiTable(str(base))
     assert table.clean({"hoodie.cleaner.commits.retained": "1"}) is not None
     table.archive({"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3"})
+    assert (
+        "hoodie.table.metadata.partitions=files\n"
+        in (base / ".hoodie/hoodie.properties").read_text()
+    )
+    listing_matches_storage(str(base))
+    assert _canonical(read_table(str(base)).to_pylist()) == expected
+    assert _canonical(hudi_rs_rows(base)) == expected
+
+
+def test_services_remove_the_metadata_table_when_disabled(
+    corpus_copy: Callable[[str], Path],
+) -> None:
+    """With ``hoodie.metadata.enable=false`` a service removes it first, as Hudi does."""
+    base = corpus_copy("cow__v9_txns_simple_meta")
+    expected = _canonical(read_table(str(base)).to_pylist())
+    table = HudiTable(str(base))
+    options = {"hoodie.cleaner.commits.retained": "1", "hoodie.metadata.enable": "false"}
+    assert table.clean(options) is not None
     assert not (base / ".hoodie" / "metadata").exists()
     assert "hoodie.table.metadata.partitions=\n" in (base / ".hoodie/hoodie.properties").read_text()
     assert _canonical(read_table(str(base)).to_pylist()) == expected

@@ -3,8 +3,10 @@
 Each table is continued in its own version: an upsert (one stored record changed, one new
 record), a delete, then an insert overwrite of one partition (copy-on-write) or a compaction
 (merge-on-read). After every step hudi-rs and the engine's reader return exactly the rows of a
-simple model (the table's rows before, changed as the step says); the metadata table Hudi kept
-is gone, the table version and timeline layout are unchanged.
+simple model (the table's rows before, changed as the step says); both list through the
+metadata table Hudi kept, which the writes keep current (its ``files`` partition lists exactly
+the committed files on storage), the partitions the engine does not maintain dropped with one
+warning; the table version and timeline layout are unchanged.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from engine.read.arrow import read_table
 from engine.services.compaction import execute_compaction, schedule_compaction
 from engine.timeline.timeline import Timeline
 from tests.hudi_rs import hudi_rs_batches, hudi_rs_rows
+from tests.interop.test_metadata_write import listing_matches_storage
 
 pytestmark = [pytest.mark.interop, pytest.mark.spark]
 
@@ -119,10 +122,13 @@ def test_continue_1x_table_hudi_rs_and_engine_read_the_model(
     changed[field] = _changed(changed[field])
     added = dict(rows[-1])
     added[key_field] = _bumped(added[key_field])
-    with caplog.at_level(logging.WARNING, logger="engine.table"):
+    listed = props.get("hoodie.table.metadata.partitions", "").split(",")
+    dropped = sorted(p for p in listed if p and p != "files")
+    with caplog.at_level(logging.WARNING, logger="engine.metadata.sync"):
         _write(spark, path, [changed, added], "upsert")
-    warnings = [r for r in caplog.records if "metadata table" in r.getMessage()]
-    assert len(warnings) == (1 if had_metadata_table else 0)
+    warnings = [r.getMessage() for r in caplog.records if "metadata table" in r.getMessage()]
+    assert len(warnings) == (1 if dropped else 0)
+    assert all(name in warnings[0] for name in dropped)
     expected = [changed if r["_hoodie_record_key"] == target_key else r for r in rows]
     expected.append(added)
     _judge(path, expected, "upsert")
@@ -151,12 +157,41 @@ def test_continue_1x_table_hudi_rs_and_engine_read_the_model(
     after = _props(path)
     assert after["hoodie.table.version"] == version
     assert after["hoodie.timeline.layout.version"] == "2"
-    assert not after.get("hoodie.table.metadata.partitions")
+    assert after.get("hoodie.table.metadata.partitions", "") == (
+        "files" if had_metadata_table else ""
+    )
     assert "hoodie.table.index.defs.path" not in after
-    assert not (path / ".hoodie" / "metadata").exists()
     assert not (path / ".hoodie" / ".index_defs").exists()
+    if had_metadata_table:
+        listing_matches_storage(str(path))
+        mdt = sorted(p.name for p in (path / ".hoodie" / "metadata").iterdir())
+        assert mdt == [".hoodie", "files"]
     timeline = Timeline.load(Storage(str(path)))
     assert all(i.completion_time for i in timeline.commits_timeline())
+
+
+def _first_row(path: Path) -> pa.Table:
+    """The table's first row (data columns), typed as the table stores them."""
+    rows = hudi_rs_rows(str(path))
+    data_columns = [c for c in rows[0] if c not in META_COLUMNS]
+    schema = hudi_rs_batches(str(path))[0].schema
+    return pa.Table.from_pylist(
+        [{c: rows[0][c] for c in data_columns}],
+        schema=pa.schema([schema.field(c) for c in data_columns]),
+    )
+
+
+def test_metadata_enable_false_removes_the_metadata_table_hudi_kept(
+    spark: Any, corpus_copy: Callable[[str], Path]
+) -> None:
+    path = corpus_copy("cow__v9_txns_simple_meta")
+    table = _first_row(path)
+    options = {config.OPERATION.key: "upsert", config.METADATA_ENABLE.key: "false"}
+    write_hudi(spark.createDataFrame(table), str(path), options)
+    after = _props(path)
+    assert not after.get("hoodie.table.metadata.partitions")
+    assert not (path / ".hoodie" / "metadata").exists()
+    assert _data(hudi_rs_rows(str(path))) == _data(read_table(str(path)).to_pylist())
 
 
 def test_write_table_version_on_existing_v6_table_is_refused(
@@ -164,13 +199,7 @@ def test_write_table_version_on_existing_v6_table_is_refused(
 ) -> None:
     path = corpus_copy("cow__v6_simplekeygen_nonhivestyle")
     before = sorted(p.name for p in (path / ".hoodie").iterdir())
-    rows = hudi_rs_rows(str(path))
-    data_columns = [c for c in rows[0] if c not in META_COLUMNS]
-    schema = hudi_rs_batches(str(path))[0].schema
-    table = pa.Table.from_pylist(
-        [{c: rows[0][c] for c in data_columns}],
-        schema=pa.schema([schema.field(c) for c in data_columns]),
-    )
+    table = _first_row(path)
     with pytest.raises(ConfigError, match=r"table version 6.*hoodie\.write\.table\.version'=9"):
         write_hudi(
             spark.createDataFrame(table),

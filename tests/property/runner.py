@@ -124,6 +124,10 @@ SEQUENCES_BLOOM = max(3 * GROUP, SEQUENCES // 4)
 BUCKET_INDEX = {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": 2}
 # the bucket-index sequences also draw insert_overwrite, whose batch the model combines
 BUCKET_OVERWRITE = {**BUCKET_INDEX, "hoodie.combine.before.insert": True}
+# the metadata table written in every transaction (version 9; compacted every two deltacommits
+# so sequences reach its compaction): a tenth as many sequences again, at least one group
+METADATA_TABLE = {"hoodie.metadata.enable": True, "hoodie.metadata.compact.max.delta.commits": 2}
+SEQUENCES_METADATA = max(GROUP, SEQUENCES // 10)
 _MERGE_MODE_PAYLOADS = {PARTIAL: DEFAULT, NON_DEFAULTS: OVERWRITE}
 
 

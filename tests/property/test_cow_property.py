@@ -71,6 +71,13 @@ def test_cow_random_sequences_hudi_rs_read_hudi_and_model_agree_1x(spark, group,
     runner.run_group(spark, group, partial(run_sequence, version=version))
 
 
+@runner.sequence_groups(sequence, runner.SEQUENCES_METADATA)
+def test_cow_random_sequences_with_the_metadata_table(spark, group) -> None:  # type: ignore[no-untyped-def]
+    """Both readers list through the metadata table written in each transaction."""
+    run = partial(run_sequence, version="9", extra=runner.METADATA_TABLE)
+    runner.run_group(spark, group, run)
+
+
 @runner.sequence_groups(sequence, runner.SEQUENCES_S3)
 def test_cow_random_sequences_on_s3(spark, s3, group) -> None:  # type: ignore[no-untyped-def]
     runner.run_group(spark, group, partial(run_sequence, location=s3.table_uri))

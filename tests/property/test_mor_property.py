@@ -148,6 +148,14 @@ def test_mor_random_sequences_with_compaction_hudi_rs_and_model_agree_1x(
     runner.run_group(spark, group, partial(run_sequence, version=version))
 
 
+@runner.sequence_groups(sequence, runner.SEQUENCES_METADATA)
+def test_mor_random_sequences_with_the_metadata_table(spark, group) -> None:  # type: ignore[no-untyped-def]
+    """Both readers list through the metadata table written in each transaction, compactions
+    (inline and scheduled) and its own compaction included."""
+    run = partial(run_sequence, version="9", extra=runner.METADATA_TABLE)
+    runner.run_group(spark, group, run)
+
+
 @runner.sequence_groups(sequence, runner.SEQUENCES_S3)
 def test_mor_random_sequences_on_s3(spark, s3, group) -> None:  # type: ignore[no-untyped-def]
     runner.run_group(spark, group, partial(run_sequence, location=s3.table_uri))

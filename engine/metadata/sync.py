@@ -1,0 +1,292 @@
+"""Keeping the metadata table in step with the data timeline, instant by instant.
+
+Every data instant that completes records what it changed first (Hudi's
+``HoodieTableMetadataWriter.update`` for commit, clean, rollback and restore metadata)::
+
+    commit / deltacommit / replacecommit / compaction <t>   deltacommit <t>: files added
+    clean <t>                                               deltacommit <t>: files deleted
+    rollback <r> of <t>   the metadata deltacommit <t> is rolled back at <r> (Hudi 1.x); once
+                          a metadata compaction merged it, deltacommit <r> deletes <t>'s files
+    restore <s>           each rolled-back instant as a rollback; files of compacted ones are
+                          deleted by deltacommit <s>
+
+The functions here run right before the data instant's completed file is written, under the
+table lock; they do nothing for a table without a metadata table.
+
+At the start of a write or a table service (:func:`prepare_metadata_table`): with
+``hoodie.metadata.enable`` off, a metadata table is removed as Hudi removes a disabled one; on,
+it is initialized when the table has none (and no other write is in flight, as Hudi requires),
+or taken over: partitions this engine does not maintain are dropped from
+``hoodie.table.metadata.partitions`` with their folders and index definitions, with one warning.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from engine import config
+from engine.config import HoodieConfig
+from engine.faults import checkpoint
+from engine.fs.filenames import (
+    PARTITION_METAFILE_PREFIX,
+    is_base_file,
+    is_log_file,
+    parse_base_file_name,
+    parse_log_file_name,
+)
+from engine.fs.properties import METAFOLDER, read_properties, write_properties
+from engine.fs.storage import Storage
+from engine.fs.view import list_partition_paths
+from engine.metadata.changes import FilesChange, of_clean, of_commit, of_rollbacks
+from engine.metadata.files_index import FILES_PARTITION, has_files_index
+from engine.metadata.partitions import MAINTAINED, MetadataUpdate
+from engine.metadata.slices import METADATA_TABLE_PATH
+from engine.metadata.writer import (
+    metadata_properties,
+    metadata_schema,
+    write_deltacommit,
+    write_initial_file_group,
+)
+from engine.timeline.commit_metadata import HoodieCommitMetadata
+from engine.timeline.instant import COMMIT_ACTIONS, Action, Instant
+from engine.timeline.timeline import Timeline
+from engine.write.create_table import take_over_metadata_table
+
+__all__ = [
+    "check_metadata_options",
+    "committed_listing",
+    "maintained_metadata_table",
+    "metadata_enabled",
+    "prepare_metadata_table",
+    "record_clean",
+    "record_commit",
+    "record_restore",
+    "record_rollback",
+]
+
+_log = logging.getLogger(__name__)
+_MAINTAINED_NAMES = tuple(p.name for p in MAINTAINED)
+
+
+def _version(cfg: HoodieConfig, props: Mapping[str, str] | None) -> int:
+    if props is None:
+        return int(cfg.get(config.WRITE_TABLE_VERSION))
+    return int(props.get(config.TABLE_VERSION.key) or config.TABLE_VERSION.default)
+
+
+def metadata_enabled(cfg: HoodieConfig, props: Mapping[str, str] | None) -> bool:
+    """Whether this write keeps a metadata table: ``hoodie.metadata.enable`` when it is set;
+    unset, a table of version 8 or 9 keeps the one it has (its ``files`` partition listed),
+    and a new table gets none."""
+    enabled = cfg.get(config.METADATA_ENABLE)
+    if enabled is not None:
+        return enabled
+    return props is not None and _version(cfg, props) >= 8 and has_files_index(props)
+
+
+def check_metadata_options(cfg: HoodieConfig, props: Mapping[str, str] | None) -> None:
+    """Refuse ``hoodie.metadata.enable=true`` on a table version it cannot be written in,
+    before anything is written."""
+    if metadata_enabled(cfg, props):
+        metadata_schema(_version(cfg, props))
+
+
+def maintained_metadata_table(storage: Storage) -> Storage | None:
+    """The metadata table a data instant must update: present and announced ready."""
+    if storage.base_path.rstrip("/").endswith(METADATA_TABLE_PATH):
+        return None  # a metadata table has none of its own
+    mdt = storage.child(METADATA_TABLE_PATH)
+    if not mdt.exists(f"{METAFOLDER}/hoodie.properties"):
+        return None
+    return mdt if has_files_index(read_properties(storage)) else None
+
+
+def _table_version(mdt: Storage) -> int:
+    return int(read_properties(mdt)[config.TABLE_VERSION.key])
+
+
+def _record(storage: Storage, instant_time: str, change: FilesChange,
+            commit: HoodieCommitMetadata | None = None) -> None:  # fmt: skip
+    mdt = maintained_metadata_table(storage)
+    if mdt is None:
+        return
+    schema = metadata_schema(_table_version(mdt))
+    update = MetadataUpdate(storage, instant_time, change, commit)
+    cells = {p.name: (p, p.update_cells(update, schema)) for p in MAINTAINED}
+    write_deltacommit(mdt, instant_time, cells, schema)
+    checkpoint("metadata.after_deltacommit")
+
+
+def record_commit(storage: Storage, instant_time: str, metadata: HoodieCommitMetadata) -> None:
+    """A write, compaction or replacecommit about to complete: the files it added."""
+    _record(storage, instant_time, of_commit(metadata), metadata)
+
+
+def record_clean(storage: Storage, instant_time: str, metadata: Mapping[str, Any]) -> None:
+    """A clean about to complete: the files it deleted."""
+    _record(storage, instant_time, of_clean(metadata))
+
+
+def _deltacommit(timeline: Timeline, instant_time: str) -> Instant | None:
+    found = [
+        i
+        for i in timeline.instants
+        if i.instant_time == instant_time and i.action is Action.DELTA_COMMIT
+    ]
+    return found[0] if found else None
+
+
+def _compacted(timeline: Timeline, instant_time: str) -> bool:
+    """A completed metadata compaction merged deltacommit ``instant_time`` into a base file."""
+    return any(i.instant_time > instant_time for i in timeline.completed([Action.COMMIT]))
+
+
+RollBack = Callable[[Storage, Instant, str], None]
+
+
+def _roll_back_or_delete(
+    mdt: Storage, timeline: Timeline, target: str, rollback_time: str, roll_back: RollBack
+) -> bool:
+    """Roll back the metadata deltacommit of data instant ``target``; False when a compaction
+    merged it already (its files must then be deleted by a new deltacommit)."""
+    instant = _deltacommit(timeline, target)
+    if instant is None:
+        return True
+    if instant.is_completed and _compacted(timeline, target):
+        return False
+    roll_back(mdt, instant, rollback_time)
+    return True
+
+
+def record_rollback(
+    storage: Storage, rollback_time: str, metadata: Mapping[str, Any], roll_back: RollBack
+) -> None:
+    """A rollback about to complete: the metadata deltacommit of the instant it rolls back is
+    rolled back too (Hudi 1.x) by ``roll_back`` (metadata table, instant, rollback time), or
+    its files are deleted once compacted."""
+    mdt = maintained_metadata_table(storage)
+    if mdt is None:
+        return
+    target = (metadata.get("commitsRollback") or [""])[0]
+    if not _roll_back_or_delete(mdt, Timeline.load(mdt), target, rollback_time, roll_back):
+        _record(storage, rollback_time, of_rollbacks([metadata]))
+
+
+def record_restore(
+    storage: Storage, restore_time: str, metadata: Mapping[str, Any], roll_back: RollBack
+) -> None:
+    """A restore about to complete: every instant it rolled back, newest first, as
+    :func:`record_rollback` does; the files of compacted ones go in deltacommit
+    ``restore_time``."""
+    mdt = maintained_metadata_table(storage)
+    if mdt is None:
+        return
+    rollbacks: dict[str, list[Mapping[str, Any]]] = metadata.get("hoodieRestoreMetadata") or {}
+    compacted: list[Mapping[str, Any]] = []
+    for target in sorted(metadata.get("instantsToRollback") or [], reverse=True):
+        done = rollbacks.get(target) or []
+        rollback_time = str(done[0]["startRollbackTime"]) if done else restore_time
+        if not _roll_back_or_delete(mdt, Timeline.load(mdt), target, rollback_time, roll_back):
+            compacted += done
+    if compacted:
+        _record(storage, restore_time, of_rollbacks(compacted))
+
+
+def committed_listing(storage: Storage, timeline: Timeline) -> FilesChange:
+    """The data files of committed instants, with their sizes (what initialization lists):
+    files of instants pending or never completed are left out."""
+    completed = {i.instant_time for i in timeline.instants if i.is_completed}
+    start = min((i.instant_time for i in timeline.instants), default="")
+    listing = FilesChange()
+    for partition, entries in list_partition_paths(storage).items():
+        listing.added[partition] = {}
+        for entry in entries:
+            if entry.is_dir or entry.name.startswith(PARTITION_METAFILE_PREFIX):
+                continue
+            if is_base_file(entry.name):
+                instant_time = parse_base_file_name(entry.name).instant_time
+            elif is_log_file(entry.name):
+                instant_time = parse_log_file_name(entry.name).base_instant_time
+            else:
+                continue
+            if instant_time in completed or instant_time < start:
+                listing.add(partition, entry.name, entry.size)
+    return listing
+
+
+def _initialize(storage: Storage, props: dict[str, str], timeline: Timeline) -> None:
+    """Bootstrap the metadata table from the committed listing (``hoodie.table.metadata
+    .partitions.inflight`` names the partitions while they are written)."""
+    schema = metadata_schema(int(props[config.TABLE_VERSION.key]))
+    names = ",".join(_MAINTAINED_NAMES)
+    write_properties(storage, {**props, config.METADATA_PARTITIONS_INFLIGHT.key: names})
+    storage.delete_dir(METADATA_TABLE_PATH)
+    mdt = storage.child(METADATA_TABLE_PATH)
+    for folder in (".temp", ".aux"):
+        mdt.makedirs(f"{METAFOLDER}/{folder}")
+    write_properties(mdt, metadata_properties(props))
+    listing = committed_listing(storage, timeline)
+    for partition in MAINTAINED:
+        write_initial_file_group(mdt, partition, partition.initial_cells(listing, schema), schema)
+    write_properties(
+        storage,
+        {
+            **props,
+            config.METADATA_PARTITIONS.key: names,
+            config.METADATA_PARTITIONS_INFLIGHT.key: "",
+        },
+    )
+
+
+def _drop_unmaintained(storage: Storage, props: dict[str, str]) -> None:
+    """Drop the partitions this engine does not maintain, as Hudi drops a disabled partition:
+    off the partitions list first, then their folders and index definitions."""
+    listed = [*config.METADATA_PARTITIONS.parse(props.get(config.METADATA_PARTITIONS.key, ""))]
+    pending = config.METADATA_PARTITIONS_INFLIGHT.parse(
+        props.get(config.METADATA_PARTITIONS_INFLIGHT.key, "")
+    )
+    dropped = sorted({p for p in (*listed, *pending) if p not in _MAINTAINED_NAMES})
+    index_defs = props.get(config.INDEX_DEFS_PATH.key)
+    if not dropped and not index_defs:
+        return
+    updated = {k: v for k, v in props.items() if k != config.INDEX_DEFS_PATH.key}
+    updated[config.METADATA_PARTITIONS.key] = ",".join(p for p in listed if p not in dropped)
+    updated[config.METADATA_PARTITIONS_INFLIGHT.key] = ""
+    write_properties(storage, updated)
+    for name in dropped:
+        storage.delete_dir(f"{METADATA_TABLE_PATH}/{name}")
+    storage.delete_dir(f"{METAFOLDER}/.index_defs")
+    _log.warning(
+        "Table at %s: metadata table partitions %s are not maintained by this engine; they are "
+        "dropped from %s (with their index definitions), as Hudi drops a disabled partition",
+        storage.base_path,
+        ", ".join(dropped) or "(none)",
+        config.METADATA_PARTITIONS.key,
+    )
+
+
+def prepare_metadata_table(storage: Storage, cfg: HoodieConfig) -> None:
+    """Remove, initialize or take over the metadata table (see the module notes); the caller
+    holds the table lock and has rolled back failed writes."""
+    props = read_properties(storage)
+    if not metadata_enabled(cfg, props):
+        take_over_metadata_table(storage, props)
+        return
+    mdt = storage.child(METADATA_TABLE_PATH)
+    ready = FILES_PARTITION in config.METADATA_PARTITIONS.parse(
+        props.get(config.METADATA_PARTITIONS.key, "")
+    )
+    if ready and mdt.exists(f"{METAFOLDER}/hoodie.properties"):
+        _drop_unmaintained(storage, props)
+        return
+    timeline = Timeline.load(storage)
+    if timeline.pending(COMMIT_ACTIONS):
+        _log.info(
+            "Table at %s: metadata table not initialized while writes are in flight (%s)",
+            storage.base_path,
+            ", ".join(i.instant_time for i in timeline.pending(COMMIT_ACTIONS)),
+        )
+        return
+    _initialize(storage, props, timeline)

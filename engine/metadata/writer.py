@@ -1,0 +1,236 @@
+"""Writing the metadata table (``.hoodie/metadata``) of a table version 8/9 table.
+
+The metadata table is a MERGE_ON_READ table with its own ``hoodie.properties`` and timeline (layout
+2). Each maintained partition (:mod:`engine.metadata.partitions`) holds one file group::
+
+    initialization (once)   <init>.deltacommit: <fg>_0-0-0_<init>.hfile (base file: the listing,
+                            a bloom filter of its keys) + .<fg>_<init>.log.1_0-0-0 (one empty
+                            DELETE_BLOCK, as Hudi opens every file group)
+    each data instant <t>   <t>.deltacommit: .<fg>_<t>.log.1_0-0-0, one HFILE_DATA_BLOCK of the
+                            records <t> produces
+    compaction <c>          <c>.commit: <fg>_0-0-0_<c>.hfile, the merged slice
+
+A deltacommit is written completely, ``requested`` to completed, **before** the data instant
+completes (Hudi's ``HoodieBackedTableMetadataWriter.update`` inside the commit): readers (ours,
+Hudi's, hudi-rs) use a block only when its instant also completed on the data timeline, so a data
+instant that never completes never shows, and the next writer rolls its deltacommit back.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from functools import cache
+from pathlib import Path
+
+import pyarrow as pa
+
+from engine import config
+from engine.errors import ConfigError
+from engine.fs.filenames import format_base_file_name, format_log_file_name
+from engine.fs.properties import write_partition_metadata
+from engine.fs.storage import Storage
+from engine.io.bloom_filter import BLOOM_FILTER_KEY, BLOOM_FILTER_TYPE_CODE_KEY, BloomFilterSpec
+from engine.io.hfile_writer import write_hfile
+from engine.io.logfile import HeaderMetadataType, HoodieLogBlockType, encode_block
+from engine.metadata.partitions import Cell, MetadataPartition
+from engine.metadata.slices import METADATA_TABLE_PATH
+from engine.timeline.commit_metadata import SCHEMA_KEY, HoodieCommitMetadata, HoodieWriteStat
+from engine.timeline.instant import Action, new_instant_time
+from engine.timeline.timeline import complete, create_requested, transition_to_inflight
+
+__all__ = [
+    "METADATA_TABLE_PATH",
+    "WRITE_TOKEN",
+    "base_file_bytes",
+    "commit_metadata",
+    "log_block_hfile",
+    "metadata_properties",
+    "metadata_schema",
+    "new_metadata_instant_time",
+    "write_base_file",
+    "write_deltacommit",
+    "write_initial_file_group",
+    "write_stat",
+]
+
+WRITE_TOKEN = "0-0-0"
+# Hudi's metadata table writer sizes each base file's dynamic bloom filter for 10,000 keys (the
+# corpus's metadata base files carry exactly that filter)
+_BLOOM = BloomFilterSpec(num_entries=10_000)
+_SCHEMAS = Path(__file__).parent / "schemas"
+_BLOCK_CONTENT_VERSION = 3
+
+
+@cache
+def metadata_schema(table_version: int) -> str:
+    """The ``HoodieMetadataRecord`` writer schema Hudi writes into every metadata HFile of a
+    table version (taken from Hudi 1.0's and 1.1's own files)."""
+    if table_version not in (8, 9):
+        raise ConfigError(
+            f"{config.METADATA_ENABLE.key}=true needs table version 8 or 9 (this table is "
+            f"version {table_version}): the metadata table of version 6 is not written"
+        )
+    return (_SCHEMAS / f"HoodieMetadataRecord.v{table_version}.avsc").read_text(encoding="utf-8")
+
+
+def metadata_properties(data_props: dict[str, str]) -> dict[str, str]:
+    """The metadata table's ``hoodie.properties`` (as Hudi 1.x writes them)."""
+    version = data_props[config.TABLE_VERSION.key]
+    return {
+        config.TABLE_NAME.key: f"{data_props[config.TABLE_NAME.key]}_metadata",
+        config.TABLE_TYPE.key: "MERGE_ON_READ",
+        config.TABLE_VERSION.key: version,
+        config.TABLE_INITIAL_VERSION.key: version,
+        config.TIMELINE_LAYOUT_VERSION.key: "2",
+        config.TIMELINE_PATH.key: config.TIMELINE_PATH.default,
+        config.TIMELINE_HISTORY_PATH.key: config.TIMELINE_HISTORY_PATH.default,
+        config.ARCHIVELOG_FOLDER.key: config.TIMELINE_HISTORY_PATH.default,
+        config.PAYLOAD_CLASS.key: "org.apache.hudi.metadata.HoodieMetadataPayload",
+        config.KEYGENERATOR_TYPE_TABLE.key: "HOODIE_TABLE_METADATA",
+        config.DROP_PARTITION_COLUMNS.key: "false",
+        config.RECORD_MERGE_STRATEGY_ID.key: "00000000-0000-0000-0000-000000000000",
+        config.RECORDKEY_FIELDS.key: "key",
+        config.POPULATE_META_FIELDS.key: "false",
+        config.BASE_FILE_FORMAT.key: "HFILE",
+        config.RECORD_MERGE_MODE.key: "CUSTOM",
+    }
+
+
+def new_metadata_instant_time(after: str | None) -> str:
+    """A new instant time of a metadata table service, later than ``after``; returns once the
+    clock has passed it, so no data instant created afterwards takes the same time."""
+    instant_time = new_instant_time(after)
+    while new_instant_time() <= instant_time:
+        time.sleep(0.001)
+    return instant_time
+
+
+def _now_ms() -> int:
+    return int(dt.datetime.now(dt.UTC).timestamp() * 1000)
+
+
+def log_block_hfile(cells: list[Cell], schema: str, create_time_ms: int) -> bytes:
+    """The HFile of an HFILE_DATA_BLOCK: the cells and the record schema, nothing else."""
+    return write_hfile(cells, create_time_ms=create_time_ms, file_info={"schema": schema.encode()})
+
+
+def _log_block(cells: list[Cell], instant_time: str, schema: str) -> bytes:
+    hfile = log_block_hfile(cells, schema, _now_ms())
+    header = {HeaderMetadataType.SCHEMA: schema, HeaderMetadataType.INSTANT_TIME: instant_time}
+    return encode_block(HoodieLogBlockType.HFILE_DATA_BLOCK, header, hfile)
+
+
+def base_file_bytes(cells: list[Cell], schema: str, create_time_ms: int) -> bytes:
+    """The bytes of a metadata base file of ``cells``: the HFile with the record schema, the
+    key range and a bloom filter of the keys, as Hudi's metadata writer writes it."""
+    keys = [key for key, _ in cells]
+    bloom = _BLOOM.new_filter()
+    bloom.add(pa.array([k.decode() for k in keys], pa.string()))
+    entries = bloom.footer_entries()
+    info = {
+        "schema": schema.encode(),
+        "minRecordKey": keys[0] if keys else b"",
+        "maxRecordKey": keys[-1] if keys else b"",
+        "bloomFilterTypeCode": entries[BLOOM_FILTER_TYPE_CODE_KEY.decode()].encode(),
+    }
+    meta = {"bloomFilter": entries[BLOOM_FILTER_KEY.decode()].encode()}
+    return write_hfile(cells, create_time_ms=create_time_ms, file_info=info, meta=meta)
+
+
+def write_base_file(
+    mdt: Storage, partition: MetadataPartition, instant_time: str, cells: list[Cell], schema: str
+) -> tuple[str, int]:
+    """An HFile base file of ``cells`` (:func:`base_file_bytes`); (path, size)."""
+    data = base_file_bytes(cells, schema, _now_ms())
+    name = format_base_file_name(partition.file_group, WRITE_TOKEN, instant_time, ".hfile")
+    rel = f"{partition.name}/{name}"
+    mdt.write_bytes(rel, data)
+    return rel, len(data)
+
+
+def write_stat(
+    partition: MetadataPartition, rel: str, size: int, *, prev_commit: str, created: bool,
+    **counts: object,
+) -> HoodieWriteStat:  # fmt: skip
+    """The write stat of a metadata table file, as Hudi's metadata writer reports it."""
+    return HoodieWriteStat.of_file(
+        file_id=partition.file_group,
+        path=rel,
+        partition_path=partition.name,
+        prev_commit=prev_commit,
+        size=size,
+        elapsed_ms=0,
+        created=created,
+        **counts,
+    )
+
+
+def commit_metadata(
+    stats: list[HoodieWriteStat], schema: str, operation: str, *, compacted: bool = False
+) -> bytes:
+    by_partition: dict[str, list[HoodieWriteStat]] = {}
+    for stat in stats:
+        by_partition.setdefault(stat.partition_path or "", []).append(stat)
+    """A metadata table commit's metadata: its write stats, the record schema, the operation
+    Hudi's metadata writer names (``BULK_INSERT_PREPPED``, ``UPSERT_PREPPED``, ``COMPACT``)."""
+    metadata = HoodieCommitMetadata(by_partition, compacted, {SCHEMA_KEY: schema}, operation)
+    return metadata.to_json()
+
+
+def write_initial_file_group(
+    mdt: Storage, partition: MetadataPartition, cells: list[Cell], schema: str
+) -> None:
+    """The partition's initialization deltacommit: its base file of ``cells`` and its first
+    log file with an empty DELETE_BLOCK, then the completed deltacommit."""
+    t = partition.init_instant
+    create_requested(mdt, t, Action.DELTA_COMMIT)
+    transition_to_inflight(mdt, t, Action.DELTA_COMMIT)
+    write_partition_metadata(mdt, partition.name, t)
+    rel, size = write_base_file(mdt, partition, t, cells, schema)
+    empty_deletes = _BLOCK_CONTENT_VERSION.to_bytes(4, "big") + (1).to_bytes(4, "big") + b"\0"
+    log = format_log_file_name(partition.file_group, t, 1, WRITE_TOKEN)
+    block = encode_block(
+        HoodieLogBlockType.DELETE_BLOCK, {HeaderMetadataType.INSTANT_TIME: t}, empty_deletes
+    )
+    mdt.write_bytes(f"{partition.name}/{log}", block)
+    n = len(cells)
+    stat = write_stat(partition, rel, size, prev_commit="null", created=True, num_writes=n,
+                 num_inserts=n)  # fmt: skip
+    complete(mdt, t, Action.DELTA_COMMIT, commit_metadata([stat], schema, "BULK_INSERT_PREPPED"))
+
+
+def write_deltacommit(
+    mdt: Storage, instant_time: str, cells: dict[str, tuple[MetadataPartition, list[Cell]]],
+    schema: str,
+) -> None:  # fmt: skip
+    """The deltacommit of data instant ``instant_time``: one log file per partition with
+    records, holding one HFILE_DATA_BLOCK, then the completed deltacommit."""
+    create_requested(mdt, instant_time, Action.DELTA_COMMIT)
+    transition_to_inflight(mdt, instant_time, Action.DELTA_COMMIT)
+    stats = []
+    for partition, partition_cells in cells.values():
+        if not partition_cells:
+            continue
+        name = format_log_file_name(partition.file_group, instant_time, 1, WRITE_TOKEN)
+        data = _log_block(partition_cells, instant_time, schema)
+        mdt.write_bytes(f"{partition.name}/{name}", data)
+        n = len(partition_cells)
+        stats.append(
+            write_stat(
+                partition,
+                f"{partition.name}/{name}",
+                len(data),
+                prev_commit=instant_time,
+                created=False,
+                num_writes=n,
+                num_update_writes=n,
+                log_version=1,
+                log_offset=0,
+                base_file="",
+                log_files=(name,),
+            )
+        )
+    complete(
+        mdt, instant_time, Action.DELTA_COMMIT, commit_metadata(stats, schema, "UPSERT_PREPPED")
+    )
