@@ -268,10 +268,8 @@ def parse_read_query(
         end=end,
         filters=tuple(filters),
         incremental_format=cfg.get(config.QUERY_INCREMENTAL_FORMAT),
-        # the key's registered default is the writers'; Hudi 1.x's readers default to true
-        use_metadata_table=cfg.get(config.METADATA_ENABLE)
-        if cfg.is_set(config.METADATA_ENABLE)
-        else True,
+        # unset (or true) on a read: list through the metadata table, as Hudi 1.x readers do
+        use_metadata_table=cfg.get(config.METADATA_ENABLE) is not False,
         data_skipping=cfg.get(config.ENABLE_DATA_SKIPPING),
     )
 
