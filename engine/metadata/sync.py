@@ -15,8 +15,10 @@ table lock; they do nothing for a table without a metadata table.
 
 At the start of a write or a table service (:func:`prepare_metadata_table`): with
 ``hoodie.metadata.enable`` off, a metadata table is removed as Hudi removes a disabled one; on,
-it is initialized when the table has none (and no other write is in flight, as Hudi requires),
-or taken over: partitions this engine does not maintain are dropped from
+it is initialized when the table has none (and no other write is in flight, as Hudi requires)
+or when it lacks a data instant completed since its initialization (a writer that did not keep
+it wrote one: it is built again from the storage listing), or taken over: partitions this engine
+does not maintain are dropped from
 ``hoodie.table.metadata.partitions`` with their folders and index definitions, with one warning.
 """
 
@@ -68,6 +70,7 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 _MAINTAINED_NAMES = tuple(p.name for p in MAINTAINED)
+_INITS = frozenset(p.init_instant for p in MAINTAINED)
 
 
 def _version(cfg: HoodieConfig, props: Mapping[str, str] | None) -> int:
@@ -267,6 +270,23 @@ def _drop_unmaintained(storage: Storage, props: dict[str, str]) -> None:
     )
 
 
+_RECORDED = (*COMMIT_ACTIONS, Action.CLEAN)  # data instants that write a metadata deltacommit
+
+
+def _is_stale(storage: Storage, mdt: Storage) -> str | None:
+    """A data instant that completed after the metadata table was initialized and has no
+    metadata deltacommit (a writer that did not keep it wrote it); None when in step."""
+    metadata = Timeline.load(mdt)
+    synced = {i.instant_time for i in metadata.completed()}
+    init = [i.completion_time or "" for i in metadata.completed() if i.instant_time in _INITS]
+    if not init:
+        return "(no initialization)"
+    for instant in Timeline.load(storage).completed(_RECORDED):
+        if instant.instant_time not in synced and (instant.completion_time or "") > min(init):
+            return instant.instant_time
+    return None
+
+
 def prepare_metadata_table(storage: Storage, cfg: HoodieConfig) -> None:
     """Remove, initialize or take over the metadata table (see the module notes); the caller
     holds the table lock and has rolled back failed writes."""
@@ -278,11 +298,22 @@ def prepare_metadata_table(storage: Storage, cfg: HoodieConfig) -> None:
     ready = FILES_PARTITION in config.METADATA_PARTITIONS.parse(
         props.get(config.METADATA_PARTITIONS.key, "")
     )
+    stale = None
     if ready and mdt.exists(f"{METAFOLDER}/hoodie.properties"):
-        _drop_unmaintained(storage, props)
-        return
+        stale = _is_stale(storage, mdt)
+        if stale is None:
+            _drop_unmaintained(storage, props)
+            return
+        _log.warning(
+            "Table at %s: its metadata table lacks instant %s; it is built again from the "
+            "storage listing",
+            storage.base_path,
+            stale,
+        )
     timeline = Timeline.load(storage)
     if timeline.pending(COMMIT_ACTIONS):
+        if stale is not None:  # not rebuilt now: no reader may list through it meanwhile
+            take_over_metadata_table(storage, props)
         _log.info(
             "Table at %s: metadata table not initialized while writes are in flight (%s)",
             storage.base_path,

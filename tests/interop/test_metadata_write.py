@@ -209,3 +209,26 @@ def test_rollback_and_restore_roll_the_metadata_table_back(spark: Any, tmp_path:
     assert actual_set(hudi_rs_rows(path), COLUMNS) == states[0]
     assert actual_set(read_table(path).to_pylist(), COLUMNS) == states[0]
     listing_matches_storage(path)
+
+
+def test_a_metadata_table_lacking_a_commit_is_built_again(
+    spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A data commit some writer made without keeping the metadata table: the next write
+    finds it stale and builds it again from the storage listing, never trusting it."""
+    path = str(tmp_path / "t")
+    opts = {**options("COPY_ON_WRITE", 9), "hoodie.datasource.write.operation": "upsert"}
+    write_hudi(spark.createDataFrame([(1, "eu", 1, "a")], SCHEMA), path, opts)
+    last = write_hudi(spark.createDataFrame([(2, "us", 1, "b")], SCHEMA), path, opts)
+    mdt = Path(path, ".hoodie", "metadata")
+    for stale in [*mdt.glob(f".hoodie/timeline/{last.instant_time}*"),
+                  *mdt.glob(f"files/*{last.instant_time}*")]:  # fmt: skip
+        stale.unlink()
+    unset = {k: v for k, v in opts.items() if k != "hoodie.metadata.enable"}
+    with caplog.at_level("WARNING", logger="engine.metadata.sync"):
+        write_hudi(spark.createDataFrame([(3, "ap", 1, "c")], SCHEMA), path, unset)
+    assert any(last.instant_time in r.getMessage() for r in caplog.records)
+    listing_matches_storage(path)
+    expected = {(1, "eu"), (2, "us"), (3, "ap")}
+    assert {(r["id"], r["region"]) for r in hudi_rs_rows(path)} == expected
+    assert {(r["id"], r["region"]) for r in read_table(path).to_pylist()} == expected
