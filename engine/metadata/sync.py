@@ -49,7 +49,7 @@ from engine.metadata.writer import (
     metadata_properties,
     metadata_schema,
     write_deltacommit,
-    write_initial_file_group,
+    write_initial_file_groups,
 )
 from engine.timeline.commit_metadata import HoodieCommitMetadata
 from engine.timeline.instant import COMMIT_ACTIONS, Action, Instant
@@ -232,7 +232,7 @@ def _initialize(storage: Storage, props: dict[str, str], timeline: Timeline) -> 
     write_properties(mdt, metadata_properties(props))
     listing = committed_listing(storage, timeline)
     for partition in MAINTAINED:
-        write_initial_file_group(mdt, partition, partition.initial_cells(listing, schema), schema)
+        write_initial_file_groups(mdt, partition, partition.initial_cells(listing, schema), schema)
     write_properties(
         storage,
         {
