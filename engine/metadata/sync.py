@@ -71,6 +71,7 @@ __all__ = [
 _log = logging.getLogger(__name__)
 _MAINTAINED_NAMES = tuple(p.name for p in MAINTAINED)
 _INITS = frozenset(p.init_instant for p in MAINTAINED)
+_CDC_SUFFIX = ".cdc"
 
 
 def _version(cfg: HoodieConfig, props: Mapping[str, str] | None) -> int:
@@ -198,8 +199,9 @@ def record_restore(
 
 
 def committed_listing(storage: Storage, timeline: Timeline) -> FilesChange:
-    """The data files of committed instants, with their sizes (what initialization lists):
-    files of instants pending or never completed are left out."""
+    """The data files of committed instants, with their sizes (what initialization lists, as
+    Hudi lists base, log and ``.cdc`` files): files of instants pending or never completed are
+    left out."""
     completed = {i.instant_time for i in timeline.instants if i.is_completed}
     start = min((i.instant_time for i in timeline.instants), default="")
     listing = FilesChange()
@@ -208,10 +210,11 @@ def committed_listing(storage: Storage, timeline: Timeline) -> FilesChange:
         for entry in entries:
             if entry.is_dir or entry.name.startswith(PARTITION_METAFILE_PREFIX):
                 continue
+            log_name = entry.name.removesuffix(_CDC_SUFFIX)  # a .cdc log file is listed too
             if is_base_file(entry.name):
                 instant_time = parse_base_file_name(entry.name).instant_time
-            elif is_log_file(entry.name):
-                instant_time = parse_log_file_name(entry.name).base_instant_time
+            elif is_log_file(log_name):
+                instant_time = parse_log_file_name(log_name).base_instant_time
             else:
                 continue
             if instant_time in completed or instant_time < start:

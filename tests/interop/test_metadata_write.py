@@ -232,3 +232,38 @@ def test_a_metadata_table_lacking_a_commit_is_built_again(
     expected = {(1, "eu"), (2, "us"), (3, "ap")}
     assert {(r["id"], r["region"]) for r in hudi_rs_rows(path)} == expected
     assert {(r["id"], r["region"]) for r in read_table(path).to_pylist()} == expected
+
+
+def test_replace_writes_and_cdc_files_keep_the_listing(spark: Any, tmp_path: Path) -> None:
+    """insert_overwrite, delete_partition (the partition is deleted from ``__all_partitions__``)
+    and a partition written again; the .cdc log files of a CDC table are listed too."""
+    path = str(tmp_path / "t")
+    opts = {**options("COPY_ON_WRITE", 9), "hoodie.table.cdc.enabled": "true"}
+    expected: dict[int, str] = {}
+
+    def write(rows: list[tuple[Any, ...]], operation: str, **extra: Any) -> None:
+        frame = spark.createDataFrame(rows, SCHEMA)
+        write_hudi(frame, path, {**opts, "hoodie.datasource.write.operation": operation, **extra})
+        assert {(r["id"], r["region"]) for r in hudi_rs_rows(path)} == set(expected.items())
+        assert {(r["id"], r["region"]) for r in read_table(path).to_pylist()} == set(
+            expected.items()
+        )
+        if operation != "delete_partition":  # its files stay on storage until cleaned
+            listing_matches_storage(path)
+
+    expected.update({1: "eu", 2: "us", 3: "ap"})
+    write([(1, "eu", 1, "a"), (2, "us", 1, "b"), (3, "ap", 1, "c")], "insert")
+    expected.update({1: "eu"})
+    write([(1, "eu", 2, "a2")], "upsert")  # an update: a .cdc file beside the new base file
+    assert any(".cdc" in name for name in read_files_partition(
+        Storage(path), Timeline.load(Storage(path))).partitions["region=eu"])  # type: ignore[union-attr]  # fmt: skip
+    del expected[2]
+    expected[4] = "us"
+    write([(4, "us", 1, "d")], "insert_overwrite")
+    del expected[3]
+    write([(3, "ap", 1, "c")], "delete_partition",
+          **{"hoodie.datasource.write.partitions.to.delete": "region=ap"})  # fmt: skip
+    listed = read_files_partition(Storage(path), Timeline.load(Storage(path)))
+    assert listed is not None and "region=ap" not in listed.partitions
+    expected[5] = "ap"
+    write([(5, "ap", 2, "e")], "upsert")
