@@ -1,14 +1,16 @@
 """The metadata table partitions this engine maintains, each with its record producer.
 
 A partition plugs in as one :class:`MetadataPartition`: its name (the folder under
-``.hoodie/metadata`` and the entry in ``hoodie.table.metadata.partitions``), its file group, the
+``.hoodie/metadata`` and the entry in ``hoodie.table.metadata.partitions``), its file groups and
+which one a record key maps to (``record_index``: ``record-index-000N-0`` by key hash), the
 initialization instant Hudi 1.x gives it, and three producers of HFile cells (row key, Avro
 ``HoodieMetadataRecord`` datum), sorted by key:
 
 - ``initial_cells``: the records of the initialization base file, from the table's listing;
 - ``update_cells``: the records one data instant adds (an HFILE_DATA_BLOCK of the instant's
   deltacommit), from what the instant changed;
-- ``compacted_cells``: the records of a compacted base file, from the slice being compacted.
+- ``compacted_cells``: the records of a compacted base file, from the slice of one file group
+  being compacted.
 
 The metadata writer (:mod:`engine.metadata.writer`) owns everything else: timeline, log and base
 files, validation against the data timeline. :data:`MAINTAINED` lists the partitions written;
@@ -64,8 +66,10 @@ class MetadataPartition(Protocol):
     """A metadata table partition and how its records are produced (see the module notes)."""
 
     name: str
-    file_group: str  # the file id of its one file group (``files-0000-0``)
+    file_groups: tuple[str, ...]  # the file ids of its file groups (``files-0000-0``)
     init_instant: str  # its initialization deltacommit (Hudi 1.x: 17 zeros + partition index)
+
+    def file_group_of(self, key: bytes) -> str: ...
 
     def initial_cells(self, listing: FilesChange, schema: str) -> list[Cell]: ...
 
@@ -111,8 +115,11 @@ class FilesPartition:
     """The ``files`` partition: ``__all_partitions__`` and one file list per partition."""
 
     name = FILES_PARTITION
-    file_group = "files-0000-0"
+    file_groups: tuple[str, ...] = ("files-0000-0",)
     init_instant = "00000000000000000"
+
+    def file_group_of(self, key: bytes) -> str:
+        return self.file_groups[0]  # Hudi keeps the files partition in one file group
 
     def _cells(self, change: FilesChange, schema: str, *, always_list: bool) -> list[Cell]:
         records = []

@@ -15,8 +15,10 @@ table lock; they do nothing for a table without a metadata table.
 
 At the start of a write or a table service (:func:`prepare_metadata_table`): with
 ``hoodie.metadata.enable`` off, a metadata table is removed as Hudi removes a disabled one; on,
-it is initialized when the table has none (and no other write is in flight, as Hudi requires),
-or taken over: partitions this engine does not maintain are dropped from
+it is initialized when the table has none (and no other write is in flight, as Hudi requires)
+or when it lacks a data instant completed since its initialization (a writer that did not keep
+it wrote one: it is built again from the storage listing), or taken over: partitions this engine
+does not maintain are dropped from
 ``hoodie.table.metadata.partitions`` with their folders and index definitions, with one warning.
 """
 
@@ -47,7 +49,7 @@ from engine.metadata.writer import (
     metadata_properties,
     metadata_schema,
     write_deltacommit,
-    write_initial_file_group,
+    write_initial_file_groups,
 )
 from engine.timeline.commit_metadata import HoodieCommitMetadata
 from engine.timeline.instant import COMMIT_ACTIONS, Action, Instant
@@ -68,6 +70,8 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 _MAINTAINED_NAMES = tuple(p.name for p in MAINTAINED)
+_INITS = frozenset(p.init_instant for p in MAINTAINED)
+_CDC_SUFFIX = ".cdc"
 
 
 def _version(cfg: HoodieConfig, props: Mapping[str, str] | None) -> int:
@@ -195,8 +199,9 @@ def record_restore(
 
 
 def committed_listing(storage: Storage, timeline: Timeline) -> FilesChange:
-    """The data files of committed instants, with their sizes (what initialization lists):
-    files of instants pending or never completed are left out."""
+    """The data files of committed instants, with their sizes (what initialization lists, as
+    Hudi lists base, log and ``.cdc`` files): files of instants pending or never completed are
+    left out."""
     completed = {i.instant_time for i in timeline.instants if i.is_completed}
     start = min((i.instant_time for i in timeline.instants), default="")
     listing = FilesChange()
@@ -205,10 +210,11 @@ def committed_listing(storage: Storage, timeline: Timeline) -> FilesChange:
         for entry in entries:
             if entry.is_dir or entry.name.startswith(PARTITION_METAFILE_PREFIX):
                 continue
+            log_name = entry.name.removesuffix(_CDC_SUFFIX)  # a .cdc log file is listed too
             if is_base_file(entry.name):
                 instant_time = parse_base_file_name(entry.name).instant_time
-            elif is_log_file(entry.name):
-                instant_time = parse_log_file_name(entry.name).base_instant_time
+            elif is_log_file(log_name):
+                instant_time = parse_log_file_name(log_name).base_instant_time
             else:
                 continue
             if instant_time in completed or instant_time < start:
@@ -229,7 +235,7 @@ def _initialize(storage: Storage, props: dict[str, str], timeline: Timeline) -> 
     write_properties(mdt, metadata_properties(props))
     listing = committed_listing(storage, timeline)
     for partition in MAINTAINED:
-        write_initial_file_group(mdt, partition, partition.initial_cells(listing, schema), schema)
+        write_initial_file_groups(mdt, partition, partition.initial_cells(listing, schema), schema)
     write_properties(
         storage,
         {
@@ -267,6 +273,23 @@ def _drop_unmaintained(storage: Storage, props: dict[str, str]) -> None:
     )
 
 
+_RECORDED = (*COMMIT_ACTIONS, Action.CLEAN)  # data instants that write a metadata deltacommit
+
+
+def _is_stale(storage: Storage, mdt: Storage) -> str | None:
+    """A data instant that completed after the metadata table was initialized and has no
+    metadata deltacommit (a writer that did not keep it wrote it); None when in step."""
+    metadata = Timeline.load(mdt)
+    synced = {i.instant_time for i in metadata.completed()}
+    init = [i.completion_time or "" for i in metadata.completed() if i.instant_time in _INITS]
+    if not init:
+        return "(no initialization)"
+    for instant in Timeline.load(storage).completed(_RECORDED):
+        if instant.instant_time not in synced and (instant.completion_time or "") > min(init):
+            return instant.instant_time
+    return None
+
+
 def prepare_metadata_table(storage: Storage, cfg: HoodieConfig) -> None:
     """Remove, initialize or take over the metadata table (see the module notes); the caller
     holds the table lock and has rolled back failed writes."""
@@ -278,11 +301,22 @@ def prepare_metadata_table(storage: Storage, cfg: HoodieConfig) -> None:
     ready = FILES_PARTITION in config.METADATA_PARTITIONS.parse(
         props.get(config.METADATA_PARTITIONS.key, "")
     )
+    stale = None
     if ready and mdt.exists(f"{METAFOLDER}/hoodie.properties"):
-        _drop_unmaintained(storage, props)
-        return
+        stale = _is_stale(storage, mdt)
+        if stale is None:
+            _drop_unmaintained(storage, props)
+            return
+        _log.warning(
+            "Table at %s: its metadata table lacks instant %s; it is built again from the "
+            "storage listing",
+            storage.base_path,
+            stale,
+        )
     timeline = Timeline.load(storage)
     if timeline.pending(COMMIT_ACTIONS):
+        if stale is not None:  # not rebuilt now: no reader may list through it meanwhile
+            take_over_metadata_table(storage, props)
         _log.info(
             "Table at %s: metadata table not initialized while writes are in flight (%s)",
             storage.base_path,

@@ -7,7 +7,7 @@ The metadata table is a MERGE_ON_READ table with its own ``hoodie.properties`` a
                             a bloom filter of its keys) + .<fg>_<init>.log.1_0-0-0 (one empty
                             DELETE_BLOCK, as Hudi opens every file group)
     each data instant <t>   <t>.deltacommit: .<fg>_<t>.log.1_0-0-0, one HFILE_DATA_BLOCK of the
-                            records <t> produces
+                            records <t> produces that map to <fg>
     compaction <c>          <c>.commit: <fg>_0-0-0_<c>.hfile, the merged slice
 
 A deltacommit is written completely, ``requested`` to completed, **before** the data instant
@@ -43,6 +43,7 @@ __all__ = [
     "METADATA_TABLE_PATH",
     "WRITE_TOKEN",
     "base_file_bytes",
+    "by_file_group",
     "commit_metadata",
     "log_block_hfile",
     "metadata_properties",
@@ -50,7 +51,7 @@ __all__ = [
     "new_metadata_instant_time",
     "write_base_file",
     "write_deltacommit",
-    "write_initial_file_group",
+    "write_initial_file_groups",
     "write_stat",
 ]
 
@@ -139,23 +140,25 @@ def base_file_bytes(cells: list[Cell], schema: str, create_time_ms: int) -> byte
 
 
 def write_base_file(
-    mdt: Storage, partition: MetadataPartition, instant_time: str, cells: list[Cell], schema: str
-) -> tuple[str, int]:
-    """An HFile base file of ``cells`` (:func:`base_file_bytes`); (path, size)."""
+    mdt: Storage, partition: MetadataPartition, file_group: str, instant_time: str,
+    cells: list[Cell], schema: str,
+) -> tuple[str, int]:  # fmt: skip
+    """An HFile base file of ``cells`` (:func:`base_file_bytes`) for one file group of the
+    partition; (path, size)."""
     data = base_file_bytes(cells, schema, _now_ms())
-    name = format_base_file_name(partition.file_group, WRITE_TOKEN, instant_time, ".hfile")
+    name = format_base_file_name(file_group, WRITE_TOKEN, instant_time, ".hfile")
     rel = f"{partition.name}/{name}"
     mdt.write_bytes(rel, data)
     return rel, len(data)
 
 
 def write_stat(
-    partition: MetadataPartition, rel: str, size: int, *, prev_commit: str, created: bool,
-    **counts: object,
+    partition: MetadataPartition, file_group: str, rel: str, size: int, *, prev_commit: str,
+    created: bool, **counts: object,
 ) -> HoodieWriteStat:  # fmt: skip
     """The write stat of a metadata table file, as Hudi's metadata writer reports it."""
     return HoodieWriteStat.of_file(
-        file_id=partition.file_group,
+        file_id=file_group,
         path=rel,
         partition_path=partition.name,
         prev_commit=prev_commit,
@@ -169,68 +172,77 @@ def write_stat(
 def commit_metadata(
     stats: list[HoodieWriteStat], schema: str, operation: str, *, compacted: bool = False
 ) -> bytes:
+    """A metadata table commit's metadata: its write stats, the record schema, the operation
+    Hudi's metadata writer names (``BULK_INSERT_PREPPED``, ``UPSERT_PREPPED``, ``COMPACT``)."""
     by_partition: dict[str, list[HoodieWriteStat]] = {}
     for stat in stats:
         by_partition.setdefault(stat.partition_path or "", []).append(stat)
-    """A metadata table commit's metadata: its write stats, the record schema, the operation
-    Hudi's metadata writer names (``BULK_INSERT_PREPPED``, ``UPSERT_PREPPED``, ``COMPACT``)."""
     metadata = HoodieCommitMetadata(by_partition, compacted, {SCHEMA_KEY: schema}, operation)
     return metadata.to_json()
 
 
-def write_initial_file_group(
+def by_file_group(partition: MetadataPartition, cells: list[Cell]) -> dict[str, list[Cell]]:
+    """The cells of each of the partition's file groups (every group, empty or not), in key
+    order: a record lives in the file group its key maps to."""
+    groups: dict[str, list[Cell]] = {group: [] for group in partition.file_groups}
+    for key, value in cells:
+        groups[partition.file_group_of(key)].append((key, value))
+    return groups
+
+
+_EMPTY_DELETES = _BLOCK_CONTENT_VERSION.to_bytes(4, "big") + (1).to_bytes(4, "big") + b"\0"
+
+
+def write_initial_file_groups(
     mdt: Storage, partition: MetadataPartition, cells: list[Cell], schema: str
 ) -> None:
-    """The partition's initialization deltacommit: its base file of ``cells`` and its first
-    log file with an empty DELETE_BLOCK, then the completed deltacommit."""
+    """The partition's initialization deltacommit: in each file group a base file of its
+    cells (an empty HFile when none maps to it) and a first log file with an empty
+    DELETE_BLOCK, then the completed deltacommit."""
     t = partition.init_instant
     create_requested(mdt, t, Action.DELTA_COMMIT)
     transition_to_inflight(mdt, t, Action.DELTA_COMMIT)
     write_partition_metadata(mdt, partition.name, t)
-    rel, size = write_base_file(mdt, partition, t, cells, schema)
-    empty_deletes = _BLOCK_CONTENT_VERSION.to_bytes(4, "big") + (1).to_bytes(4, "big") + b"\0"
-    log = format_log_file_name(partition.file_group, t, 1, WRITE_TOKEN)
-    block = encode_block(
-        HoodieLogBlockType.DELETE_BLOCK, {HeaderMetadataType.INSTANT_TIME: t}, empty_deletes
-    )
-    mdt.write_bytes(f"{partition.name}/{log}", block)
+    stats = []
+    header = {HeaderMetadataType.INSTANT_TIME: t}
+    for group, group_cells in by_file_group(partition, cells).items():
+        rel, size = write_base_file(mdt, partition, group, t, group_cells, schema)
+        log = format_log_file_name(group, t, 1, WRITE_TOKEN)
+        block = encode_block(HoodieLogBlockType.DELETE_BLOCK, header, _EMPTY_DELETES)
+        mdt.write_bytes(f"{partition.name}/{log}", block)
+        n = len(group_cells)
+        stats.append(write_stat(partition, group, rel, size, prev_commit="null", created=True,
+                                num_writes=n, num_inserts=n))  # fmt: skip
+    complete(mdt, t, Action.DELTA_COMMIT, commit_metadata(stats, schema, "BULK_INSERT_PREPPED"))
+
+
+def _log_file(
+    mdt: Storage, partition: MetadataPartition, group: str, instant_time: str,
+    cells: list[Cell], schema: str,
+) -> HoodieWriteStat:  # fmt: skip
+    name = format_log_file_name(group, instant_time, 1, WRITE_TOKEN)
+    data = _log_block(cells, instant_time, schema)
+    mdt.write_bytes(f"{partition.name}/{name}", data)
     n = len(cells)
-    stat = write_stat(partition, rel, size, prev_commit="null", created=True, num_writes=n,
-                 num_inserts=n)  # fmt: skip
-    complete(mdt, t, Action.DELTA_COMMIT, commit_metadata([stat], schema, "BULK_INSERT_PREPPED"))
+    return write_stat(partition, group, f"{partition.name}/{name}", len(data),
+                      prev_commit=instant_time, created=False, num_writes=n, num_update_writes=n,
+                      log_version=1, log_offset=0, base_file="", log_files=(name,))  # fmt: skip
 
 
 def write_deltacommit(
     mdt: Storage, instant_time: str, cells: dict[str, tuple[MetadataPartition, list[Cell]]],
     schema: str,
 ) -> None:  # fmt: skip
-    """The deltacommit of data instant ``instant_time``: one log file per partition with
+    """The deltacommit of data instant ``instant_time``: one log file per file group with
     records, holding one HFILE_DATA_BLOCK, then the completed deltacommit."""
     create_requested(mdt, instant_time, Action.DELTA_COMMIT)
     transition_to_inflight(mdt, instant_time, Action.DELTA_COMMIT)
-    stats = []
-    for partition, partition_cells in cells.values():
-        if not partition_cells:
-            continue
-        name = format_log_file_name(partition.file_group, instant_time, 1, WRITE_TOKEN)
-        data = _log_block(partition_cells, instant_time, schema)
-        mdt.write_bytes(f"{partition.name}/{name}", data)
-        n = len(partition_cells)
-        stats.append(
-            write_stat(
-                partition,
-                f"{partition.name}/{name}",
-                len(data),
-                prev_commit=instant_time,
-                created=False,
-                num_writes=n,
-                num_update_writes=n,
-                log_version=1,
-                log_offset=0,
-                base_file="",
-                log_files=(name,),
-            )
-        )
+    stats = [
+        _log_file(mdt, partition, group, instant_time, group_cells, schema)
+        for partition, partition_cells in cells.values()
+        for group, group_cells in by_file_group(partition, partition_cells).items()
+        if group_cells
+    ]
     complete(
         mdt, instant_time, Action.DELTA_COMMIT, commit_metadata(stats, schema, "UPSERT_PREPPED")
     )
