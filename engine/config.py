@@ -106,6 +106,13 @@ def parse_positive_float(value: str) -> float:
     return number
 
 
+def parse_non_negative_int(value: str) -> int:
+    number = int(value.strip())
+    if number < 0:
+        raise ValueError("expected a non-negative integer")
+    return number
+
+
 def parse_probability(value: str) -> float:
     """A probability strictly between 0 and 1 (a false positive rate)."""
     number = float(value.strip())
@@ -599,6 +606,24 @@ INSERT_DROP_DUPS = _option(
     parse_bool,
     False,
     "Drop incoming records whose key is already stored: not implemented; true is refused.",
+)
+
+# --- the driver-side write (engine.spark.local_runner); the engine's own keys, not Hudi's --------
+WRITE_LOCAL_ENABLED = _option(
+    "hoodie.write.local.enabled",
+    parse_bool,
+    True,
+    "On a local[*] master (not Spark Connect), a one-job write of a batch of at most "
+    "hoodie.write.local.max.bytes is done in the driver process over Arrow (no Python worker "
+    "round trip); false: always in Spark tasks.",
+)
+WRITE_LOCAL_MAX_BYTES = _option(
+    "hoodie.write.local.max.bytes",
+    parse_non_negative_int,
+    128 * 1024 * 1024,
+    "Largest batch, as Spark's optimizer estimates its size, written in the driver process on "
+    "a local master (see hoodie.write.local.enabled); a batch Spark cannot size is not, unless "
+    "this is 9223372036854775807 (Long.MaxValue: every batch).",
 )
 
 # --- index (engine.write.index, engine.write.global_index) -----------------------------------

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from engine.config import HoodieConfig
     from engine.fs.storage import Storage
     from engine.model.keygen import KeyGenSpec
     from engine.read.plan import QueryPlan
@@ -40,7 +41,14 @@ if TYPE_CHECKING:
     from engine.write.index import IndexSource, PartitionKeyRange
     from engine.write.partition_write import PartitionTargets
 
-__all__ = ["BatchProfile", "GroupWriter", "IncomingBatch", "LocatedRecords", "Runner"]
+__all__ = [
+    "BatchProfile",
+    "GroupWriter",
+    "IncomingBatch",
+    "LocatedRecords",
+    "Runner",
+    "runner_for_write",
+]
 
 # task-side writer of one bucket: (records, bucket, write context, task) -> stat(s)
 GroupWriter = Callable[
@@ -196,3 +204,12 @@ class Runner(Protocol):
     def read(self, plan: QueryPlan) -> Any:
         """The rows of a query plan as the runner's data frame."""
         ...
+
+
+def runner_for_write(runner: Runner | None, cfg: HoodieConfig) -> Runner | None:
+    """The runner a write with the options ``cfg`` runs on: ``runner.for_write(cfg)`` when the
+    runner offers it (its choice of where the data work runs depends on the write's options,
+    e.g. :class:`engine.spark.local_runner.LocalRunner`), else ``runner`` itself. Optional, so
+    every runner without it works unchanged."""
+    for_write: Callable[[HoodieConfig], Runner] | None = getattr(runner, "for_write", None)
+    return for_write(cfg) if for_write is not None else runner

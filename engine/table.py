@@ -43,7 +43,7 @@ from engine.io.bloom_filter import BloomFilterSpec
 from engine.metadata.sync import prepare_metadata_table
 from engine.model.schema import avro_to_arrow_schema, remove_meta_fields
 from engine.read.plan import parse_read_query, plan_query
-from engine.runner import Runner
+from engine.runner import Runner, runner_for_write
 from engine.services.archival import archive
 from engine.services.clean import CleanResult, clean
 from engine.services.compaction import (
@@ -299,7 +299,8 @@ class HudiTable:
         """
         props = self.properties() if self.exists else None
         cfg = resolve_options(props, options, self.base_path)
-        return WriteTransaction(self.storage, cfg, props, self.runner).run(data)
+        runner = runner_for_write(self.runner, cfg)
+        return WriteTransaction(self.storage, cfg, props, runner).run(data)
 
     def read(self, options: Mapping[str, Any] | None = None) -> Any:
         """The table's rows for a query (``hoodie.datasource.query.type``, ``as.of.instant``,

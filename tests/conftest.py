@@ -32,6 +32,35 @@ def _shared_dir() -> Path | None:
 SHARED = _shared_dir()
 
 
+# where the one-job writes of this process run: "driver" (every batch, whatever its size, on the
+# local master: engine/spark/local_runner.py), "tasks" (Spark tasks only), unset: the defaults.
+# Run a write suite both ways: HUDI_TEST_WRITE_PATH=driver pytest ...; =tasks pytest ...
+WRITE_PATH = os.environ.get("HUDI_TEST_WRITE_PATH", "")
+
+
+@pytest.fixture(autouse=True)
+def write_path(monkeypatch: pytest.MonkeyPatch) -> str:
+    """Sets the defaults of the ``hoodie.write.local.*`` options as HUDI_TEST_WRITE_PATH asks
+    (writes in this process; a test's own options still win)."""
+    if not WRITE_PATH:
+        return WRITE_PATH
+    from dataclasses import replace
+
+    from engine import config
+    from engine.spark.local_runner import LONG_MAX
+
+    if WRITE_PATH not in ("driver", "tasks"):
+        raise pytest.UsageError(f"HUDI_TEST_WRITE_PATH={WRITE_PATH!r}: driver or tasks")
+    if WRITE_PATH == "driver":
+        bound = replace(config.WRITE_LOCAL_MAX_BYTES, default=LONG_MAX)  # any batch
+        monkeypatch.setattr(config, "WRITE_LOCAL_MAX_BYTES", bound)
+    else:
+        monkeypatch.setattr(
+            config, "WRITE_LOCAL_ENABLED", replace(config.WRITE_LOCAL_ENABLED, default=False)
+        )
+    return WRITE_PATH
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     if SHARED is None:

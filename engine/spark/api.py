@@ -1,7 +1,8 @@
 """``write_hudi`` and ``read_hudi``: Spark DataFrames in and out of a Hudi table.
 
 The two entry points of the engine for Spark users, re-exported as ``engine.write_hudi`` and
-``engine.read_hudi``; each opens :class:`engine.table.HudiTable` with a :class:`SparkRunner`.
+``engine.read_hudi``; each opens :class:`engine.table.HudiTable` with the runner
+:func:`engine.spark.local_runner.runner_for` picks.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from engine.fs.s3 import is_s3_uri
+from engine.spark.local_runner import runner_for
 from engine.spark.reader import spark_opens
-from engine.spark.runner import SparkRunner
 from engine.table import HudiTable, WriteResult
 
 __all__ = ["read_hudi", "spark_reads_natively", "spark_table", "write_hudi"]
@@ -26,8 +27,11 @@ def spark_table(
 
     A table on S3 takes its endpoint and credentials from ``options``, then from the session's
     ``spark.hadoop.fs.s3a.*`` configuration, then from the environment and the AWS profile.
+    On a local master a small one-job write runs in the driver process
+    (:func:`engine.spark.local_runner.runner_for`, the one place the runner is chosen; each
+    write's ``hoodie.write.local.*`` options then decide).
     """
-    runner = SparkRunner(spark)
+    runner = runner_for(spark)
     storage_options = None
     if is_s3_uri(path):
         storage_options = {**s3a_conf(runner.spark), **(options or {})}

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from engine import write_hudi
+from engine import config, write_hudi
 from engine.errors import RecordKeyError
 from engine.write import partition_write
 from tests.hudi_rs import hudi_rs_rows
@@ -55,8 +55,13 @@ def _rows(path: Path) -> list[tuple[Any, ...]]:
     return sorted((r["id"], r["dt"], r["ts"], r["v"]) for r in hudi_rs_rows(path))
 
 
+# the Spark job's shape is counted: the write runs in Spark tasks even on the local test master
+# (tests/integration/test_local_write.py covers the driver-side write)
+_TASKS = {config.WRITE_LOCAL_ENABLED.key: "false"}
+
+
 def _table(spark: SparkSession, path: Path, table_type: str) -> dict[str, Any]:
-    opts = write_options("onejob", {"hoodie.datasource.write.table.type": table_type})
+    opts = write_options("onejob", {"hoodie.datasource.write.table.type": table_type}, _TASKS)
     rows = [(f"k{i}", f"p{i % 4}", 1, "a") for i in range(40)]
     write_hudi(spark.createDataFrame(rows, SCHEMA), str(path), opts)
     return opts
@@ -86,7 +91,7 @@ def test_key_in_two_file_groups_and_deletes(spark: SparkSession, tmp_path: Path)
     """A key inserted twice (no small-file packing) lives in two file groups: the one-job
     upsert updates both, as the simple index does; a delete removes stored keys only."""
     path = tmp_path / "t"
-    opts = write_options("twice", {"hoodie.parquet.small.file.limit": "0"})
+    opts = write_options("twice", {"hoodie.parquet.small.file.limit": "0"}, _TASKS)
     insert = {**opts, "hoodie.datasource.write.operation": "insert"}
     write_hudi(spark.createDataFrame([("a", "p", 1, "x")], SCHEMA), str(path), insert)
     write_hudi(spark.createDataFrame([("a", "p", 1, "y")], SCHEMA), str(path), insert)
