@@ -93,14 +93,12 @@ def require_not_restored(timeline: Timeline, as_of: str) -> None:
     Raises:
         QueryError: naming ``as_of``, the removed instant and the restore.
     """
-    found = _restore_removing(timeline, as_of)
-    if found is not None:
-        restore, removed, target = found
-        raise QueryError(
-            f"Time travel to instant {as_of} is not possible: restore "
-            f"{restore} (to {target}) removed instant(s) "
-            f"{', '.join(removed[-3:])} it would read. Query {target} or an earlier instant."
-        )
+    _refuse_removed(
+        timeline,
+        as_of,
+        f"Time travel to instant {as_of} is not possible",
+        "it would read. Query {target} or an earlier instant.",
+    )
 
 
 def require_begin_not_restored(timeline: Timeline, begin: str) -> None:
@@ -114,14 +112,24 @@ def require_begin_not_restored(timeline: Timeline, begin: str) -> None:
     Raises:
         QueryError: naming ``begin``, the removed instant and the restore.
     """
-    found = _restore_removing(timeline, begin)
+    _refuse_removed(
+        timeline,
+        begin,
+        f"An incremental query from instant {begin} is not possible",
+        f"whose rows a reader at {begin} has already read, and no change record undoes them. "
+        "Read the table's snapshot again (a full refresh), or begin at {target} or earlier.",
+    )
+
+
+def _refuse_removed(timeline: Timeline, instant_time: str, refusal: str, reason: str) -> None:
+    """Raise ``refusal`` when a later restore removed an instant at or before ``instant_time``;
+    ``reason`` follows the removed instants (``{target}``: the instant restored to)."""
+    found = _restore_removing(timeline, instant_time)
     if found is not None:
         restore, removed, target = found
         raise QueryError(
-            f"An incremental query from instant {begin} is not possible: restore {restore} "
-            f"(to {target}) removed instant(s) {', '.join(removed[-3:])} whose rows a reader "
-            f"at {begin} has already read, and no change record undoes them. Read the table's "
-            f"snapshot again (a full refresh), or begin at {target} or earlier."
+            f"{refusal}: restore {restore} (to {target}) removed instant(s) "
+            f"{', '.join(removed[-3:])} " + reason.replace("{target}", target)
         )
 
 
