@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
 """``make bench-dbt``: the seconds a user waits for ``dbt run`` on a one-model project.
 
-Each contender is a one-model project of 1,000 rows: ``hudi_upsert``, ``hudi_mor`` and dbt-spark's
-own ``incremental`` (``file_format='parquet'``, ``insert_overwrite``), same adapter and profile.
-Every ``dbt run`` is a fresh process, as users run it: the first run creates the table, the next
-runs change 100 rows. Reported per contender: the whole run's wall time and dbt's model time
-(``execution_time`` in ``run_results.json``), first run and the median of the next runs, with the
-1-minute load average beside each; then the ratios against dbt-spark's incremental model.
+Each contender is a one-model project of 1,000 rows: ``hudi_upsert`` and ``hudi_mor`` on this
+adapter, and plain dbt-spark (``type: spark``, ``method: session``, the same Spark settings)
+with its own ``incremental`` model (``file_format='parquet'``, ``insert_overwrite``), the
+anchor. Every ``dbt run`` is a fresh process, as users run it: the first run creates the table,
+the next runs change 100 rows; the contenders' runs are interleaved (first runs, then rounds of
+next runs), so a change in the machine's load falls on all of them. Reported per contender: the
+whole run's wall time and dbt's model time (``execution_time`` in ``run_results.json``), first
+run and the median of the next runs, the 1-minute load average beside each, the ratios against
+dbt-spark; then where the seconds go, phase by phase (first run, and medians of the next runs),
+joined from dbt's own debug log (its JSON file log: parse, each statement) and the adapter's
+timing log (``DBT_HUDI_TIMING``, see ``dbt/adapters/hudi/timing.py``: warm-up, the Hudi write's
+steps, the engine's jobs).
 
     BENCH_DBT_RUNS=3 python bench/dbt_latency.py       # next runs per contender (default 3)
 """
@@ -15,13 +21,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 RUNS = int(os.environ.get("BENCH_DBT_RUNS", "3"))
 ROWS = 1_000
@@ -37,16 +46,16 @@ latency:
   target: local
   outputs:
     local:
-      type: hudi
+      type: {adapter}
       method: session
       host: localhost
       schema: bench
-      threads: 1
-      hudi_base_path: "{work}/lake"
+      threads: 1{extra}
       server_side_parameters:
         spark.sql.warehouse.dir: "{work}/warehouse"
         spark.hadoop.javax.jdo.option.ConnectionURL: "{metastore}"
 """
+HUDI_BASE_PATH = '\n      hudi_base_path: "{work}/lake"'
 # {{ var('round') }} changes CHANGED rows per run; the rest stay as they are
 BODY = f"""
 select id, concat('name-', id) as name,
@@ -57,77 +66,235 @@ from (select explode(sequence(1, {ROWS})) as id)
 MODELS = {
     "hudi_upsert": "{{ config(materialized='hudi_upsert', unique_key='id', precombine_key='ts') }}",
     "hudi_mor": "{{ config(materialized='hudi_mor', unique_key='id', precombine_key='ts') }}",
-    "spark_incremental": (
+    "dbt_spark_incremental": (
         "{{ config(materialized='incremental', file_format='parquet', "
         "incremental_strategy='insert_overwrite') }}"
     ),
 }
+ANCHOR = "dbt_spark_incremental"
 
 
-def run_once(root: Path, work: Path, model: str, round_: int) -> dict[str, float]:
+def _events(log: Path) -> list[dict[str, Any]]:
+    """dbt's own debug log (``--log-format-file json``): name, message, data and wall time."""
+    events = []
+    for line in log.read_text().splitlines():
+        entry = json.loads(line)
+        info = entry["info"]
+        ts = datetime.fromisoformat(info["ts"].replace("Z", "+00:00")).timestamp()
+        events.append({"name": info["name"], "msg": info["msg"], "data": entry["data"], "ts": ts})
+    return events
+
+
+def _statement_label(sql: str) -> str:
+    """``sql: show databases``: the statement's first words, dbt's query comment left out."""
+    body = re.sub(r"/\*.*?\*/", " ", sql, flags=re.S)
+    words = " ".join(body.split()[:3]).lower()
+    return f"sql: {words}"
+
+
+def _statements(events: list[dict[str, Any]]) -> list[tuple[str, float, float]]:
+    """Each statement dbt ran: (label, start, end), end when dbt logged its status."""
+    found, pending = [], None
+    for e in events:
+        if e["name"] == "SQLQuery":
+            pending = (_statement_label(str(e["data"].get("sql") or e["msg"])), e["ts"])
+        elif e["name"] == "SQLQueryStatus" and pending:
+            found.append((pending[0], pending[1], e["ts"]))
+            pending = None
+    return found
+
+
+def _first(events: list[dict[str, Any]], name: str) -> float:
+    return next(e["ts"] for e in events if e["name"] == name)
+
+
+def _adapter_phases(timing: Path) -> list[tuple[str, float, float]]:
+    """The adapter's phases (``DBT_HUDI_TIMING``), the engine write's planning and commit
+    derived: the write's time before its first job and after its last."""
+    if not timing.exists():
+        return []
+    rows = [json.loads(line) for line in timing.read_text().splitlines()]
+    phases = [(str(r["phase"]), float(r["start"]), float(r["end"])) for r in rows]
+    for _, start, end in [p for p in phases if p[0] == "write: engine write"]:
+        jobs = [p for p in phases if p[0].startswith("engine:") and start <= p[1] <= end]
+        if jobs:
+            phases.append(("engine: driver planning", start, min(j[1] for j in jobs)))
+            phases.append(("engine: commit", max(j[2] for j in jobs), end))
+    return sorted(phases, key=lambda p: p[1])
+
+
+def breakdown(launch: float, exited: float, log: Path, timing: Path) -> dict[str, float]:
+    """Where one run's seconds went, in order: process start, dbt's start and parse, each
+    statement, the model's own phases, the run's end and the process's exit. Rows named
+    ``(overlapped)`` ran in the warm-up thread beside the others; indented rows are parts of
+    the row above them."""
+    events = _events(log)
+    node_start, node_end = _first(events, "NodeStart"), _first(events, "NodeFinished")
+    done = _first(events, "CommandCompleted")
+    rows: dict[str, float] = {}
+    rows["process start, imports"] = _first(events, "MainReportVersion") - launch
+    rows["dbt start, adapter load"] = _first(events, "AdapterRegistered") - (
+        _first(events, "MainReportVersion")
+    )
+    rows["dbt parse"] = _first(events, "FoundStats") - _first(events, "AdapterRegistered")
+    statements = _statements(events)
+    adapter = _adapter_phases(timing)
+    for label, start, end in adapter:
+        if label.startswith("warm-up:"):
+            _add(rows, f"(overlapped) {label}", end - start)
+    before = [s for s in statements if s[2] <= node_start]
+    for label, start, end in before:
+        _add(rows, label, end - start)
+    rows["dbt between statements"] = (node_start - _first(events, "FoundStats")) - sum(
+        end - start for _, start, end in before
+    )
+    rows["model (dbt's execution time)"] = node_end - node_start
+    _model_rows(rows, [s for s in statements if s[1] >= node_start], adapter, node_end - node_start)
+    rows["run end, artifacts"] = done - node_end
+    rows["process exit"] = exited - done
+    rows["whole run (wall)"] = exited - launch
+    return rows
+
+
+def _model_rows(
+    rows: dict[str, float],
+    statements: list[tuple[str, float, float]],
+    adapter: list[tuple[str, float, float]],
+    model: float,
+) -> None:
+    """The model's statements and adapter phases (parts of a phase indented under it)."""
+    spent = 0.0
+    for label, start, end in sorted([*statements, *adapter], key=lambda p: p[1]):
+        if label.startswith("warm-up:"):
+            continue
+        nested = label.startswith(("engine:", "publish:"))
+        _add(rows, ("      " if nested else "  ") + label, end - start)
+        spent += 0.0 if nested else end - start
+    rows["  dbt, Jinja, the rest"] = model - spent
+
+
+def _add(rows: dict[str, float], label: str, seconds: float) -> None:
+    rows[label] = rows.get(label, 0.0) + seconds
+
+
+def run_once(root: Path, model: str, round_: int) -> dict[str, Any]:
+    """One ``dbt run`` in a fresh process: wall, dbt's model time, load, and the breakdown."""
+    timing = root / "timing.jsonl"
+    timing.unlink(missing_ok=True)
+    log = root / "logs" / "dbt.log"
+    log.unlink(missing_ok=True)
     env = {
         **os.environ,
         "PYSPARK_PYTHON": sys.executable,
         "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+        "DBT_HUDI_TIMING": str(timing),
     }
     dbt = Path(sys.executable).with_name("dbt")
     command = [
         str(dbt), "run", "-s", model, "--project-dir", str(root), "--profiles-dir", str(root),
-        "--vars", f"{{round: {round_}}}",
+        "--vars", f"{{round: {round_}}}", "--log-format-file", "json",
     ]  # fmt: skip
     load = os.getloadavg()[0]
-    started = time.monotonic()
+    launch = time.time()
     done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=root)
-    wall = time.monotonic() - started
+    exited = time.time()
     if done.returncode != 0:
         raise SystemExit(f"dbt run of {model} failed:\n{done.stdout[-3000:]}")
     results = json.loads((root / "target" / "run_results.json").read_text())
     model_time = float(results["results"][0]["execution_time"])
-    return {"wall": wall, "model": model_time, "load": load}
+    rows = breakdown(launch, exited, log, timing)
+    return {"wall": exited - launch, "model": model_time, "load": load, "rows": rows}
 
 
-def measure(model: str, base: Path) -> dict[str, object]:
+def project(model: str, base: Path) -> Path:
+    """The one-model project of ``model`` (its own metastore and lake)."""
     work = base / model
     root = work / "project"
     (root / "models").mkdir(parents=True)
     (root / "dbt_project.yml").write_text(PROJECT)
     metastore = f"jdbc:derby:;databaseName={work}/metastore_db;create=true"
-    (root / "profiles.yml").write_text(PROFILE.format(work=work, metastore=metastore))
+    hudi = model != ANCHOR
+    adapter, extra = ("hudi", HUDI_BASE_PATH.format(work=work)) if hudi else ("spark", "")
+    (root / "profiles.yml").write_text(
+        PROFILE.format(work=work, metastore=metastore, adapter=adapter, extra=extra)
+    )
     (root / "models" / f"{model}.sql").write_text(MODELS[model] + BODY)
-    first = run_once(root, work, model, 1)
-    nexts = [run_once(root, work, model, r) for r in range(2, RUNS + 2)]
+    return root
+
+
+def measure(base: Path) -> dict[str, dict[str, Any]]:
+    """Every contender's first run, then rounds of next runs, contenders interleaved."""
+    roots = {model: project(model, base) for model in MODELS}
+    runs: dict[str, list[dict[str, Any]]] = {m: [run_once(roots[m], m, 1)] for m in MODELS}
+    for round_ in range(2, RUNS + 2):
+        for model in MODELS:
+            runs[model].append(run_once(roots[model], model, round_))
+    return {model: summarize(model_runs) for model, model_runs in runs.items()}
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first run as it is; the next runs' medians (figures and breakdown rows)."""
+    first, nexts = runs[0], runs[1:]
+    labels = list(dict.fromkeys(label for r in runs for label in r["rows"]))
     return {
-        "model": model,
         "first_wall": first["wall"],
         "first_model": first["model"],
+        "first_load": first["load"],
         "next_wall": statistics.median(n["wall"] for n in nexts),
         "next_model": statistics.median(n["model"] for n in nexts),
-        "load": statistics.median([first["load"], *(n["load"] for n in nexts)]),
+        "next_load": statistics.median(n["load"] for n in nexts),
+        "first_rows": first["rows"],
+        "next_rows": {
+            label: statistics.median(n["rows"].get(label, 0.0) for n in nexts) for label in labels
+        },
     }
+
+
+def print_summary(results: dict[str, dict[str, Any]]) -> None:
+    anchor = results[ANCHOR]
+    print(f"one-model project, {ROWS} rows, {CHANGED} changed per next run; fresh dbt processes;")
+    print(f"contenders interleaved; next runs: medians of {RUNS}; load = 1-minute load average")
+    print(
+        "| model | first run wall / model | next runs wall / model | model time vs dbt-spark "
+        "(first, next) | wall vs dbt-spark (first, next) | load (first, next) |"
+    )
+    print("|---|---|---|---|---|---|")
+    for model, r in results.items():
+        print(
+            f"| {model} | {r['first_wall']:.1f} s / {r['first_model']:.1f} s "
+            f"| {r['next_wall']:.1f} s / {r['next_model']:.1f} s "
+            f"| {r['first_model'] / anchor['first_model']:.2f}x, "
+            f"{r['next_model'] / anchor['next_model']:.2f}x "
+            f"| {r['first_wall'] / anchor['first_wall']:.2f}x, "
+            f"{r['next_wall'] / anchor['next_wall']:.2f}x "
+            f"| {r['first_load']:.2f}, {r['next_load']:.2f} |"
+        )
+
+
+def print_breakdown(results: dict[str, dict[str, Any]], which: str) -> None:
+    """One table: a row per phase, a column per contender (seconds)."""
+    models = list(results)
+    labels = list(dict.fromkeys(k for m in models for k in results[m][f"{which}_rows"]))
+    print(f"\nwhere the seconds go, {which} run{'s (medians)' if which == 'next' else ''}:")
+    print("| phase | " + " | ".join(models) + " |")
+    print("|---|" + "---|" * len(models))
+    for label in labels:
+        cells = [results[m][f"{which}_rows"].get(label) for m in models]
+        shown = " | ".join("" if c is None else f"{c:.2f}" for c in cells)
+        depth = (len(label) - len(label.lstrip())) // 2
+        print(f"| {'· ' * depth}{label.strip()} | {shown} |")
 
 
 def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="dbt-hudi-bench-dbt-"))
     try:
-        rows = [measure(model, base) for model in MODELS]
+        results = measure(base)
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    anchor = rows[-1]
-    print(f"one-model project, {ROWS} rows, {CHANGED} changed per next run; fresh dbt processes")
-    print(
-        "| model | first run wall / model | next runs wall / model (median of "
-        f"{RUNS}) | model time vs dbt-spark (first, next) | wall vs dbt-spark (next) | load |"
-    )
-    print("|---|---|---|---|---|---|")
-    for r in rows:
-        print(
-            f"| {r['model']} | {r['first_wall']:.1f} s / {r['first_model']:.1f} s "
-            f"| {r['next_wall']:.1f} s / {r['next_model']:.1f} s "
-            f"| {r['first_model'] / anchor['first_model']:.2f}x, "  # type: ignore[operator]
-            f"{r['next_model'] / anchor['next_model']:.2f}x "  # type: ignore[operator]
-            f"| {r['next_wall'] / anchor['next_wall']:.2f}x | {r['load']:.2f} |"  # type: ignore[operator]
-        )
-    print(json.dumps(rows))
+    print_summary(results)
+    print_breakdown(results, "first")
+    print_breakdown(results, "next")
+    print(json.dumps(results))
     return 0
 
 

@@ -41,14 +41,17 @@ def dbt_command() -> str | None:
 def warm_session(server_side_parameters: Mapping[str, str]) -> None:
     """Build the process's session and warm its Python workers, once per session."""
     from dbt.adapters.hudi.publish import get_session
+    from dbt.adapters.hudi.timing import phase
     from engine import warm_python_workers
 
-    spark = get_session(server_side_parameters)
+    with phase("warm-up: session start"):
+        spark = get_session(server_side_parameters)
     with _LOCK:
         if spark in _WARMED:
             return
         _WARMED.add(spark)
-    tasks = warm_python_workers(spark)
+    with phase("warm-up: Python workers"):
+        tasks = warm_python_workers(spark)
     logger.debug(f"Python workers warmed ({tasks} task(s))")
 
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.hudi.relation import SNAPSHOT_VIEWS, format_snapshot_view_name
+from dbt.adapters.hudi.timing import phase
 from engine import spark_table
 
 if TYPE_CHECKING:
@@ -131,15 +132,21 @@ def publish(
     table = spark_table(base_path, spark)
     properties = {BASE_PATH_PROPERTY: base_path, TABLE_TYPE_PROPERTY: table_type}
     with _LOCK:
-        kept = comments if comments is not None else existing_comments(spark, schema, identifier)
-        _drop_table(spark, schema, identifier)
-        spark.sql(_catalog_view_sql(schema, identifier, base_path, columns, properties, kept))
-        view = register_snapshot_view(spark, schema, identifier, base_path)
+        with phase("publish: catalog entry"):
+            kept = (
+                comments if comments is not None else existing_comments(spark, schema, identifier)
+            )
+            _drop_table(spark, schema, identifier)
+            spark.sql(_catalog_view_sql(schema, identifier, base_path, columns, properties, kept))
+        with phase("publish: snapshot view"):
+            view = register_snapshot_view(spark, schema, identifier, base_path)
+    with phase("publish: latest instant"):
+        instant_time = table.latest_instant()
     return PublishedTable(
         catalog_name=f"{schema}.{identifier}",
         base_path=base_path,
         table_type=table_type,
-        instant_time=table.latest_instant(),
+        instant_time=instant_time,
         snapshot_view=view,
     )
 
