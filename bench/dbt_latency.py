@@ -15,6 +15,8 @@ timing log (``DBT_HUDI_TIMING``, see ``dbt/adapters/hudi/timing.py``: warm-up, t
 steps, the engine's jobs).
 
     BENCH_DBT_RUNS=3 python bench/dbt_latency.py       # next runs per contender (default 3)
+    BENCH_DBT_BEFORE=/tmp/old python bench/dbt_latency.py  # also the Hudi models on an older
+                                                           # checkout (git archive REV), interleaved
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 RUNS = int(os.environ.get("BENCH_DBT_RUNS", "3"))
+BEFORE = os.environ.get("BENCH_DBT_BEFORE")
 ROWS = 1_000
 CHANGED = 100
 PROJECT = """
@@ -177,8 +180,9 @@ def _add(rows: dict[str, float], label: str, seconds: float) -> None:
     rows[label] = rows.get(label, 0.0) + seconds
 
 
-def run_once(root: Path, model: str, round_: int) -> dict[str, Any]:
-    """One ``dbt run`` in a fresh process: wall, dbt's model time, load, and the breakdown."""
+def run_once(root: Path, model: str, round_: int, source: str | None) -> dict[str, Any]:
+    """One ``dbt run`` in a fresh process: wall, dbt's model time, load, and the breakdown;
+    ``source``: a checkout whose adapter and engine the process imports instead."""
     timing = root / "timing.jsonl"
     timing.unlink(missing_ok=True)
     log = root / "logs" / "dbt.log"
@@ -189,6 +193,8 @@ def run_once(root: Path, model: str, round_: int) -> dict[str, Any]:
         "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
         "DBT_HUDI_TIMING": str(timing),
     }
+    if source:
+        env["PYTHONPATH"] = source
     dbt = Path(sys.executable).with_name("dbt")
     command = [
         str(dbt), "run", "-s", model, "--project-dir", str(root), "--profiles-dir", str(root),
@@ -206,9 +212,21 @@ def run_once(root: Path, model: str, round_: int) -> dict[str, Any]:
     return {"wall": exited - launch, "model": model_time, "load": load, "rows": rows}
 
 
-def project(model: str, base: Path) -> Path:
+def contenders() -> list[tuple[str, str, str | None]]:
+    """(label, model, checkout): the Hudi models, each also on ``BENCH_DBT_BEFORE``'s checkout
+    when set (its adapter and engine, this bench's harness), then the anchor."""
+    hudi = [m for m in MODELS if m != ANCHOR]
+    found: list[tuple[str, str, str | None]] = []
+    for model in hudi:
+        found.append((model, model, None))
+        if BEFORE:
+            found.append((f"{model} (before)", model, BEFORE))
+    return [*found, (ANCHOR, ANCHOR, None)]
+
+
+def project(label: str, model: str, base: Path) -> Path:
     """The one-model project of ``model`` (its own metastore and lake)."""
-    work = base / model
+    work = base / re.sub(r"\W+", "_", label)
     root = work / "project"
     (root / "models").mkdir(parents=True)
     (root / "dbt_project.yml").write_text(PROJECT)
@@ -224,12 +242,15 @@ def project(model: str, base: Path) -> Path:
 
 def measure(base: Path) -> dict[str, dict[str, Any]]:
     """Every contender's first run, then rounds of next runs, contenders interleaved."""
-    roots = {model: project(model, base) for model in MODELS}
-    runs: dict[str, list[dict[str, Any]]] = {m: [run_once(roots[m], m, 1)] for m in MODELS}
+    every = contenders()
+    roots = {label: project(label, model, base) for label, model, _ in every}
+    runs: dict[str, list[dict[str, Any]]] = {
+        label: [run_once(roots[label], model, 1, source)] for label, model, source in every
+    }
     for round_ in range(2, RUNS + 2):
-        for model in MODELS:
-            runs[model].append(run_once(roots[model], model, round_))
-    return {model: summarize(model_runs) for model, model_runs in runs.items()}
+        for label, model, source in every:
+            runs[label].append(run_once(roots[label], model, round_, source))
+    return {label: summarize(label_runs) for label, label_runs in runs.items()}
 
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -293,7 +293,9 @@ class HudiAdapter(SparkAdapter):
         with phase("write: savepoint"):
             savepoint_after_write(table, result.instant_time, config, invocation)
         with phase("write: publish"):
-            published = self._publish(relation, base_path, cfg.table_type)
+            published = self._publish(
+                relation, base_path, cfg.table_type, instant_time=result.instant_time
+            )
         summary = _summary(result, operation, published, time.monotonic() - started)
         logger.debug(f"hudi_write {relation}: {summary}")
         return summary
@@ -398,20 +400,16 @@ class HudiAdapter(SparkAdapter):
         base_path: str,
         table_type: str,
         comments: Comments | None = None,
+        instant_time: str | None = None,
     ) -> PublishedTable:
-        from engine import read_hudi
-
-        spark = self._spark()
-        with phase("publish: read plan (columns)"):
-            columns = read_hudi(spark, base_path).schema
         return publish(
-            spark,
+            self._spark(),
             schema=str(relation.schema),
             identifier=str(relation.identifier),
             base_path=base_path,
             table_type=table_type,
-            columns=columns,
             comments=comments,
+            instant_time=instant_time,
         )
 
     @available

@@ -3,9 +3,11 @@
 Every ``dbt run`` is a fresh process: it starts a JVM and a SparkSession, and its first Hudi
 write starts the Python workers and imports the engine in them. None of that needs the
 project, so the adapter starts it in a background thread as soon as dbt registers it, for the
-commands that run SQL; dbt's parsing and catalog work overlap it. The connection's first
-statement asks for the same session (``SparkSession.builder.getOrCreate`` waits for the one
-being built), and the first write finds its workers warm (over Spark Connect, the server's).
+commands that run SQL; dbt's parsing overlaps it. The thread also opens the session's catalog
+(the Hive metastore of an embedded session), which dbt's first statement needs. The
+connection's first statement asks for the same session (``SparkSession.builder.getOrCreate``
+waits for the one being built), and the first write finds its workers warm (over Spark
+Connect, the server's).
 """
 
 from __future__ import annotations
@@ -39,7 +41,9 @@ def dbt_command() -> str | None:
 
 
 def warm_session(server_side_parameters: Mapping[str, str]) -> None:
-    """Build the process's session and warm its Python workers, once per session."""
+    """Build the process's session, open its catalog and warm its Python workers, once per
+    session: in the order the run needs them (dbt's first statement lists the catalog's
+    databases; only the first write needs the workers)."""
     from dbt.adapters.hudi.publish import get_session
     from dbt.adapters.hudi.timing import phase
     from engine import warm_python_workers
@@ -50,6 +54,8 @@ def warm_session(server_side_parameters: Mapping[str, str]) -> None:
         if spark in _WARMED:
             return
         _WARMED.add(spark)
+    with phase("warm-up: catalog"):
+        spark.catalog.listDatabases()  # dbt's first statement lists them: the metastore opens here
     with phase("warm-up: Python workers"):
         tasks = warm_python_workers(spark)
     logger.debug(f"Python workers warmed ({tasks} task(s))")
