@@ -34,6 +34,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from dbt.adapters.hudi.timing import read_log, write_parts  # noqa: E402
+
 RUNS = int(os.environ.get("BENCH_DBT_RUNS", "3"))
 BEFORE = os.environ.get("BENCH_DBT_BEFORE")
 ROWS = 1_000
@@ -111,19 +117,16 @@ def _first(events: list[dict[str, Any]], name: str) -> float:
     return next(e["ts"] for e in events if e["name"] == name)
 
 
-def _adapter_phases(timing: Path) -> list[tuple[str, float, float]]:
-    """The adapter's phases (``DBT_HUDI_TIMING``), the engine write's planning and commit
-    derived: the write's time before its first job and after its last."""
-    if not timing.exists():
+def _adapter_phases(log: Path) -> list[tuple[str, float, float]]:
+    """The adapter's phases (``DBT_HUDI_TIMING``), each engine write's jobs, planning and
+    commit in place of its runner calls."""
+    if not log.exists():
         return []
-    rows = [json.loads(line) for line in timing.read_text().splitlines()]
-    phases = [(str(r["phase"]), float(r["start"]), float(r["end"])) for r in rows]
+    phases = read_log(log)
+    found = [p for p in phases if not p[0].startswith("engine:")]
     for _, start, end in [p for p in phases if p[0] == "write: engine write"]:
-        jobs = [p for p in phases if p[0].startswith("engine:") and start <= p[1] <= end]
-        if jobs:
-            phases.append(("engine: driver planning", start, min(j[1] for j in jobs)))
-            phases.append(("engine: commit", max(j[2] for j in jobs), end))
-    return sorted(phases, key=lambda p: p[1])
+        found += write_parts(phases, start, end)
+    return sorted(found, key=lambda p: p[1])
 
 
 def breakdown(launch: float, exited: float, log: Path, timing: Path) -> dict[str, float]:

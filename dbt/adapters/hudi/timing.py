@@ -95,3 +95,24 @@ def timed_runner(runner: Any) -> Any:
     if runner is None or not enabled():
         return runner
     return _TimedRunner(runner)
+
+
+def read_log(path: str | os.PathLike[str]) -> list[tuple[str, float, float]]:
+    """The phases a timing log holds: (name, start, end), in the order they were logged."""
+    with open(path, encoding="utf-8") as log:
+        rows = [json.loads(line) for line in log if line.strip()]
+    return [(str(r["phase"]), float(r["start"]), float(r["end"])) for r in rows]
+
+
+def write_parts(
+    phases: list[tuple[str, float, float]], start: float, end: float
+) -> list[tuple[str, float, float]]:
+    """The engine's parts of a write that ran from ``start`` to ``end``: its jobs (the runner
+    phases logged in between), the driver's planning before the first and the commit after the
+    last (none without a job)."""
+    jobs = [p for p in phases if p[0].startswith("engine:") and start <= p[1] <= end]
+    if not jobs:
+        return []
+    planning = ("engine: driver planning", start, min(j[1] for j in jobs))
+    commit = ("engine: commit", max(j[2] for j in jobs), end)
+    return [planning, *jobs, commit]
