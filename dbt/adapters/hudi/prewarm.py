@@ -41,12 +41,13 @@ def dbt_command() -> str | None:
 
 
 def warm_session(server_side_parameters: Mapping[str, str]) -> None:
-    """Build the process's session, open its catalog and warm its Python workers, once per
-    session: in the order the run needs them (dbt's first statement lists the catalog's
-    databases; only the first write needs the workers)."""
+    """Build the process's session, open its catalog, warm its Python workers and its write
+    path (a throwaway write on a local master), once per session: in the order the run needs
+    them (dbt's first statement lists the catalog's databases; only the first write needs the
+    rest)."""
     from dbt.adapters.hudi.publish import get_session
     from dbt.adapters.hudi.timing import phase
-    from engine import warm_python_workers
+    from engine import warm_python_workers, warm_write_path
 
     with phase("warm-up: session start"):
         spark = get_session(server_side_parameters)
@@ -58,6 +59,8 @@ def warm_session(server_side_parameters: Mapping[str, str]) -> None:
         spark.catalog.listDatabases()  # dbt's first statement lists them: the metastore opens here
     with phase("warm-up: Python workers"):
         tasks = warm_python_workers(spark)
+    with phase("warm-up: write path"):
+        warm_write_path(spark)
     logger.debug(f"Python workers warmed ({tasks} task(s))")
 
 
