@@ -17,6 +17,7 @@ steps, the engine's jobs).
     BENCH_DBT_RUNS=3 python bench/dbt_latency.py       # next runs per contender (default 3)
     BENCH_DBT_BEFORE=/tmp/old python bench/dbt_latency.py  # also the Hudi models on an older
                                                            # checkout (git archive REV), interleaved
+    BENCH_DBT_BEFORE_MODELS=hudi_upsert                    # which models run on it too
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from dbt.adapters.hudi.timing import read_log, write_parts  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_DBT_RUNS", "3"))
 BEFORE = os.environ.get("BENCH_DBT_BEFORE")
+BEFORE_MODELS = os.environ.get("BENCH_DBT_BEFORE_MODELS", "hudi_upsert,hudi_mor").split(",")
 ROWS = 1_000
 CHANGED = 100
 PROJECT = """
@@ -212,7 +214,9 @@ def run_once(root: Path, model: str, round_: int, source: str | None) -> dict[st
     results = json.loads((root / "target" / "run_results.json").read_text())
     model_time = float(results["results"][0]["execution_time"])
     rows = breakdown(launch, exited, log, timing)
-    return {"wall": exited - launch, "model": model_time, "load": load, "rows": rows}
+    record = {"wall": exited - launch, "model": model_time, "load": load, "rows": rows}
+    print(json.dumps({"run": str(root.parent.name), "round": round_, **record}), flush=True)
+    return record
 
 
 def contenders() -> list[tuple[str, str, str | None]]:
@@ -222,7 +226,7 @@ def contenders() -> list[tuple[str, str, str | None]]:
     found: list[tuple[str, str, str | None]] = []
     for model in hudi:
         found.append((model, model, None))
-        if BEFORE:
+        if BEFORE and model in BEFORE_MODELS:
             found.append((f"{model} (before)", model, BEFORE))
     return [*found, (ANCHOR, ANCHOR, None)]
 
@@ -318,7 +322,6 @@ def main() -> int:
     print_summary(results)
     print_breakdown(results, "first")
     print_breakdown(results, "next")
-    print(json.dumps(results))
     return 0
 
 
