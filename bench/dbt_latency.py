@@ -18,11 +18,13 @@ steps, the engine's jobs).
     BENCH_DBT_BEFORE=/tmp/old python bench/dbt_latency.py  # also the Hudi models on an older
                                                            # checkout (git archive REV), interleaved
     BENCH_DBT_BEFORE_MODELS=hudi_upsert                    # which models run on it too
+    python bench/dbt_latency.py --summarize out.txt       # the tables of a run's output
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -262,7 +264,7 @@ def measure(base: Path) -> dict[str, dict[str, Any]]:
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The first run as it is; the next runs' medians (figures and breakdown rows)."""
-    first, nexts = runs[0], runs[1:]
+    first, nexts = runs[0], runs[1:] or [NO_RUN]
     labels = list(dict.fromkeys(label for r in runs for label in r["rows"]))
     return {
         "first_wall": first["wall"],
@@ -271,6 +273,7 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "next_wall": statistics.median(n["wall"] for n in nexts),
         "next_model": statistics.median(n["model"] for n in nexts),
         "next_load": statistics.median(n["load"] for n in nexts),
+        "next_runs": len(runs) - 1,
         "first_rows": first["rows"],
         "next_rows": {
             label: statistics.median(n["rows"].get(label, 0.0) for n in nexts) for label in labels
@@ -279,9 +282,10 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def print_summary(results: dict[str, dict[str, Any]]) -> None:
-    anchor = results[ANCHOR]
+    anchor = results.get(ANCHOR) or summarize([NO_RUN])  # a run cut short before it
     print(f"one-model project, {ROWS} rows, {CHANGED} changed per next run; fresh dbt processes;")
-    print(f"contenders interleaved; next runs: medians of {RUNS}; load = 1-minute load average")
+    counts = sorted({r["next_runs"] for r in results.values()})
+    print(f"contenders interleaved; next runs: medians of {counts}; load = 1-minute load average")
     print(
         "| model | first run wall / model | next runs wall / model | model time vs dbt-spark "
         "(first, next) | wall vs dbt-spark (first, next) | load (first, next) |"
@@ -313,7 +317,26 @@ def print_breakdown(results: dict[str, dict[str, Any]], which: str) -> None:
         print(f"| {'· ' * depth}{label.strip()} | {shown} |")
 
 
+NO_RUN: dict[str, Any] = {"wall": math.nan, "model": math.nan, "load": math.nan, "rows": {}}
+
+
+def from_log(log: Path) -> dict[str, dict[str, Any]]:
+    """The summaries of the runs a bench's output holds (also of one cut short), by contender."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for line in log.read_text().splitlines():
+        if line.startswith('{"run"'):
+            record = json.loads(line)
+            runs.setdefault(record["run"], []).append(record)
+    return {label: summarize(sorted(r, key=lambda x: x["round"])) for label, r in runs.items()}
+
+
 def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--summarize":
+        results = from_log(Path(sys.argv[2]))
+        print_summary(results)
+        print_breakdown(results, "first")
+        print_breakdown(results, "next")
+        return 0
     base = Path(tempfile.mkdtemp(prefix="dbt-hudi-bench-dbt-"))
     try:
         results = measure(base)
