@@ -49,3 +49,21 @@ def test_warm_write_path_leaves_nothing_behind(
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     assert warm_write_path(spark)  # the test session's master is local
     assert list(tmp_path.iterdir()) == []
+
+
+def test_warm_up_stops_before_its_next_step_once_a_write_started(
+    spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import weakref
+
+    from dbt.adapters.hudi import timing
+
+    log = tmp_path / "timing.jsonl"
+    monkeypatch.setenv(timing.ENV, str(log))
+    monkeypatch.setattr(prewarm, "_WARMED", weakref.WeakSet())
+    monkeypatch.setattr(prewarm, "WRITE_STARTED", threading.Event())
+    prewarm.note_write_started()
+    prewarm.warm_session({})
+    steps = [name for name, _, _ in timing.read_log(log)]
+    assert steps == ["warm-up: session start", "warm-up: catalog"]

@@ -21,6 +21,7 @@ from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from dbt.adapters.hudi.connections import HudiConnectionManager, HudiCredentials
 from dbt.adapters.hudi.options import HudiModelConfig, estimated_bytes, parse_model_config
+from dbt.adapters.hudi.prewarm import note_write_started
 from dbt.adapters.hudi.publish import (
     Comments,
     PublishedTable,
@@ -260,6 +261,7 @@ class HudiAdapter(SparkAdapter):
         """
         from dbt.adapters.hudi.undo import run_metadata, savepoint_after_write
 
+        note_write_started()
         started = time.monotonic()
         cfg = self._parse(relation, materialization, config)
         spark = self._spark()

@@ -26,6 +26,8 @@ PREWARM_COMMANDS = frozenset(
     {"run", "build", "seed", "snapshot", "test", "show", "run-operation", "compile", "docs"}
 )
 _WARMED: weakref.WeakSet[Any] = weakref.WeakSet()
+# set when a write starts: a warm-up still running then stops before its next step
+WRITE_STARTED = threading.Event()
 _LOCK = threading.Lock()
 
 
@@ -44,7 +46,8 @@ def warm_session(server_side_parameters: Mapping[str, str]) -> None:
     """Build the process's session, open its catalog, warm its Python workers and its write
     path (a throwaway write on a local master), once per session: in the order the run needs
     them (dbt's first statement lists the catalog's databases; only the first write needs the
-    rest)."""
+    rest). Once a write has started (:func:`note_write_started`), the steps not yet begun are
+    skipped: on a loaded machine the warm-up can still be running when the model writes."""
     from dbt.adapters.hudi.publish import get_session
     from dbt.adapters.hudi.timing import phase
     from engine import warm_python_workers, warm_write_path
@@ -57,11 +60,21 @@ def warm_session(server_side_parameters: Mapping[str, str]) -> None:
         _WARMED.add(spark)
     with phase("warm-up: catalog"):
         spark.catalog.listDatabases()  # dbt's first statement lists them: the metastore opens here
+    if WRITE_STARTED.is_set():
+        return
     with phase("warm-up: Python workers"):
         tasks = warm_python_workers(spark)
+    logger.debug(f"Python workers warmed ({tasks} task(s))")
+    if WRITE_STARTED.is_set():
+        return
     with phase("warm-up: write path"):
         warm_write_path(spark)
-    logger.debug(f"Python workers warmed ({tasks} task(s))")
+
+
+def note_write_started() -> None:
+    """The run's first Hudi write has started: the warm-up's steps not yet begun are skipped
+    (they would only compete with the write for the machine's cores)."""
+    WRITE_STARTED.set()
 
 
 def start_prewarm(server_side_parameters: Mapping[str, str]) -> threading.Thread | None:
