@@ -1,29 +1,51 @@
 #!/usr/bin/env python3
 """``make bench-dbt``: the seconds a user waits for ``dbt run`` on a one-model project.
 
-Each contender is a one-model project of 1,000 rows: ``hudi_upsert``, ``hudi_mor`` and dbt-spark's
-own ``incremental`` (``file_format='parquet'``, ``insert_overwrite``), same adapter and profile.
-Every ``dbt run`` is a fresh process, as users run it: the first run creates the table, the next
-runs change 100 rows. Reported per contender: the whole run's wall time and dbt's model time
-(``execution_time`` in ``run_results.json``), first run and the median of the next runs, with the
-1-minute load average beside each; then the ratios against dbt-spark's incremental model.
+Each contender is a one-model project of 1,000 rows: ``hudi_upsert`` and ``hudi_mor`` on this
+adapter, and plain dbt-spark (``type: spark``, ``method: session``, the same Spark settings)
+with its own ``incremental`` model (``file_format='parquet'``, ``insert_overwrite``), the
+anchor. Every ``dbt run`` is a fresh process, as users run it: the first run creates the table,
+the next runs change 100 rows; the contenders' runs are interleaved (first runs, then rounds of
+next runs), so a change in the machine's load falls on all of them. Reported per contender: the
+whole run's wall time and dbt's model time (``execution_time`` in ``run_results.json``), first
+run and the median of the next runs, the 1-minute load average beside each, the ratios against
+dbt-spark; then where the seconds go, phase by phase (first run, and medians of the next runs),
+joined from dbt's own debug log (its JSON file log: parse, each statement) and the adapter's
+timing log (``DBT_HUDI_TIMING``, see ``dbt/adapters/hudi/timing.py``: warm-up, the Hudi write's
+steps, the engine's jobs).
 
     BENCH_DBT_RUNS=3 python bench/dbt_latency.py       # next runs per contender (default 3)
+    BENCH_DBT_BEFORE=/tmp/old python bench/dbt_latency.py  # also the Hudi models on an older
+                                                           # checkout (git archive REV), interleaved
+    BENCH_DBT_BEFORE_MODELS=hudi_upsert                    # which models run on it too
+    python bench/dbt_latency.py --summarize out.txt       # the tables of a run's output
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from dbt.adapters.hudi.timing import read_log, write_parts  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_DBT_RUNS", "3"))
+BEFORE = os.environ.get("BENCH_DBT_BEFORE")
+BEFORE_MODELS = os.environ.get("BENCH_DBT_BEFORE_MODELS", "hudi_upsert,hudi_mor").split(",")
 ROWS = 1_000
 CHANGED = 100
 PROJECT = """
@@ -37,16 +59,16 @@ latency:
   target: local
   outputs:
     local:
-      type: hudi
+      type: {adapter}
       method: session
       host: localhost
       schema: bench
-      threads: 1
-      hudi_base_path: "{work}/lake"
+      threads: 1{extra}
       server_side_parameters:
         spark.sql.warehouse.dir: "{work}/warehouse"
         spark.hadoop.javax.jdo.option.ConnectionURL: "{metastore}"
 """
+HUDI_BASE_PATH = '\n      hudi_base_path: "{work}/lake"'
 # {{ var('round') }} changes CHANGED rows per run; the rest stay as they are
 BODY = f"""
 select id, concat('name-', id) as name,
@@ -57,77 +79,272 @@ from (select explode(sequence(1, {ROWS})) as id)
 MODELS = {
     "hudi_upsert": "{{ config(materialized='hudi_upsert', unique_key='id', precombine_key='ts') }}",
     "hudi_mor": "{{ config(materialized='hudi_mor', unique_key='id', precombine_key='ts') }}",
-    "spark_incremental": (
+    "dbt_spark_incremental": (
         "{{ config(materialized='incremental', file_format='parquet', "
         "incremental_strategy='insert_overwrite') }}"
     ),
 }
+ANCHOR = "dbt_spark_incremental"
 
 
-def run_once(root: Path, work: Path, model: str, round_: int) -> dict[str, float]:
+def _events(log: Path) -> list[dict[str, Any]]:
+    """dbt's own debug log (``--log-format-file json``): name, message, data and wall time."""
+    events = []
+    for line in log.read_text().splitlines():
+        entry = json.loads(line)
+        info = entry["info"]
+        ts = datetime.fromisoformat(info["ts"].replace("Z", "+00:00")).timestamp()
+        events.append({"name": info["name"], "msg": info["msg"], "data": entry["data"], "ts": ts})
+    return events
+
+
+def _statement_label(sql: str) -> str:
+    """``sql: show databases``: the statement's first words, dbt's query comment left out."""
+    body = re.sub(r"/\*.*?\*/", " ", sql, flags=re.S)
+    words = " ".join(body.split()[:3]).lower()
+    return f"sql: {words}"
+
+
+def _statements(events: list[dict[str, Any]]) -> list[tuple[str, float, float]]:
+    """Each statement dbt ran: (label, start, end), end when dbt logged its status."""
+    found, pending = [], None
+    for e in events:
+        if e["name"] == "SQLQuery":
+            pending = (_statement_label(str(e["data"].get("sql") or e["msg"])), e["ts"])
+        elif e["name"] == "SQLQueryStatus" and pending:
+            found.append((pending[0], pending[1], e["ts"]))
+            pending = None
+    return found
+
+
+def _first(events: list[dict[str, Any]], name: str) -> float:
+    return next(e["ts"] for e in events if e["name"] == name)
+
+
+def _adapter_phases(log: Path) -> list[tuple[str, float, float]]:
+    """The adapter's phases (``DBT_HUDI_TIMING``), each engine write's jobs, planning and
+    commit in place of its runner calls."""
+    if not log.exists():
+        return []
+    phases = read_log(log)
+    found = [p for p in phases if not p[0].startswith("engine:")]
+    for _, start, end in [p for p in phases if p[0] == "write: engine write"]:
+        found += write_parts(phases, start, end)
+    return sorted(found, key=lambda p: p[1])
+
+
+def breakdown(launch: float, exited: float, log: Path, timing: Path) -> dict[str, float]:
+    """Where one run's seconds went, in order: process start, dbt's start and parse, each
+    statement, the model's own phases, the run's end and the process's exit. Rows named
+    ``(overlapped)`` ran in the warm-up thread beside the others; indented rows are parts of
+    the row above them."""
+    events = _events(log)
+    node_start, node_end = _first(events, "NodeStart"), _first(events, "NodeFinished")
+    done = _first(events, "CommandCompleted")
+    rows: dict[str, float] = {}
+    rows["process start, imports"] = _first(events, "MainReportVersion") - launch
+    rows["dbt start, adapter load"] = _first(events, "AdapterRegistered") - (
+        _first(events, "MainReportVersion")
+    )
+    rows["dbt parse"] = _first(events, "FoundStats") - _first(events, "AdapterRegistered")
+    statements = _statements(events)
+    adapter = _adapter_phases(timing)
+    for label, start, end in adapter:
+        if label.startswith("warm-up:"):
+            _add(rows, f"(overlapped) {label}", end - start)
+    before = [s for s in statements if s[2] <= node_start]
+    for label, start, end in before:
+        _add(rows, label, end - start)
+    rows["dbt between statements"] = (node_start - _first(events, "FoundStats")) - sum(
+        end - start for _, start, end in before
+    )
+    rows["model (dbt's execution time)"] = node_end - node_start
+    _model_rows(rows, [s for s in statements if s[1] >= node_start], adapter, node_end - node_start)
+    rows["run end, artifacts"] = done - node_end
+    rows["process exit"] = exited - done
+    rows["whole run (wall)"] = exited - launch
+    return rows
+
+
+def _model_rows(
+    rows: dict[str, float],
+    statements: list[tuple[str, float, float]],
+    adapter: list[tuple[str, float, float]],
+    model: float,
+) -> None:
+    """The model's statements and adapter phases (parts of a phase indented under it)."""
+    spent = 0.0
+    for label, start, end in sorted([*statements, *adapter], key=lambda p: p[1]):
+        if label.startswith("warm-up:"):
+            continue
+        nested = label.startswith(("engine:", "publish:"))
+        _add(rows, ("      " if nested else "  ") + label, end - start)
+        spent += 0.0 if nested else end - start
+    rows["  dbt, Jinja, the rest"] = model - spent
+
+
+def _add(rows: dict[str, float], label: str, seconds: float) -> None:
+    rows[label] = rows.get(label, 0.0) + seconds
+
+
+def run_once(root: Path, model: str, round_: int, source: str | None) -> dict[str, Any]:
+    """One ``dbt run`` in a fresh process: wall, dbt's model time, load, and the breakdown;
+    ``source``: a checkout whose adapter and engine the process imports instead."""
+    timing = root / "timing.jsonl"
+    timing.unlink(missing_ok=True)
+    log = root / "logs" / "dbt.log"
+    log.unlink(missing_ok=True)
     env = {
         **os.environ,
         "PYSPARK_PYTHON": sys.executable,
         "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+        "DBT_HUDI_TIMING": str(timing),
     }
+    if source:
+        env["PYTHONPATH"] = source
     dbt = Path(sys.executable).with_name("dbt")
     command = [
         str(dbt), "run", "-s", model, "--project-dir", str(root), "--profiles-dir", str(root),
-        "--vars", f"{{round: {round_}}}",
+        "--vars", f"{{round: {round_}}}", "--log-format-file", "json",
     ]  # fmt: skip
     load = os.getloadavg()[0]
-    started = time.monotonic()
+    launch = time.time()
     done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=root)
-    wall = time.monotonic() - started
+    exited = time.time()
     if done.returncode != 0:
         raise SystemExit(f"dbt run of {model} failed:\n{done.stdout[-3000:]}")
     results = json.loads((root / "target" / "run_results.json").read_text())
     model_time = float(results["results"][0]["execution_time"])
-    return {"wall": wall, "model": model_time, "load": load}
+    rows = breakdown(launch, exited, log, timing)
+    record = {"wall": exited - launch, "model": model_time, "load": load, "rows": rows}
+    print(json.dumps({"run": str(root.parent.name), "round": round_, **record}), flush=True)
+    return record
 
 
-def measure(model: str, base: Path) -> dict[str, object]:
-    work = base / model
+def contenders() -> list[tuple[str, str, str | None]]:
+    """(label, model, checkout): the Hudi models, each also on ``BENCH_DBT_BEFORE``'s checkout
+    when set (its adapter and engine, this bench's harness), then the anchor."""
+    hudi = [m for m in MODELS if m != ANCHOR]
+    found: list[tuple[str, str, str | None]] = []
+    for model in hudi:
+        found.append((model, model, None))
+        if BEFORE and model in BEFORE_MODELS:
+            found.append((f"{model} (before)", model, BEFORE))
+    return [*found, (ANCHOR, ANCHOR, None)]
+
+
+def project(label: str, model: str, base: Path) -> Path:
+    """The one-model project of ``model`` (its own metastore and lake)."""
+    work = base / re.sub(r"\W+", "_", label)
     root = work / "project"
     (root / "models").mkdir(parents=True)
     (root / "dbt_project.yml").write_text(PROJECT)
     metastore = f"jdbc:derby:;databaseName={work}/metastore_db;create=true"
-    (root / "profiles.yml").write_text(PROFILE.format(work=work, metastore=metastore))
+    hudi = model != ANCHOR
+    adapter, extra = ("hudi", HUDI_BASE_PATH.format(work=work)) if hudi else ("spark", "")
+    (root / "profiles.yml").write_text(
+        PROFILE.format(work=work, metastore=metastore, adapter=adapter, extra=extra)
+    )
     (root / "models" / f"{model}.sql").write_text(MODELS[model] + BODY)
-    first = run_once(root, work, model, 1)
-    nexts = [run_once(root, work, model, r) for r in range(2, RUNS + 2)]
+    return root
+
+
+def measure(base: Path) -> dict[str, dict[str, Any]]:
+    """Every contender's first run, then rounds of next runs, contenders interleaved."""
+    every = contenders()
+    roots = {label: project(label, model, base) for label, model, _ in every}
+    runs: dict[str, list[dict[str, Any]]] = {
+        label: [run_once(roots[label], model, 1, source)] for label, model, source in every
+    }
+    for round_ in range(2, RUNS + 2):
+        for label, model, source in every:
+            runs[label].append(run_once(roots[label], model, round_, source))
+    return {label: summarize(label_runs) for label, label_runs in runs.items()}
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first run as it is; the next runs' medians (figures and breakdown rows)."""
+    first, nexts = runs[0], runs[1:] or [NO_RUN]
+    labels = list(dict.fromkeys(label for r in runs for label in r["rows"]))
     return {
-        "model": model,
         "first_wall": first["wall"],
         "first_model": first["model"],
+        "first_load": first["load"],
         "next_wall": statistics.median(n["wall"] for n in nexts),
         "next_model": statistics.median(n["model"] for n in nexts),
-        "load": statistics.median([first["load"], *(n["load"] for n in nexts)]),
+        "next_load": statistics.median(n["load"] for n in nexts),
+        "next_runs": len(runs) - 1,
+        "first_rows": first["rows"],
+        "next_rows": {
+            label: statistics.median(n["rows"].get(label, 0.0) for n in nexts) for label in labels
+        },
     }
 
 
-def main() -> int:
-    base = Path(tempfile.mkdtemp(prefix="dbt-hudi-bench-dbt-"))
-    try:
-        rows = [measure(model, base) for model in MODELS]
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-    anchor = rows[-1]
-    print(f"one-model project, {ROWS} rows, {CHANGED} changed per next run; fresh dbt processes")
+def print_summary(results: dict[str, dict[str, Any]]) -> None:
+    anchor = results.get(ANCHOR) or summarize([NO_RUN])  # a run cut short before it
+    print(f"one-model project, {ROWS} rows, {CHANGED} changed per next run; fresh dbt processes;")
+    counts = sorted({r["next_runs"] for r in results.values()})
+    print(f"contenders interleaved; next runs: medians of {counts}; load = 1-minute load average")
     print(
-        "| model | first run wall / model | next runs wall / model (median of "
-        f"{RUNS}) | model time vs dbt-spark (first, next) | wall vs dbt-spark (next) | load |"
+        "| model | first run wall / model | next runs wall / model | model time vs dbt-spark "
+        "(first, next) | wall vs dbt-spark (first, next) | load (first, next) |"
     )
     print("|---|---|---|---|---|---|")
-    for r in rows:
+    for model, r in results.items():
         print(
-            f"| {r['model']} | {r['first_wall']:.1f} s / {r['first_model']:.1f} s "
+            f"| {model} | {r['first_wall']:.1f} s / {r['first_model']:.1f} s "
             f"| {r['next_wall']:.1f} s / {r['next_model']:.1f} s "
-            f"| {r['first_model'] / anchor['first_model']:.2f}x, "  # type: ignore[operator]
-            f"{r['next_model'] / anchor['next_model']:.2f}x "  # type: ignore[operator]
-            f"| {r['next_wall'] / anchor['next_wall']:.2f}x | {r['load']:.2f} |"  # type: ignore[operator]
+            f"| {r['first_model'] / anchor['first_model']:.2f}x, "
+            f"{r['next_model'] / anchor['next_model']:.2f}x "
+            f"| {r['first_wall'] / anchor['first_wall']:.2f}x, "
+            f"{r['next_wall'] / anchor['next_wall']:.2f}x "
+            f"| {r['first_load']:.2f}, {r['next_load']:.2f} |"
         )
-    print(json.dumps(rows))
+
+
+def print_breakdown(results: dict[str, dict[str, Any]], which: str) -> None:
+    """One table: a row per phase, a column per contender (seconds)."""
+    models = list(results)
+    labels = list(dict.fromkeys(k for m in models for k in results[m][f"{which}_rows"]))
+    print(f"\nwhere the seconds go, {which} run{'s (medians)' if which == 'next' else ''}:")
+    print("| phase | " + " | ".join(models) + " |")
+    print("|---|" + "---|" * len(models))
+    for label in labels:
+        cells = [results[m][f"{which}_rows"].get(label) for m in models]
+        shown = " | ".join("" if c is None else f"{c:.2f}" for c in cells)
+        depth = (len(label) - len(label.lstrip())) // 2
+        print(f"| {'· ' * depth}{label.strip()} | {shown} |")
+
+
+NO_RUN: dict[str, Any] = {"wall": math.nan, "model": math.nan, "load": math.nan, "rows": {}}
+
+
+def from_log(log: Path) -> dict[str, dict[str, Any]]:
+    """The summaries of the runs a bench's output holds (also of one cut short), by contender."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for line in log.read_text().splitlines():
+        if line.startswith('{"run"'):
+            record = json.loads(line)
+            runs.setdefault(record["run"], []).append(record)
+    return {label: summarize(sorted(r, key=lambda x: x["round"])) for label, r in runs.items()}
+
+
+def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--summarize":
+        results = from_log(Path(sys.argv[2]))
+        print_summary(results)
+        print_breakdown(results, "first")
+        print_breakdown(results, "next")
+        return 0
+    base = Path(tempfile.mkdtemp(prefix="dbt-hudi-bench-dbt-"))
+    try:
+        results = measure(base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    print_summary(results)
+    print_breakdown(results, "first")
+    print_breakdown(results, "next")
     return 0
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "spark_reads_natively",
     "spark_table",
     "warm_python_workers",
+    "warm_write_path",
     "write_hudi",
 ]
 
@@ -67,6 +68,7 @@ _EXPORTS = {
     "read_hudi": "engine.spark.api",
     "register_data_source": "engine.spark",
     "warm_python_workers": "engine.spark.warmup",
+    "warm_write_path": "engine.spark.warmup",
 }
 
 
@@ -88,5 +90,5 @@ if TYPE_CHECKING:
     from engine.spark.api import read_hudi, spark_reads_natively, spark_table, write_hudi
     from engine.spark.runner import SparkRunner
     from engine.spark.session import QUIET_LOG4J, get_spark
-    from engine.spark.warmup import warm_python_workers
+    from engine.spark.warmup import warm_python_workers, warm_write_path
     from engine.table import RUN_ID_KEY, RUN_NODE_KEY, HudiTable, WriteResult

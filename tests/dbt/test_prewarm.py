@@ -1,5 +1,6 @@
 """The warm-up the adapter starts while dbt parses: one task per core imports the engine's task
-modules; only commands that run SQL start it, in a daemon thread that never fails the run."""
+modules, and on a local master a throwaway write (deleted after) warms the write path; only
+commands that run SQL start it, in a daemon thread that never fails the run."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 import pytest
 
 from dbt.adapters.hudi import prewarm
-from engine import warm_python_workers
+from engine import warm_python_workers, warm_write_path
 from engine.spark.warmup import TASK_MODULES
 
 pytestmark = [pytest.mark.spark]
@@ -38,3 +39,31 @@ def test_prewarm_only_for_commands_that_run_sql(
         thread.join(timeout=120)
         assert not thread.is_alive()
         assert spark in prewarm._WARMED
+
+
+def test_warm_write_path_leaves_nothing_behind(
+    spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert warm_write_path(spark)  # the test session's master is local
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_warm_up_stops_before_its_next_step_once_a_write_started(
+    spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import weakref
+
+    from dbt.adapters.hudi import timing
+
+    log = tmp_path / "timing.jsonl"
+    monkeypatch.setenv(timing.ENV, str(log))
+    monkeypatch.setattr(prewarm, "_WARMED", weakref.WeakSet())
+    monkeypatch.setattr(prewarm, "WRITE_STARTED", threading.Event())
+    prewarm.note_write_started()
+    prewarm.warm_session({})
+    steps = [name for name, _, _ in timing.read_log(log)]
+    assert steps == ["warm-up: session start", "warm-up: catalog"]

@@ -21,6 +21,7 @@ from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from dbt.adapters.hudi.connections import HudiConnectionManager, HudiCredentials
 from dbt.adapters.hudi.options import HudiModelConfig, estimated_bytes, parse_model_config
+from dbt.adapters.hudi.prewarm import note_write_started
 from dbt.adapters.hudi.publish import (
     Comments,
     PublishedTable,
@@ -30,6 +31,7 @@ from dbt.adapters.hudi.publish import (
 )
 from dbt.adapters.hudi.relation import HudiRelation
 from dbt.adapters.hudi.schema_change import plan_write
+from dbt.adapters.hudi.timing import phase, timed_runner
 from engine import (
     HOODIE_META_COLUMNS,
     HudiTable,
@@ -153,7 +155,9 @@ class HudiAdapter(SparkAdapter):
 
         if not self._credentials.has_session:
             return None
-        return catalog_table_type(self._spark(), str(relation.schema), str(relation.identifier))
+        with phase("introspect: Hudi catalog entry"):
+            spark = self._spark()
+            return catalog_table_type(spark, str(relation.schema), str(relation.identifier))
 
     def _base_path(self, relation: Any, cfg: HudiModelConfig, spark: SparkSession) -> str:
         return self._base_path_of(relation, cfg.location, cfg.location_root, spark)
@@ -191,6 +195,12 @@ class HudiAdapter(SparkAdapter):
         Raises:
             CompilationError: naming the model and every offending value; nothing is written.
         """
+        with phase("guard: grants, location"):
+            return self._guard(relation, materialization, config, base_path)
+
+    def _guard(
+        self, relation: Any, materialization: str, config: Mapping[str, Any], base_path: str | None
+    ) -> dict[str, Any]:
         from dbt.adapters.hudi.guards import GuardError, grants_problem, location_problem
 
         spark = self._spark()
@@ -251,34 +261,43 @@ class HudiAdapter(SparkAdapter):
         """
         from dbt.adapters.hudi.undo import run_metadata, savepoint_after_write
 
+        note_write_started()
         started = time.monotonic()
         cfg = self._parse(relation, materialization, config)
         spark = self._spark()
-        df = spark.table(source_view)
-        meta = [c for c in df.columns if c.lower() in HOODIE_META_COLUMNS]
-        if meta:
-            df = df.drop(*meta)
-        problems = cfg.check_columns(dict(_columns_of(df)))
+        with phase("write: staged columns"):
+            df = spark.table(source_view)
+            meta = [c for c in df.columns if c.lower() in HOODIE_META_COLUMNS]
+            if meta:
+                df = df.drop(*meta)
+            problems = cfg.check_columns(dict(_columns_of(df)))
         if problems:
             raise CompilationError(str(_config_error(cfg, problems)))
         base_path = self._base_path(relation, cfg, spark)
-        table = spark_table(base_path, spark)
-        if table.exists and not full_refresh:
-            _check_table_type(cfg, table)
+        with phase("write: open table"):
+            table = spark_table(base_path, spark)
+            table.runner = timed_runner(table.runner)
+            if table.exists and not full_refresh:
+                _check_table_type(cfg, table)
         from dbt.adapters.hudi.changes import take_checkpoints
 
         checkpoints = take_checkpoints((str(relation.schema), str(relation.identifier)))
-        result, operation = _write(
-            table,
-            df,
-            cfg,
-            relation,
-            full_refresh=full_refresh,
-            extra_options={**checkpoints, **run_metadata(invocation)},
-            operation=operation,
-        )
-        savepoint_after_write(table, result.instant_time, config, invocation)
-        published = self._publish(relation, base_path, cfg.table_type)
+        with phase("write: engine write"):
+            result, operation = _write(
+                table,
+                df,
+                cfg,
+                relation,
+                full_refresh=full_refresh,
+                extra_options={**checkpoints, **run_metadata(invocation)},
+                operation=operation,
+            )
+        with phase("write: savepoint"):
+            savepoint_after_write(table, result.instant_time, config, invocation)
+        with phase("write: publish"):
+            published = self._publish(
+                relation, base_path, cfg.table_type, instant_time=result.instant_time
+            )
         summary = _summary(result, operation, published, time.monotonic() - started)
         logger.debug(f"hudi_write {relation}: {summary}")
         return summary
@@ -383,18 +402,16 @@ class HudiAdapter(SparkAdapter):
         base_path: str,
         table_type: str,
         comments: Comments | None = None,
+        instant_time: str | None = None,
     ) -> PublishedTable:
-        from engine import read_hudi
-
-        spark = self._spark()
         return publish(
-            spark,
+            self._spark(),
             schema=str(relation.schema),
             identifier=str(relation.identifier),
             base_path=base_path,
             table_type=table_type,
-            columns=read_hudi(spark, base_path).schema,
             comments=comments,
+            instant_time=instant_time,
         )
 
     @available

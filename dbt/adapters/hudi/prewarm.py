@@ -3,9 +3,11 @@
 Every ``dbt run`` is a fresh process: it starts a JVM and a SparkSession, and its first Hudi
 write starts the Python workers and imports the engine in them. None of that needs the
 project, so the adapter starts it in a background thread as soon as dbt registers it, for the
-commands that run SQL; dbt's parsing and catalog work overlap it. The connection's first
-statement asks for the same session (``SparkSession.builder.getOrCreate`` waits for the one
-being built), and the first write finds its workers warm (over Spark Connect, the server's).
+commands that run SQL; dbt's parsing overlaps it. The thread also opens the session's catalog
+(the Hive metastore of an embedded session), which dbt's first statement needs. The
+connection's first statement asks for the same session (``SparkSession.builder.getOrCreate``
+waits for the one being built), and the first write finds its workers warm (over Spark
+Connect, the server's).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ PREWARM_COMMANDS = frozenset(
     {"run", "build", "seed", "snapshot", "test", "show", "run-operation", "compile", "docs"}
 )
 _WARMED: weakref.WeakSet[Any] = weakref.WeakSet()
+# set when a write starts: a warm-up still running then stops before its next step
+WRITE_STARTED = threading.Event()
 _LOCK = threading.Lock()
 
 
@@ -39,17 +43,38 @@ def dbt_command() -> str | None:
 
 
 def warm_session(server_side_parameters: Mapping[str, str]) -> None:
-    """Build the process's session and warm its Python workers, once per session."""
+    """Build the process's session, open its catalog, warm its Python workers and its write
+    path (a throwaway write on a local master), once per session: in the order the run needs
+    them (dbt's first statement lists the catalog's databases; only the first write needs the
+    rest). Once a write has started (:func:`note_write_started`), the steps not yet begun are
+    skipped: on a loaded machine the warm-up can still be running when the model writes."""
     from dbt.adapters.hudi.publish import get_session
-    from engine import warm_python_workers
+    from dbt.adapters.hudi.timing import phase
+    from engine import warm_python_workers, warm_write_path
 
-    spark = get_session(server_side_parameters)
+    with phase("warm-up: session start"):
+        spark = get_session(server_side_parameters)
     with _LOCK:
         if spark in _WARMED:
             return
         _WARMED.add(spark)
-    tasks = warm_python_workers(spark)
+    with phase("warm-up: catalog"):
+        spark.catalog.listDatabases()  # dbt's first statement lists them: the metastore opens here
+    if WRITE_STARTED.is_set():
+        return
+    with phase("warm-up: Python workers"):
+        tasks = warm_python_workers(spark)
     logger.debug(f"Python workers warmed ({tasks} task(s))")
+    if WRITE_STARTED.is_set():
+        return
+    with phase("warm-up: write path"):
+        warm_write_path(spark)
+
+
+def note_write_started() -> None:
+    """The run's first Hudi write has started: the warm-up's steps not yet begun are skipped
+    (they would only compete with the write for the machine's cores)."""
+    WRITE_STARTED.set()
 
 
 def start_prewarm(server_side_parameters: Mapping[str, str]) -> threading.Thread | None:

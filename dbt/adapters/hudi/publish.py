@@ -19,13 +19,17 @@ persistent view may not name a temporary view (``INVALID_TEMP_OBJ_REFERENCE``). 
   table: ``engine.read_hudi(spark, path)``, ``spark.read.format("hudi").load(path)`` after
   ``engine.register_data_source(spark)``, or ``ref()`` in dbt. It never answers stale or empty.
 
-:func:`publish` does both after every commit; it is the one entry point of the mechanism
+:func:`publish` does both after every commit, from one read plan of the snapshot; it writes the
+catalog entry only when its definition (columns, base path, table type; recorded as a digest in
+the entry's properties) or its docs change. It is the one entry point of the mechanism
 (``HudiAdapter.hudi_publish``). Every table handle it opens carries the session's storage
 settings (``spark_table``: S3 credentials given only as ``spark.hadoop.fs.s3a.*`` travel).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -34,14 +38,17 @@ from typing import TYPE_CHECKING
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.hudi.relation import SNAPSHOT_VIEWS, format_snapshot_view_name
+from dbt.adapters.hudi.timing import phase
 from engine import spark_table
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
 BASE_PATH_PROPERTY = "dbt_hudi.base_path"
 TABLE_TYPE_PROPERTY = "dbt_hudi.table_type"
+# a digest of the entry's columns and the two properties above: an unchanged entry is kept
+DEFINITION_PROPERTY = "dbt_hudi.definition"
 
 _LOCK = threading.RLock()
 # snapshot view name -> (base path, timeline hash it was registered at), in this process
@@ -114,10 +121,15 @@ def publish(
     identifier: str,
     base_path: str,
     table_type: str,
-    columns: StructType,
     comments: Comments | None = None,
+    instant_time: str | None = None,
 ) -> PublishedTable:
     """(Re)register ``schema.identifier``'s catalog entry and its snapshot view.
+
+    The table's snapshot is planned once: its read plan gives the catalog entry its columns and
+    is the snapshot view, the timeline hash taken just before it. The catalog entry is left as
+    it is when its definition (columns, base path, table type) is unchanged and no new docs are
+    given: a metastore write on every commit would change nothing.
 
     Args:
         spark: the dbt process's session.
@@ -125,23 +137,62 @@ def publish(
         identifier: the model's alias.
         base_path: the Hudi table's base path.
         table_type: ``COPY_ON_WRITE`` or ``MERGE_ON_READ``.
-        columns: the table's snapshot schema (meta columns included), the catalog's columns.
         comments: docs for the entry; ``None`` keeps the current entry's.
+        instant_time: the instant the caller just committed (else read from the timeline).
     """
+    from engine import read_hudi
+
     table = spark_table(base_path, spark)
     properties = {BASE_PATH_PROPERTY: base_path, TABLE_TYPE_PROPERTY: table_type}
     with _LOCK:
-        kept = comments if comments is not None else existing_comments(spark, schema, identifier)
-        _drop_table(spark, schema, identifier)
-        spark.sql(_catalog_view_sql(schema, identifier, base_path, columns, properties, kept))
-        view = register_snapshot_view(spark, schema, identifier, base_path)
+        with phase("publish: snapshot read plan"):
+            timeline_hash = table.timeline_hash()
+            snapshot = read_hudi(spark, base_path)
+        with phase("publish: catalog entry"):
+            _publish_catalog_entry(
+                spark, (schema, identifier), base_path, snapshot.schema, properties, comments
+            )
+        with phase("publish: snapshot view"):
+            view = _register(spark, (schema, identifier), base_path, snapshot, timeline_hash)
+    with phase("publish: latest instant"):
+        latest = instant_time or table.latest_instant()
     return PublishedTable(
         catalog_name=f"{schema}.{identifier}",
         base_path=base_path,
         table_type=table_type,
-        instant_time=table.latest_instant(),
+        instant_time=latest,
         snapshot_view=view,
     )
+
+
+def _definition_digest(columns: StructType, properties: Mapping[str, str]) -> str:
+    """What a catalog entry is made of, docs aside: its columns (names, types, nullability)
+    and properties (base path, table type)."""
+    text = json.dumps([columns.jsonValue(), sorted(properties.items())], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _publish_catalog_entry(
+    spark: SparkSession,
+    name: tuple[str, str],
+    base_path: str,
+    columns: StructType,
+    properties: Mapping[str, str],
+    comments: Comments | None,
+) -> bool:
+    """Create or replace the catalog entry unless it already is this definition (recorded as
+    the ``dbt_hudi.definition`` property) with these docs; whether it was written."""
+    schema, identifier = name
+    digest = _definition_digest(columns, properties)
+    current = _catalog_properties(spark, schema, identifier)
+    if current.get(DEFINITION_PROPERTY) == digest:
+        if comments is None or comments == existing_comments(spark, schema, identifier):
+            return False
+    kept = comments if comments is not None else existing_comments(spark, schema, identifier)
+    _drop_table(spark, schema, identifier)
+    recorded = {**properties, DEFINITION_PROPERTY: digest}
+    spark.sql(_catalog_view_sql(schema, identifier, base_path, columns, recorded, kept))
+    return True
 
 
 def unreadable_message(catalog_name: str, base_path: str) -> str:
@@ -205,14 +256,27 @@ def register_snapshot_view(
     statement registers again (never the other way round, which would keep a stale plan)."""
     from engine import read_hudi
 
-    name = format_snapshot_view_name(schema, identifier)
     with _LOCK:
         if timeline_hash is None:
             timeline_hash = spark_table(base_path, spark).timeline_hash()
-        read_hudi(spark, base_path).createOrReplaceTempView(name)
-        SNAPSHOT_VIEWS[name] = (schema, identifier)
-        _REGISTERED[name] = (base_path, timeline_hash)
-    return name
+        snapshot = read_hudi(spark, base_path)
+        return _register(spark, (schema, identifier), base_path, snapshot, timeline_hash)
+
+
+def _register(
+    spark: SparkSession,
+    name: tuple[str, str],
+    base_path: str,
+    snapshot: DataFrame,
+    timeline_hash: str,
+) -> str:
+    """Register ``snapshot`` (planned after ``timeline_hash`` was taken) as the model's view."""
+    view = format_snapshot_view_name(*name)
+    with _LOCK:
+        snapshot.createOrReplaceTempView(view)
+        SNAPSHOT_VIEWS[view] = name
+        _REGISTERED[view] = (base_path, timeline_hash)
+    return view
 
 
 def _catalog_properties(spark: SparkSession, schema: str, identifier: str) -> dict[str, str]:
