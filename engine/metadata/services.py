@@ -29,7 +29,7 @@ from engine.faults import checkpoint
 from engine.fs.filenames import is_log_file, parse_base_file_name, parse_log_file_name
 from engine.fs.properties import read_properties
 from engine.fs.storage import Storage
-from engine.metadata.partitions import MAINTAINED
+from engine.metadata.maintained import listed_partitions
 from engine.metadata.slices import (
     MetadataSlice,
     ValidInstants,
@@ -87,24 +87,26 @@ def _operation(chosen: MetadataSlice) -> CompactionOperation:
 
 
 def compact_metadata_table(storage: Storage, mdt: Storage, schema: str) -> str:
-    """Compact every maintained partition's file group at a new instant; returns it."""
+    """Compact every file group of each maintained partition the table lists at a new instant;
+    returns it."""
     timeline = Timeline.load(mdt)
     data = Timeline.load(storage)
     valid = ValidInstants.of(timeline, data)
-    slices = {p.name: latest_slices(mdt, timeline, p.name)[0] for p in MAINTAINED}
-    plan = HoodieCompactionPlan(tuple(_operation(s) for s in slices.values()))
+    partitions = {p.name: p for p in listed_partitions(read_properties(storage))}
+    slices = [s for name in partitions for s in latest_slices(mdt, timeline, name)]
+    plan = HoodieCompactionPlan(tuple(_operation(s) for s in slices))
     after = max(timeline.max_instant_time() or "", data.max_instant_time() or "")
     instant_time = new_metadata_instant_time(after)
     create_requested(mdt, instant_time, Action.COMPACTION, plan.to_bytes())
     transition_to_inflight(mdt, instant_time, Action.COMPACTION)
     stats = []
-    for partition in MAINTAINED:
-        chosen = slices[partition.name]
+    for chosen in slices:
         base, logs = slice_content(mdt, chosen, valid)
-        name = f"{partition.file_group}_{WRITE_TOKEN}_{instant_time}.hfile"
-        cells = partition.compacted_cells(base, logs, schema, name)
-        rel, size = write_base_file(mdt, partition, instant_time, cells, schema)
-        stat = write_stat(partition, rel, size, prev_commit=_base_instant(chosen.base_file),
+        name = f"{chosen.file_id}_{WRITE_TOKEN}_{instant_time}.hfile"
+        cells = partitions[chosen.partition].compacted_cells(base, logs, schema, name)
+        group = (chosen.partition, chosen.file_id)
+        rel, size = write_base_file(mdt, group, instant_time, cells, schema)
+        stat = write_stat(group, rel, size, prev_commit=_base_instant(chosen.base_file),
                           created=True, num_writes=len(cells),
                           total_log_files_compacted=len(chosen.log_files))  # fmt: skip
         stats.append(stat)
@@ -136,7 +138,7 @@ def _slices_by_base(mdt: Storage, partition: str, completed: set[str]) -> dict[s
     return bases
 
 
-def clean_metadata_table(mdt: Storage, retained: int) -> str | None:
+def clean_metadata_table(storage: Storage, mdt: Storage, retained: int) -> str | None:
     """Delete the file slices no query of the last ``retained`` commits needs; returns the
     clean instant, None when nothing is due."""
     timeline = finish_pending_cleans(mdt, Timeline.load(mdt))
@@ -148,7 +150,7 @@ def clean_metadata_table(mdt: Storage, retained: int) -> str | None:
     earliest = commits[-retained]
     completed = set(commits)
     files: dict[str, list[str]] = {}
-    for partition in MAINTAINED:
+    for partition in listed_partitions(read_properties(storage)):
         slices = _slices_by_base(mdt, partition.name, completed)
         in_effect = max((b for b in slices if b <= earliest), default=None)
         for base, slice_files in slices.items():
@@ -195,4 +197,4 @@ def run_metadata_services(storage: Storage, cfg: HoodieConfig) -> None:
     schema = metadata_schema(int(read_properties(mdt)[config.TABLE_VERSION.key]))
     if _compaction_due(timeline, Timeline.load(storage), cfg):
         compact_metadata_table(storage, mdt, schema)
-    clean_metadata_table(mdt, _retained(cfg))
+    clean_metadata_table(storage, mdt, _retained(cfg))

@@ -32,8 +32,14 @@ from engine.fs.properties import write_partition_metadata
 from engine.fs.storage import Storage
 from engine.io.bloom_filter import BLOOM_FILTER_KEY, BLOOM_FILTER_TYPE_CODE_KEY, BloomFilterSpec
 from engine.io.hfile_writer import write_hfile
-from engine.io.logfile import HeaderMetadataType, HoodieLogBlockType, encode_block
-from engine.metadata.partitions import Cell, MetadataPartition
+from engine.io.logfile import (
+    HeaderMetadataType,
+    HoodieLogBlockType,
+    encode_block,
+    encode_delete_block,
+)
+from engine.metadata.partitions import Cell, GroupCells
+from engine.metadata.record_index_writer import delete_records
 from engine.metadata.slices import METADATA_TABLE_PATH
 from engine.timeline.commit_metadata import SCHEMA_KEY, HoodieCommitMetadata, HoodieWriteStat
 from engine.timeline.instant import Action, new_instant_time
@@ -50,7 +56,7 @@ __all__ = [
     "new_metadata_instant_time",
     "write_base_file",
     "write_deltacommit",
-    "write_initial_file_group",
+    "write_initial_file_groups",
     "write_stat",
 ]
 
@@ -139,25 +145,27 @@ def base_file_bytes(cells: list[Cell], schema: str, create_time_ms: int) -> byte
 
 
 def write_base_file(
-    mdt: Storage, partition: MetadataPartition, instant_time: str, cells: list[Cell], schema: str
+    mdt: Storage, group: tuple[str, str], instant_time: str, cells: list[Cell], schema: str
 ) -> tuple[str, int]:
-    """An HFile base file of ``cells`` (:func:`base_file_bytes`); (path, size)."""
+    """An HFile base file of ``cells`` (:func:`base_file_bytes`) in file group ``group``
+    (partition, file id); (path, size)."""
     data = base_file_bytes(cells, schema, _now_ms())
-    name = format_base_file_name(partition.file_group, WRITE_TOKEN, instant_time, ".hfile")
-    rel = f"{partition.name}/{name}"
+    name = format_base_file_name(group[1], WRITE_TOKEN, instant_time, ".hfile")
+    rel = f"{group[0]}/{name}"
     mdt.write_bytes(rel, data)
     return rel, len(data)
 
 
 def write_stat(
-    partition: MetadataPartition, rel: str, size: int, *, prev_commit: str, created: bool,
+    group: tuple[str, str], rel: str, size: int, *, prev_commit: str, created: bool,
     **counts: object,
 ) -> HoodieWriteStat:  # fmt: skip
-    """The write stat of a metadata table file, as Hudi's metadata writer reports it."""
+    """The write stat of a metadata table file of file group ``group`` (partition, file id),
+    as Hudi's metadata writer reports it."""
     return HoodieWriteStat.of_file(
-        file_id=partition.file_group,
+        file_id=group[1],
         path=rel,
-        partition_path=partition.name,
+        partition_path=group[0],
         prev_commit=prev_commit,
         size=size,
         elapsed_ms=0,
@@ -178,59 +186,72 @@ def commit_metadata(
     return metadata.to_json()
 
 
-def write_initial_file_group(
-    mdt: Storage, partition: MetadataPartition, cells: list[Cell], schema: str
+def write_initial_file_groups(
+    mdt: Storage, partition: str, instant_time: str, groups: dict[str, list[Cell]], schema: str
 ) -> None:
-    """The partition's initialization deltacommit: its base file of ``cells`` and its first
-    log file with an empty DELETE_BLOCK, then the completed deltacommit."""
-    t = partition.init_instant
+    """A partition's initialization deltacommit: each file group's base file of its cells and
+    first log file with an empty DELETE_BLOCK (as Hudi opens every file group), then the
+    completed deltacommit."""
+    t = instant_time
     create_requested(mdt, t, Action.DELTA_COMMIT)
     transition_to_inflight(mdt, t, Action.DELTA_COMMIT)
-    write_partition_metadata(mdt, partition.name, t)
-    rel, size = write_base_file(mdt, partition, t, cells, schema)
+    write_partition_metadata(mdt, partition, t)
     empty_deletes = _BLOCK_CONTENT_VERSION.to_bytes(4, "big") + (1).to_bytes(4, "big") + b"\0"
-    log = format_log_file_name(partition.file_group, t, 1, WRITE_TOKEN)
-    block = encode_block(
-        HoodieLogBlockType.DELETE_BLOCK, {HeaderMetadataType.INSTANT_TIME: t}, empty_deletes
-    )
-    mdt.write_bytes(f"{partition.name}/{log}", block)
-    n = len(cells)
-    stat = write_stat(partition, rel, size, prev_commit="null", created=True, num_writes=n,
-                 num_inserts=n)  # fmt: skip
-    complete(mdt, t, Action.DELTA_COMMIT, commit_metadata([stat], schema, "BULK_INSERT_PREPPED"))
+    stats = []
+    for file_id, cells in groups.items():
+        rel, size = write_base_file(mdt, (partition, file_id), t, cells, schema)
+        log = format_log_file_name(file_id, t, 1, WRITE_TOKEN)
+        block = encode_block(
+            HoodieLogBlockType.DELETE_BLOCK, {HeaderMetadataType.INSTANT_TIME: t}, empty_deletes
+        )
+        mdt.write_bytes(f"{partition}/{log}", block)
+        n = len(cells)
+        stats.append(write_stat((partition, file_id), rel, size, prev_commit="null",
+                                created=True, num_writes=n, num_inserts=n))  # fmt: skip
+    complete(mdt, t, Action.DELTA_COMMIT, commit_metadata(stats, schema, "BULK_INSERT_PREPPED"))
+
+
+def _log_file(content: GroupCells, instant_time: str, schema: str) -> bytes:
+    """One file group's log file of a deltacommit: its HFILE_DATA_BLOCK (when it has cells),
+    then a DELETE_BLOCK of the keys it deletes (when any), as Hudi's append handle writes them."""
+    data = _log_block(content.cells, instant_time, schema) if content.cells else b""
+    if content.deletes:
+        data += encode_delete_block(delete_records(content.deletes), instant_time, schema)
+    return data
 
 
 def write_deltacommit(
-    mdt: Storage, instant_time: str, cells: dict[str, tuple[MetadataPartition, list[Cell]]],
-    schema: str,
-) -> None:  # fmt: skip
-    """The deltacommit of data instant ``instant_time``: one log file per partition with
-    records, holding one HFILE_DATA_BLOCK, then the completed deltacommit."""
+    mdt: Storage, instant_time: str, cells: dict[str, dict[str, GroupCells]], schema: str
+) -> None:
+    """The deltacommit of data instant ``instant_time``: one log file per file group written
+    (``cells``: partition -> file id -> content), then the completed deltacommit."""
     create_requested(mdt, instant_time, Action.DELTA_COMMIT)
     transition_to_inflight(mdt, instant_time, Action.DELTA_COMMIT)
     stats = []
-    for partition, partition_cells in cells.values():
-        if not partition_cells:
-            continue
-        name = format_log_file_name(partition.file_group, instant_time, 1, WRITE_TOKEN)
-        data = _log_block(partition_cells, instant_time, schema)
-        mdt.write_bytes(f"{partition.name}/{name}", data)
-        n = len(partition_cells)
-        stats.append(
-            write_stat(
-                partition,
-                f"{partition.name}/{name}",
-                len(data),
-                prev_commit=instant_time,
-                created=False,
-                num_writes=n,
-                num_update_writes=n,
-                log_version=1,
-                log_offset=0,
-                base_file="",
-                log_files=(name,),
+    for partition, groups in cells.items():
+        for file_id, content in groups.items():
+            if not content.cells and not content.deletes:
+                continue
+            name = format_log_file_name(file_id, instant_time, 1, WRITE_TOKEN)
+            data = _log_file(content, instant_time, schema)
+            mdt.write_bytes(f"{partition}/{name}", data)
+            n = len(content.cells) + len(content.deletes)
+            stats.append(
+                write_stat(
+                    (partition, file_id),
+                    f"{partition}/{name}",
+                    len(data),
+                    prev_commit=instant_time,
+                    created=False,
+                    num_writes=n,
+                    num_update_writes=len(content.cells),
+                    num_deletes=len(content.deletes),
+                    log_version=1,
+                    log_offset=0,
+                    base_file="",
+                    log_files=(name,),
+                )
             )
-        )
     complete(
         mdt, instant_time, Action.DELTA_COMMIT, commit_metadata(stats, schema, "UPSERT_PREPPED")
     )

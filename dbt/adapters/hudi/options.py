@@ -17,7 +17,8 @@ Mapping (Hudi's own keys live in ``engine.config``)::
     compaction_delta_commits      -> inline compaction every N deltacommits (hudi_mor, default 5)
     overwrite_scope               -> partitions | table (hudi_insert_overwrite)
     on_schema_change              -> the schema evolution keys of schema_change.mode_options
-    index_type                    -> hoodie.index.type: SIMPLE | GLOBAL_SIMPLE | BUCKET
+    index_type                    -> hoodie.index.type: SIMPLE | GLOBAL_SIMPLE | BLOOM |
+                                     GLOBAL_BLOOM | BUCKET | RECORD_INDEX
     buckets                       -> hoodie.bucket.index.num.buckets (index_type='BUCKET' only)
     hudi_options (dict)           -> raw hoodie.* keys, parsed by engine.config
     (default)                     -> partitioned hudi_upsert / hudi_mor models with the default
