@@ -67,8 +67,9 @@ def of_commit(metadata: HoodieCommitMetadata) -> FilesChange:
     for partition, stats in metadata.partition_to_write_stats.items():
         change.added.setdefault(partition, {})  # a partition with no file still is one
         for stat in stats:
-            for path in stat.written_paths:
-                size = stat.file_size_in_bytes if path == stat.path else 0
+            if stat.path:
+                change.add(partition, _name(stat.path), stat.file_size_in_bytes)
+            for path, size in (stat.cdc_stats or {}).items():  # the .cdc log files beside it
                 change.add(partition, _name(path), size)
     if metadata.operation_type == _DELETE_PARTITION:
         change.deleted_partitions |= {p for p, _ in metadata.replaced_file_ids()}

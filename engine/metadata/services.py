@@ -26,10 +26,16 @@ import math
 from engine import config
 from engine.config import HoodieConfig
 from engine.faults import checkpoint
-from engine.fs.filenames import is_log_file, parse_base_file_name, parse_log_file_name
+from engine.fs.filenames import (
+    format_base_file_name,
+    is_log_file,
+    parse_base_file_name,
+    parse_log_file_name,
+)
 from engine.fs.properties import read_properties
 from engine.fs.storage import Storage
 from engine.metadata.maintained import listed_partitions
+from engine.metadata.partitions import MetadataPartition
 from engine.metadata.slices import (
     MetadataSlice,
     ValidInstants,
@@ -47,6 +53,7 @@ from engine.metadata.writer import (
 )
 from engine.services.clean import CleanPlan, execute_clean, finish_pending_cleans
 from engine.services.compaction import CompactionOperation, HoodieCompactionPlan
+from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import COMMIT_ACTIONS, Action
 from engine.timeline.timeline import Timeline, complete, create_requested, transition_to_inflight
 from engine.write.rollback import roll_back_metadata_instant, rollback_failed_writes
@@ -86,30 +93,36 @@ def _operation(chosen: MetadataSlice) -> CompactionOperation:
     )
 
 
+def _compact_slice(
+    mdt: Storage, partition: MetadataPartition, chosen: MetadataSlice, valid: ValidInstants,
+    instant_time: str, schema: str,
+) -> HoodieWriteStat:  # fmt: skip
+    """One file group's slice merged into its new base file; the file's write stat."""
+    base, logs = slice_content(mdt, chosen, valid)
+    name = format_base_file_name(chosen.file_id, WRITE_TOKEN, instant_time, ".hfile")
+    cells = partition.compacted_cells(base, logs, schema, name)
+    group = (partition.name, chosen.file_id)
+    rel, size = write_base_file(mdt, group, instant_time, cells, schema)
+    return write_stat(group, rel, size,
+                      prev_commit=_base_instant(chosen.base_file), created=True,
+                      num_writes=len(cells),
+                      total_log_files_compacted=len(chosen.log_files))  # fmt: skip
+
+
 def compact_metadata_table(storage: Storage, mdt: Storage, schema: str) -> str:
-    """Compact every file group of each maintained partition the table lists at a new instant;
-    returns it."""
+    """Compact every file group of each maintained partition the table lists at a new
+    instant; returns it."""
     timeline = Timeline.load(mdt)
     data = Timeline.load(storage)
     valid = ValidInstants.of(timeline, data)
-    partitions = {p.name: p for p in listed_partitions(read_properties(storage))}
-    slices = [s for name in partitions for s in latest_slices(mdt, timeline, name)]
-    plan = HoodieCompactionPlan(tuple(_operation(s) for s in slices))
+    listed = listed_partitions(read_properties(storage))
+    slices = [(p, s) for p in listed for s in latest_slices(mdt, timeline, p.name)]
+    plan = HoodieCompactionPlan(tuple(_operation(s) for _, s in slices))
     after = max(timeline.max_instant_time() or "", data.max_instant_time() or "")
     instant_time = new_metadata_instant_time(after)
     create_requested(mdt, instant_time, Action.COMPACTION, plan.to_bytes())
     transition_to_inflight(mdt, instant_time, Action.COMPACTION)
-    stats = []
-    for chosen in slices:
-        base, logs = slice_content(mdt, chosen, valid)
-        name = f"{chosen.file_id}_{WRITE_TOKEN}_{instant_time}.hfile"
-        cells = partitions[chosen.partition].compacted_cells(base, logs, schema, name)
-        group = (chosen.partition, chosen.file_id)
-        rel, size = write_base_file(mdt, group, instant_time, cells, schema)
-        stat = write_stat(group, rel, size, prev_commit=_base_instant(chosen.base_file),
-                          created=True, num_writes=len(cells),
-                          total_log_files_compacted=len(chosen.log_files))  # fmt: skip
-        stats.append(stat)
+    stats = [_compact_slice(mdt, p, s, valid, instant_time, schema) for p, s in slices]
     checkpoint("metadata.compaction_before_complete")
     content = commit_metadata(stats, schema, "COMPACT", compacted=True)
     complete(mdt, instant_time, Action.COMPACTION, content)
@@ -120,22 +133,25 @@ def _base_instant(base_file: str | None) -> str:
     return parse_base_file_name(base_file).instant_time if base_file else ""
 
 
-def _slices_by_base(mdt: Storage, partition: str, completed: set[str]) -> dict[str, list[str]]:
-    """Base instant -> the files of that slice (a log goes to the latest base before it)."""
+def _slices(mdt: Storage, partition: str, completed: set[str]) -> dict[tuple[str, str], list[str]]:
+    """(file id, base instant) -> the files of that slice (a log goes to the latest base of
+    its file group before it)."""
     entries = [e.name for e in mdt.list_dir(partition) if not e.is_dir]
-    bases: dict[str, list[str]] = {}
+    slices: dict[tuple[str, str], list[str]] = {}
     for name in entries:
         if name.endswith(".hfile"):
-            t = parse_base_file_name(name).instant_time
-            if t in completed:
-                bases.setdefault(t, []).append(f"{partition}/{name}")
+            base = parse_base_file_name(name)
+            if base.instant_time in completed:
+                slices.setdefault((base.file_id, base.instant_time), []).append(
+                    f"{partition}/{name}"
+                )
     for name in entries:
         if is_log_file(name):
-            t = parse_log_file_name(name).base_instant_time
-            owners = [b for b in bases if b <= t]
+            log = parse_log_file_name(name)
+            owners = [b for f, b in slices if f == log.file_id and b <= log.base_instant_time]
             if owners:
-                bases[max(owners)].append(f"{partition}/{name}")
-    return bases
+                slices[(log.file_id, max(owners))].append(f"{partition}/{name}")
+    return slices
 
 
 def clean_metadata_table(storage: Storage, mdt: Storage, retained: int) -> str | None:
@@ -151,10 +167,10 @@ def clean_metadata_table(storage: Storage, mdt: Storage, retained: int) -> str |
     completed = set(commits)
     files: dict[str, list[str]] = {}
     for partition in listed_partitions(read_properties(storage)):
-        slices = _slices_by_base(mdt, partition.name, completed)
-        in_effect = max((b for b in slices if b <= earliest), default=None)
-        for base, slice_files in slices.items():
-            if in_effect is not None and base < in_effect:
+        slices = _slices(mdt, partition.name, completed)
+        for (file_id, base), slice_files in slices.items():
+            bases = [b for f, b in slices if f == file_id and b <= earliest]
+            if bases and base < max(bases):  # older than the slice in effect at ``earliest``
                 files.setdefault(partition.name, []).extend(sorted(slice_files))
     if not files:
         return None

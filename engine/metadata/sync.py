@@ -15,8 +15,10 @@ table lock; they do nothing for a table without a metadata table.
 
 At the start of a write or a table service (:func:`prepare_metadata_table`): with
 ``hoodie.metadata.enable`` off, a metadata table is removed as Hudi removes a disabled one; on,
-it is initialized when the table has none (and no other write is in flight, as Hudi requires),
-or taken over: partitions this engine does not maintain are dropped from
+it is initialized when the table has none (and no other write is in flight, as Hudi requires)
+or when it lacks a data instant completed since its initialization (a writer that did not keep
+it wrote one: it is built again from the storage listing), or taken over: partitions this engine
+does not maintain are dropped from
 ``hoodie.table.metadata.partitions`` with their folders and index definitions, with one warning.
 """
 
@@ -74,6 +76,7 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 _INIT_PREFIX = "00000000000000"
+_CDC_SUFFIX = ".cdc"
 RECORD_INDEX_TYPE = "RECORD_INDEX"
 _RECORD_INDEX_DEFINITION = {
     "indexName": RECORD_INDEX_PARTITION,
@@ -260,8 +263,9 @@ def record_restore(
 
 
 def committed_listing(storage: Storage, timeline: Timeline) -> FilesChange:
-    """The data files of committed instants, with their sizes (what initialization lists):
-    files of instants pending or never completed are left out."""
+    """The data files of committed instants, with their sizes (what initialization lists, as
+    Hudi lists base, log and ``.cdc`` files): files of instants pending or never completed are
+    left out."""
     completed = {i.instant_time for i in timeline.instants if i.is_completed}
     start = min((i.instant_time for i in timeline.instants), default="")
     listing = FilesChange()
@@ -270,10 +274,11 @@ def committed_listing(storage: Storage, timeline: Timeline) -> FilesChange:
         for entry in entries:
             if entry.is_dir or entry.name.startswith(PARTITION_METAFILE_PREFIX):
                 continue
+            log_name = entry.name.removesuffix(_CDC_SUFFIX)  # a .cdc log file is listed too
             if is_base_file(entry.name):
                 instant_time = parse_base_file_name(entry.name).instant_time
-            elif is_log_file(entry.name):
-                instant_time = parse_log_file_name(entry.name).base_instant_time
+            elif is_log_file(log_name):
+                instant_time = parse_log_file_name(log_name).base_instant_time
             else:
                 continue
             if instant_time in completed or instant_time < start:
@@ -373,6 +378,27 @@ def _drop_unmaintained(
     return updated
 
 
+_RECORDED = (*COMMIT_ACTIONS, Action.CLEAN)  # data instants that write a metadata deltacommit
+
+
+def _is_stale(storage: Storage, mdt: Storage) -> str | None:
+    """A data instant that completed after the metadata table was initialized and has no
+    metadata deltacommit (a writer that did not keep it wrote it); None when in step."""
+    metadata = Timeline.load(mdt)
+    synced = {i.instant_time for i in metadata.completed()}
+    init = [
+        i.completion_time or ""
+        for i in metadata.completed()
+        if i.instant_time.startswith(_INIT_PREFIX)
+    ]
+    if not init:
+        return "(no initialization)"
+    for instant in Timeline.load(storage).completed(_RECORDED):
+        if instant.instant_time not in synced and (instant.completion_time or "") > min(init):
+            return instant.instant_time
+    return None
+
+
 def prepare_metadata_table(storage: Storage, cfg: HoodieConfig) -> None:
     """Remove, initialize or take over the metadata table (see the module notes); the caller
     holds the table lock and has rolled back failed writes."""
@@ -384,14 +410,25 @@ def prepare_metadata_table(storage: Storage, cfg: HoodieConfig) -> None:
     ready = FILES_PARTITION in config.METADATA_PARTITIONS.parse(
         props.get(config.METADATA_PARTITIONS.key, "")
     ) and mdt.exists(f"{METAFOLDER}/hoodie.properties")
+    stale = _is_stale(storage, mdt) if ready else None
+    if stale is not None:
+        _log.warning(
+            "Table at %s: its metadata table lacks instant %s; it is built again from the "
+            "storage listing",
+            storage.base_path,
+            stale,
+        )
+        ready = False
     if ready:
         props = _drop_unmaintained(storage, props, cfg)
     listed = set(config.METADATA_PARTITIONS.parse(props.get(config.METADATA_PARTITIONS.key, "")))
-    missing = tuple(p for p in enabled_partitions(cfg, props) if p.name not in listed)
+    missing = tuple(p for p in enabled_partitions(cfg, props) if not ready or p.name not in listed)
     if ready and not missing:
         return
     timeline = Timeline.load(storage)
     if timeline.pending(COMMIT_ACTIONS):
+        if stale is not None:  # not rebuilt now: no reader may list through it meanwhile
+            take_over_metadata_table(storage, props)
         _log.info(
             "Table at %s: metadata table partitions %s not initialized while writes are in "
             "flight (%s)",

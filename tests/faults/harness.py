@@ -54,7 +54,7 @@ def reap(pid: int) -> None:
 
 
 def run_writer(
-    table: Path, work: Path, steps: list[dict[str, Any]], fault: str | None
+    table: Path | str, work: Path, steps: list[dict[str, Any]], fault: str | None
 ) -> tuple[bool, str]:
     """Run ``steps`` in a writer process with kill point ``fault`` armed.
 

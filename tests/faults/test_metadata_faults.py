@@ -10,6 +10,7 @@ lists exactly the committed files on storage.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +49,14 @@ def _metadata_timeline(path: str) -> Timeline:
 
 
 def test_kill_after_metadata_deltacommit_then_next_write_rolls_both_back(
-    spark: Any, tmp_path: Path
+    spark: Any, tmp_path: Path, table_location: Callable[[str], str]
 ) -> None:
-    path = str(tmp_path / "t")
+    """Locally and on the S3 server."""
+    path = table_location("mdt-faults")
     state = _write(spark, path, [("k1", "d1", 1, "a"), ("k2", "d2", 1, "b")], {})
     batch = [[r, "d3", 2, "new"] for r in ("k3", "k4")]
     killed, output = run_writer(
-        Path(path), tmp_path / "w1", [{"kind": "write", "rows": batch, "options": OPTIONS}],
+        path, tmp_path / "w1", [{"kind": "write", "rows": batch, "options": OPTIONS}],
         "metadata.after_deltacommit",
     )  # fmt: skip
     assert killed, output
@@ -68,7 +70,8 @@ def test_kill_after_metadata_deltacommit_then_next_write_rolls_both_back(
     metadata = _metadata_timeline(path)
     assert all(i.instant_time != failed or i.action is Action.ROLLBACK for i in metadata.instants)
     assert [i.action for i in metadata.instants if i.action is Action.ROLLBACK]
-    assert not list(Path(path, ".hoodie", "metadata", "files").glob(f"*{failed}*"))
+    files = Storage(path).child(".hoodie/metadata").list_dir("files")
+    assert not [f.name for f in files if failed in f.name]
     listing_matches_storage(path)
 
 
