@@ -275,7 +275,7 @@ def metadata_table_state(table: InspectedTable) -> tuple[str, Finding | None]:
         f"the metadata table lacks commit {last.instant_time}: readers that list files "
         "through it (Hudi's, with the metadata table on) miss the newest files",
         "the next dbt-hudi write builds it again from the storage listing (or removes it, with "
-        "hoodie.metadata.enable=false); until then read with the metadata table off",
+        f"{config.METADATA_ENABLE.key}=false); until then read with the metadata table off",
     )
 
 

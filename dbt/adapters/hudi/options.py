@@ -149,6 +149,9 @@ class HudiModelConfig:
         opts.update(mode_options(self.on_schema_change))
         if self.index_type:
             opts[hc.INDEX_TYPE.key] = self.index_type
+        if self.index_type == "RECORD_INDEX" and self.partition_fields:
+            # dbt's unique_key is unique in the table: a key whose partition changes moves
+            opts.setdefault(hc.RECORD_INDEX_UPDATE_PARTITION_PATH.key, "true")
         if self.buckets is not None:
             opts[hc.BUCKET_INDEX_NUM_BUCKETS.key] = str(self.buckets)
         if new_table and self.default_bucket_index(opts):
