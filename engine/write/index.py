@@ -309,8 +309,7 @@ class RecordIndex(KeyIndex):
         storage: Storage,
         files: Mapping[FileGroupKey, SizedBaseFile],
         keys: pa.Array,
-        *,
-        key_ranges: Mapping[str, tuple[str, str] | None] | None = None,
+        **_: object,  # footer key ranges: the record index reads no footer
     ) -> dict[FileGroupKey, pa.Array]:
         """The keys the record index places in each file group of ``files``.
 

@@ -56,26 +56,27 @@ def test_index_partitions_follow_every_write(spark: Any, tmp_path: Path, table_t
     oracle = Oracle(DEFAULT, "ts", _identity, FIELDS)
     opts = options(table_type, 9, **INDEXES)
 
-    def write(rows: list[tuple[Any, ...]], operation: str = "upsert") -> None:
-        frame = spark.createDataFrame(rows, SCHEMA)
-        result = write_hudi(frame, path, {**opts, "hoodie.datasource.write.operation": operation})
-        oracle.apply([dict(zip(FIELDS, r, strict=True)) for r in rows], operation,
-                     result.instant_time)  # fmt: skip
-        assert actual_set(hudi_rs_rows(path), COLUMNS) == oracle.expected(COLUMNS)
-        assert actual_set(read_table(path).to_pylist(), COLUMNS) == oracle.expected(COLUMNS)
+    steps: list[tuple[str, list[tuple[Any, ...]]]] = [
+        ("insert", [(i, "eu" if i % 2 else "us", 1, f"a{i}") for i in range(6)]),
+        ("upsert", [(1, "eu", 2, "b1"), (10, "ap", 1, "c")]),
+        ("upsert", [(2, "us", 2, "b2"), (11, "ap", 1, "d")]),
+        ("delete", [(3, "eu", 3, "x")]),
+        ("upsert", [(12, "eu", 1, "e"), (1, "eu", 3, "b3")]),
+    ]
+    for operation, rows in steps:
+        write_opts = {**opts, "hoodie.datasource.write.operation": operation}
+        result = write_hudi(spark.createDataFrame(rows, SCHEMA), path, write_opts)
+        batch = [dict(zip(FIELDS, r, strict=True)) for r in rows]
+        oracle.apply(batch, operation, result.instant_time)
+        for read in (hudi_rs_rows(path), read_table(path).to_pylist()):
+            assert actual_set(read, COLUMNS) == oracle.expected(COLUMNS), operation
         listing_matches_storage(path)
         record_index_matches_rows(path)
         column_stats_match_files(path)
-
-    write([(i, "eu" if i % 2 else "us", 1, f"a{i}") for i in range(6)], "insert")
     props = _props(path)
     assert props["hoodie.table.metadata.partitions"] == "column_stats,files,record_index"
     defs = json.loads(Path(path, props["hoodie.table.index.defs.path"]).read_text())
     assert set(defs["indexDefinitions"]) == {"column_stats", "record_index"}
-    write([(1, "eu", 2, "b1"), (10, "ap", 1, "c")])
-    write([(2, "us", 2, "b2"), (11, "ap", 1, "d")])
-    write([(3, "eu", 3, "x")], "delete")
-    write([(12, "eu", 1, "e"), (1, "eu", 3, "b3")])
     mdt = Storage(path).child(".hoodie/metadata")
     assert Timeline.load(mdt).completed([Action.COMMIT])  # the metadata table compacted
     groups = sorted(p.name for p in Path(path, ".hoodie/metadata/record_index").glob("*.hfile"))
