@@ -1,4 +1,4 @@
-"""Creating a table, and taking over one that Hudi's own writers kept.
+"""Creating a table, and removing the metadata table of one when the write disables it.
 
 The first write creates the table under the table lock, right before its instant is requested::
 
@@ -6,8 +6,9 @@ The first write creates the table under the table lock, right before its instant
                                   creation schema (from the write's options and batch)
     .hoodie/{.temp, .aux, archived}
 
-A table written by Hudi may carry a metadata table this engine does not maintain; every write
-disables it first (:func:`take_over_metadata_table`).
+A write with ``hoodie.metadata.enable=false`` (or a version 6 table's write, where the metadata
+table is not written) removes the table's metadata table first, as Hudi does when it is
+disabled (:func:`take_over_metadata_table`); otherwise :mod:`engine.metadata.sync` keeps it.
 """
 
 from __future__ import annotations
@@ -103,9 +104,9 @@ def new_table_properties(cfg: HoodieConfig, keygen_class: str, schema: str) -> d
 
 
 def take_over_metadata_table(storage: Storage, props: dict[str, str]) -> None:
-    """Hudi's own writers may keep a metadata table this engine does not maintain: disable
-    it the way Hudi does with the metadata table switched off (empty partitions property,
-    then remove ``.hoodie/metadata``) so no reader trusts a stale file listing."""
+    """Remove the table's metadata table the way Hudi does with it switched off (empty
+    partitions property, then remove ``.hoodie/metadata``) so no reader trusts a file listing
+    the write will not keep current."""
     keys = (config.METADATA_PARTITIONS.key, config.METADATA_PARTITIONS_INFLIGHT.key)
     if any(props.get(k) for k in keys) or props.get(config.INDEX_DEFS_PATH.key):
         updated = {k: v for k, v in props.items() if k != config.INDEX_DEFS_PATH.key}

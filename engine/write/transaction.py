@@ -14,9 +14,9 @@
                the chosen job (routed: strategy.execute): <t>.<action>.inflight, partition
                metafiles, the files on the runner
     commit     lock: strategy.replaced (replacecommits) ──► conflict check ──► metadata table
-               deltacommit <t> ──► <t>.<action> (the commit point) ──► markers removed ──►
-               metadata table compaction and clean when due; unlock
-    services   lock: inline compaction, clean, archive (:mod:`engine.services.inline`)
+               deltacommit <t> ──► <t>.<action> (the commit point) ──► markers removed; unlock
+    services   lock: inline compaction, clean, archive (:mod:`engine.services.inline`); then
+               the metadata table's compaction and clean when due
 
 A failure between start and the commit point rolls the instant back at once
 (:func:`engine.write.conflict.rollback_on_error`); a killed writer's instant is rolled back by the
@@ -212,6 +212,8 @@ class WriteTransaction:
         run_table_services(
             self.storage, self.cfg, self.lock, merge_on_read=merge_on_read, compact=compact
         )
+        with self.lock.hold():  # after the data services, whose instants it records too
+            run_metadata_services(self.storage, self.cfg)
         return WriteResult(started.instant_time, self.operation, stats, started.rolled_back)
 
     # ---- prepare (nothing written) ----------------------------------------------------------
@@ -390,7 +392,6 @@ class WriteTransaction:
                 replaced=replaced,
                 extra=self.commit_extra_metadata(),
             )
-            run_metadata_services(self.storage, self.cfg)
 
     def commit_extra_metadata(self) -> dict[str, str]:
         """Write options under ``commitmeta.key.prefix``: kept in the commit's extraMetadata."""

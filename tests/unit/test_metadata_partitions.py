@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from engine.fs.properties import write_properties
 from engine.fs.storage import Storage
 from engine.io.hfile import HFile
@@ -68,3 +70,22 @@ def test_cells_split_by_file_group_through_init_and_deltacommit(tmp_path: Path) 
     assert [_keys(h) for h in odd_logs if isinstance(h, HFile)] == [[b"__all_partitions__"]]
     # the initialization's empty DELETE_BLOCK, then the deltacommit's delete of "a"
     assert [d for d in odd_logs if isinstance(d, list)] == [[], ["a"]]
+
+
+def test_metadata_enable_on_table_version_6_is_refused_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    from engine.config import parse_options
+    from engine.errors import ConfigError
+    from engine.write.transaction import WriteTransaction
+
+    path = tmp_path / "t"
+    options = {
+        "hoodie.table.name": "t",
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.metadata.enable": "true",
+    }
+    write = WriteTransaction(Storage(str(path)), parse_options(options), None, None)
+    with pytest.raises(ConfigError, match=r"hoodie\.metadata\.enable=true needs table version 8"):
+        write.run(None)
+    assert not path.exists()
