@@ -3,7 +3,7 @@
 Shared by the tests that write tables with those partitions: the record index maps exactly the
 keys a snapshot read returns, each to the file group the read found it in (``locate`` and the
 whole-index read agree), and every latest base file has column stats whose ``_hoodie_record_key``
-range is the file's own.
+range is the file's own, and no file gone from storage keeps stats.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from engine.fs.view import FileSystemView
 from engine.io.parquet import read_base_file
 from engine.metadata.column_stats import read_column_stats
 from engine.metadata.record_index import locate, read_record_index
+from engine.metadata.sync import committed_listing
 from engine.model.schema import RECORD_KEY_COLUMN
 from engine.read.arrow import read_table
 from engine.timeline.timeline import Timeline
@@ -44,11 +45,14 @@ def record_index_matches_rows(path: str) -> None:
 
 
 def column_stats_match_files(path: str) -> None:
-    """Every latest base file has column stats, its record key range the file's own."""
+    """Every latest base file has column stats, its record key range the file's own; a file
+    no longer on storage (cleaned) has none (its stats were tombstoned)."""
     storage = Storage(path)
     timeline = Timeline.load(storage)
     stats = read_column_stats(storage, timeline)
     assert stats is not None
+    on_storage = {n for files in committed_listing(storage, timeline).added.values() for n in files}
+    assert set(stats) <= on_storage
     for file_slice in FileSystemView(storage, timeline).latest_file_slices():
         if file_slice.base_file is None:
             continue
