@@ -50,6 +50,7 @@ from engine.metadata.index_defs import read_index_defs, write_index_defs
 from engine.metadata.maintained import enabled_partitions, listed_partitions
 from engine.metadata.partitions import MetadataInit, MetadataPartition, MetadataUpdate
 from engine.metadata.record_index import RECORD_INDEX_PARTITION
+from engine.metadata.record_index_partition import record_index_wanted
 from engine.metadata.slices import METADATA_TABLE_PATH
 from engine.metadata.writer import (
     metadata_properties,
@@ -127,8 +128,15 @@ def check_metadata_options(cfg: HoodieConfig, props: Mapping[str, str] | None) -
     written."""
     if cfg.get(config.INDEX_TYPE) == RECORD_INDEX_TYPE:
         _check_record_index_options(cfg, props)
-    if metadata_enabled(cfg, props):
-        metadata_schema(_version(cfg, props))
+    if not metadata_enabled(cfg, props):
+        return
+    metadata_schema(_version(cfg, props))
+    listed = config.METADATA_PARTITIONS.parse((props or {}).get(config.METADATA_PARTITIONS.key, ""))
+    if record_index_wanted(cfg, listed) and not cfg.get(config.POPULATE_META_FIELDS):
+        raise ConfigError(
+            "the record index reads the _hoodie_record_key column of the files a write adds; "
+            f"a table written with {config.POPULATE_META_FIELDS.key}=false has none"
+        )
 
 
 def maintained_metadata_table(storage: Storage) -> Storage | None:

@@ -47,3 +47,10 @@ def test_record_index_without_its_metadata_table_is_refused(
     with pytest.raises(ConfigError, match=r"hoodie\.index\.type=RECORD_INDEX") as error:
         check_metadata_options(_cfg(**options), props)
     assert named in str(error.value)
+
+
+def test_record_index_on_a_table_without_meta_fields_is_refused() -> None:
+    cfg = _cfg(**{"hoodie.populate.meta.fields": "false"})
+    with pytest.raises(ConfigError, match="_hoodie_record_key") as error:
+        check_metadata_options(cfg, V9)
+    assert "hoodie.populate.meta.fields=false" in str(error.value)
