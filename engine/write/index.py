@@ -54,7 +54,7 @@ from engine.fs.filenames import partition_file_path
 from engine.fs.storage import Storage
 from engine.fs.view import list_partition_paths
 from engine.io.parquet import read_base_file, read_bloom_filter, read_record_key_range
-from engine.metadata.record_index import locate
+from engine.metadata.record_index import RecordLocation, locate
 from engine.model.schema import RECORD_KEY_COLUMN
 from engine.timeline.timeline import Timeline
 from engine.write.bucketing import SizedBaseFile
@@ -287,6 +287,28 @@ class BucketIndex(KeyIndex):
     tagging = Tagging.WRITE_JOB
 
 
+#: the last record index answer of this process: (table, completed instants), keys, locations
+_Answer = tuple[tuple[str, frozenset[str]], frozenset[str], dict[str, RecordLocation] | None]
+_LAST_LOCATED: _Answer | None = None
+
+
+def _located(storage: Storage, keys: list[str]) -> dict[str, RecordLocation] | None:
+    """:func:`~engine.metadata.record_index.locate`, answered again from the last answer of
+    this process when the table's completed instants are the same and the keys a subset: a
+    one-job write's task asks for its partition's keys, then for those it did not find there."""
+    global _LAST_LOCATED
+    timeline = Timeline.load(storage)
+    state = (storage.base_path, frozenset(i.instant_time for i in timeline.instants
+                                          if i.is_completed))  # fmt: skip
+    last = _LAST_LOCATED
+    if last is not None and last[0] == state and last[1].issuperset(keys):
+        stored = last[2]
+        return None if stored is None else {k: stored[k] for k in keys if k in stored}
+    located = locate(storage, timeline, keys)
+    _LAST_LOCATED = (state, frozenset(keys), located)
+    return located
+
+
 @dataclass(frozen=True)
 class RecordIndex(KeyIndex):
     """``RECORD_INDEX``: a global index whose storage is the metadata table's ``record_index``
@@ -319,7 +341,7 @@ class RecordIndex(KeyIndex):
         """
         if not len(keys) or not files:
             return {}
-        located = locate(storage, Timeline.load(storage), keys.to_pylist())
+        located = _located(storage, keys.to_pylist())
         if located is None:
             raise HudiError(
                 f"{config.INDEX_TYPE.key}=RECORD_INDEX: the table at {storage.base_path} has no "
