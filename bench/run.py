@@ -14,6 +14,8 @@ the table size ``R``; shapes::
               range of them), R/10-row batch of updates to the newest tenth of the keys and
               new keys, all in the last partition: where key ranges and bloom filters pay
     recent-large  the same on 5R rows with an R/2-row batch
+    rli       R rows, R/50-row batch (2 %) over all partitions, version 9 tables
+    rli-large 5R rows, the same R/50-row batch (the record index's cost must stay flat)
 
 Contenders per shape, each run on a fresh copy of its prepared table (untimed), one warm-up
 round, then ``BENCH_REPS`` (default 3) rounds A B C ... A B C, medians:
@@ -29,6 +31,8 @@ round, then ``BENCH_REPS`` (default 3) rounds A B C ... A B C, medians:
                               (hoodie.write.local.enabled=false: no driver-side write)
     cow-bloom / mor-bloom     the same with index_type='BLOOM' (the recent shapes)
     cow-gbloom / mor-gbloom   the same with index_type='GLOBAL_BLOOM' (the recent shapes)
+    cow-gsimple9 / mor-gsimple9   dbt's GLOBAL_SIMPLE on a version 9 table (the rli shapes)
+    cow-rli / mor-rli         index_type='RECORD_INDEX' on a version 9 table (the rli shapes)
     spark-io                  dbt-spark's incremental insert_overwrite of the touched partitions
                               of a plain Parquet table (the shared anchors.py, same session)
     delta-merge               delta-rs MERGE of the same batch (anchors.py, own process: its
@@ -86,7 +90,7 @@ ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
 REPS = int(os.environ.get("BENCH_REPS", "3"))
 ONLY = set(os.environ.get("BENCH_ONLY", "codec,upsert,cold,bulk,scan").split(","))
 SHAPES_WANTED = os.environ.get(
-    "BENCH_SHAPES", "uniform,hot2,small,large,recent,recent-large"
+    "BENCH_SHAPES", "uniform,hot2,small,large,recent,recent-large,rli,rli-large"
 ).split(",")
 WORK = Path(os.environ.get("BENCH_WORK", str(Path(tempfile.gettempdir()) / "dbt-hudi-bench")))
 
@@ -98,6 +102,8 @@ SHAPES: dict[str, tuple[int, int, int]] = {
     "large": (5 * ROWS, ROWS // 2, 0),
     "recent": (ROWS, ROWS // 10, 0),
     "recent-large": (5 * ROWS, ROWS // 2, 0),
+    "rli": (ROWS, ROWS // 50, 0),
+    "rli-large": (5 * ROWS, ROWS // 50, 0),
 }
 # time-ordered keys: every index side by side (dbt's default, cow / mor, is GLOBAL_SIMPLE)
 RECENT_SHAPES = ("recent", "recent-large")
@@ -106,6 +112,10 @@ RECENT_VARIANTS = [
     for kind in ("cow", "mor")
     for index in ("simple", "bloom", "gbloom", "bucket")
 ]
+# the record index against dbt's GLOBAL_SIMPLE on version 9 tables, one 2 % batch (of the 1M
+# table) on 1M and 5M rows: the record index's cost should follow the batch, not the table
+RLI_SHAPES = ("rli", "rli-large")
+RLI_VARIANTS = [f"{kind}-{index}" for kind in ("cow", "mor") for index in ("gsimple9", "rli")]
 VARIANT_SHAPES = ("uniform", "hot2", "small", "large")
 VARIANTS = [
     v
@@ -132,6 +142,8 @@ TARGETS: dict[str, dict[tuple[str, str], float]] = {
     "large": {("cow", "spark-io"): 0.5, ("mor", "spark-io"): 0.25},
     "recent": {},
     "recent-large": {},
+    "rli": {},
+    "rli-large": {("cow-rli", "cow-gsimple9"): 0.5, ("mor-rli", "mor-gsimple9"): 0.5},
 }
 
 
@@ -217,7 +229,9 @@ def model_options(kind: str, operation: str) -> dict[str, str]:
     ``unique_key`` is unique in the table); ``-simple`` variants set ``index_type='SIMPLE'``
     (keys that stay in their partition), ``-bucket`` ones ``index_type='BUCKET'`` (Hudi's 4
     buckets), ``-bloom`` and ``-gbloom`` ones ``BLOOM`` and ``GLOBAL_BLOOM``, ``-gzip`` ones
-    Hudi's own codec, ``-tasks`` ones the write in Spark tasks (no driver-side write)."""
+    Hudi's own codec, ``-tasks`` ones the write in Spark tasks (no driver-side write);
+    ``-gsimple9`` and ``-rli`` write version 9 tables, the latter with
+    ``index_type='RECORD_INDEX'``."""
     from dbt.adapters.hudi.options import parse_model_config
 
     config: dict[str, Any] = {"unique_key": "id", "partition_by": "dt", "precombine_key": "ts"}
@@ -233,6 +247,10 @@ def model_options(kind: str, operation: str) -> dict[str, str]:
         config["hudi_options"] = {hc.PARQUET_COMPRESSION_CODEC.key: "gzip"}
     if kind.endswith("-tasks"):
         config["hudi_options"] = {hc.WRITE_LOCAL_ENABLED.key: "false"}
+    if kind.endswith(("-gsimple9", "-rli")):  # dbt's default index, or the record index, on v9
+        config["hudi_options"] = {hc.WRITE_TABLE_VERSION.key: "9"}
+    if kind.endswith("-rli"):
+        config["index_type"] = "RECORD_INDEX"
     materialization = "hudi_mor" if kind.startswith("mor") else "hudi_upsert"
     cfg = parse_model_config("bench", materialization, config)
     return cfg.write_options(
@@ -295,7 +313,8 @@ class Bench:
         from engine import write_hudi
 
         # the codec and index variants upsert the default base (bulk_insert looks nothing up)
-        table_kind = kind.split("-")[0] if not kind.endswith("-bucket") else kind
+        whole = kind.endswith(("-bucket", "-gsimple9", "-rli"))  # their own tables
+        table_kind = kind if whole else kind.split("-")[0]
         path = shape_dir / "prepared" / f"hudi-{table_kind}"
         if not (path / ".hoodie" / "hoodie.properties").exists():
             shutil.rmtree(path, ignore_errors=True)
@@ -461,6 +480,8 @@ def upsert_section(bench: Bench, datasets: dict[str, tuple[Path, dict[str, Any]]
             kinds += VARIANTS
         if shape in RECENT_SHAPES:
             kinds += RECENT_VARIANTS
+        if shape in RLI_SHAPES:
+            kinds = RLI_VARIANTS
         contenders = [bench.hudi_upsert(k, shape, data, meta) for k in kinds]
         contenders += [bench.spark_io(shape, data, meta), bench.delta_merge(shape, data, meta)]
         rounds(contenders)

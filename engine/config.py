@@ -677,6 +677,21 @@ SIMPLE_INDEX_UPDATE_PARTITION_PATH = _option(
     "and written to the new one; false updates it in place in its old partition.",
 )
 
+RECORD_INDEX_ENABLE = _optional(
+    "hoodie.metadata.record.index.enable",
+    parse_bool,
+    "Keep the metadata table's record_index partition (every record key -> its partition and "
+    "file group; table versions 8 and 9, with hoodie.metadata.enable). Hudi's default is off; "
+    "unset, a table keeps the record index it has; hoodie.index.type=RECORD_INDEX turns it on.",
+)
+RECORD_INDEX_UPDATE_PARTITION_PATH = _option(
+    "hoodie.record.index.update.partition.path",
+    parse_bool,
+    False,
+    "RECORD_INDEX: a key arriving with a new partition path is deleted from its old partition "
+    "and written to the new one; false (Hudi's default) updates it in place in its old "
+    "partition.",
+)
 RECORD_INDEX_MIN_FILE_GROUP_COUNT = _option(
     "hoodie.metadata.record.index.min.filegroup.count",
     parse_positive_int,
@@ -840,7 +855,7 @@ LOGFILE_DATA_BLOCK_FORMAT = _option(
     "100k-row slice merges in 0.07 s against 0.17 s): set parquet for read-heavy tables. Apache "
     "Hudi's readers and hudi-rs read both. Delete blocks stay delete blocks, CDC blocks Avro.",
 )
-INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET")
+INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET", "RECORD_INDEX")
 INDEX_TYPE = _option(
     "hoodie.index.type",
     choice(*INDEX_TYPES),
@@ -850,8 +865,10 @@ INDEX_TYPE = _option(
     "partition (a key is unique in the whole table); BLOOM and GLOBAL_BLOOM look the keys up "
     "in the same files, pruned by the footers' key ranges and bloom filters first (Hudi's "
     "HoodieBloomIndex and HoodieGlobalBloomIndex); BUCKET hashes the key to one of "
-    "hoodie.bucket.index.num.buckets file groups per partition (no lookup). Persisted in "
-    "hoodie.properties when BUCKET.",
+    "hoodie.bucket.index.num.buckets file groups per partition (no lookup); RECORD_INDEX looks "
+    "keys up in the metadata table's record_index partition (global; table versions 8 and 9, "
+    "turns the metadata table and its record index on). Persisted in hoodie.properties when "
+    "BUCKET.",
 )
 BUCKET_INDEX_ENGINE = _option(
     "hoodie.bucket.index.engine",
@@ -1051,6 +1068,13 @@ ENABLE_DATA_SKIPPING = _option(
     "Snapshot reads of a table whose metadata table has column_stats skip the file slices whose "
     "stats prove no row matches the filters (Hudi 1.x's default: on). A read's "
     "hoodie.metadata.enable=false turns it off with the listing through the metadata table.",
+)
+COLUMN_STATS_ENABLE = _optional(
+    "hoodie.metadata.index.column.stats.enable",
+    parse_bool,
+    "Keep the metadata table's column_stats partition (per base file and column a value range, "
+    "for data skipping; table versions 8 and 9, with hoodie.metadata.enable). Hudi's writer "
+    "default is off; unset, a table keeps the column stats it has.",
 )
 COLUMN_STATS_COLUMN_LIST = _option(
     "hoodie.metadata.index.column.stats.column.list",

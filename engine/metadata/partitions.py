@@ -1,28 +1,28 @@
 """The metadata table partitions this engine maintains, each with its record producer.
 
 A partition plugs in as one :class:`MetadataPartition`: its name (the folder under
-``.hoodie/metadata`` and the entry in ``hoodie.table.metadata.partitions``), its file groups and
-which one a record key maps to (``record_index``: ``record-index-000N-0`` by key hash), the
-initialization instant Hudi 1.x gives it, and three producers of HFile cells (row key, Avro
-``HoodieMetadataRecord`` datum), sorted by key:
+``.hoodie/metadata`` and the entry in ``hoodie.table.metadata.partitions``), whether a write
+keeps it, and three producers of HFile cells (row key, Avro ``HoodieMetadataRecord`` datum),
+sorted by key, per file group (``files`` has one, ``record_index`` and ``column_stats`` several):
 
-- ``initial_cells``: the records of the initialization base file, from the table's listing;
-- ``update_cells``: the records one data instant adds (an HFILE_DATA_BLOCK of the instant's
-  deltacommit), from what the instant changed;
-- ``compacted_cells``: the records of a compacted base file, from the slice of one file group
-  being compacted.
+- ``initial_groups``: every file group's initialization base file, from the committed table;
+- ``update_groups``: what one data instant adds to the file groups it touches (an
+  HFILE_DATA_BLOCK, and a DELETE_BLOCK of keys, in each one's log file of the deltacommit);
+- ``compacted_cells``: the records of one compacted base file, from the slice being compacted.
 
 The metadata writer (:mod:`engine.metadata.writer`) owns everything else: timeline, log and base
-files, validation against the data timeline. :data:`MAINTAINED` lists the partitions written;
-any other partition a table's metadata table holds is dropped when a write takes it over.
+files, validation against the data timeline. :data:`engine.metadata.maintained.MAINTAINED`
+lists the partitions written; any other partition a table's metadata table holds is dropped when
+a write takes it over.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from engine.config import HoodieConfig
 from engine.fs.storage import Storage
 from engine.io.hfile import HFile
 from engine.io.java_hashmap import JavaHashMap
@@ -39,10 +39,46 @@ from engine.metadata.payload import (
     merge_file_slice,
 )
 from engine.timeline.commit_metadata import HoodieCommitMetadata
+from engine.timeline.timeline import Timeline
 
-__all__ = ["MAINTAINED", "Cell", "FilesPartition", "MetadataPartition", "MetadataUpdate"]
+__all__ = [
+    "Cell",
+    "FilesPartition",
+    "GroupCells",
+    "MetadataInit",
+    "MetadataPartition",
+    "MetadataUpdate",
+]
 
 Cell = tuple[bytes, bytes]
+
+
+@dataclass(frozen=True)
+class GroupCells:
+    """What one data instant writes to one file group: sorted cells (its HFILE_DATA_BLOCK) and
+    the keys it deletes (a DELETE_BLOCK after it)."""
+
+    cells: list[Cell]
+    deletes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MetadataInit:
+    """The committed data table a partition is initialized from.
+
+    Attributes:
+        storage: The data table's storage.
+        timeline: Its timeline (no write in flight).
+        listing: Its committed files with their sizes.
+        cfg: The write's options (layout and columns of the index partitions).
+        props: Its ``hoodie.properties``.
+    """
+
+    storage: Storage
+    timeline: Timeline
+    listing: FilesChange
+    cfg: HoodieConfig
+    props: Mapping[str, str]
 
 
 @dataclass(frozen=True)
@@ -66,14 +102,14 @@ class MetadataPartition(Protocol):
     """A metadata table partition and how its records are produced (see the module notes)."""
 
     name: str
-    file_groups: tuple[str, ...]  # the file ids of its file groups (``files-0000-0``)
-    init_instant: str  # its initialization deltacommit (Hudi 1.x: 17 zeros + partition index)
 
-    def file_group_of(self, key: bytes) -> str: ...
+    def enabled(self, cfg: HoodieConfig, listed: Iterable[str]) -> bool:
+        """Whether a write with ``cfg`` keeps the partition (``listed``: those the table has)."""
+        ...
 
-    def initial_cells(self, listing: FilesChange, schema: str) -> list[Cell]: ...
+    def initial_groups(self, init: MetadataInit, schema: str) -> dict[str, list[Cell]]: ...
 
-    def update_cells(self, update: MetadataUpdate, schema: str) -> list[Cell]: ...
+    def update_groups(self, update: MetadataUpdate, schema: str) -> dict[str, GroupCells]: ...
 
     def compacted_cells(
         self, base: HFile | None, logs: list[HFile | list[str]], schema: str, file_name: str
@@ -115,11 +151,17 @@ class FilesPartition:
     """The ``files`` partition: ``__all_partitions__`` and one file list per partition."""
 
     name = FILES_PARTITION
-    file_groups: tuple[str, ...] = ("files-0000-0",)
-    init_instant = "00000000000000000"
+    file_group = "files-0000-0"
 
-    def file_group_of(self, key: bytes) -> str:
-        return self.file_groups[0]  # Hudi keeps the files partition in one file group
+    def enabled(self, cfg: HoodieConfig, listed: Iterable[str]) -> bool:
+        return True  # the metadata table itself
+
+    def initial_groups(self, init: MetadataInit, schema: str) -> dict[str, list[Cell]]:
+        return {self.file_group: self.initial_cells(init.listing, schema)}
+
+    def update_groups(self, update: MetadataUpdate, schema: str) -> dict[str, GroupCells]:
+        cells = self.update_cells(update, schema)
+        return {self.file_group: GroupCells(cells)} if cells else {}
 
     def _cells(self, change: FilesChange, schema: str, *, always_list: bool) -> list[Cell]:
         records = []
@@ -162,6 +204,3 @@ class FilesPartition:
             stamped = FilesRecord(record.key, record.type, record.files, meta)
             cells.append((key.encode(), encode_files_record(stamped, schema)))
         return cells
-
-
-MAINTAINED: tuple[MetadataPartition, ...] = (FilesPartition(),)

@@ -34,7 +34,8 @@ from engine.fs.filenames import (
 )
 from engine.fs.properties import read_properties
 from engine.fs.storage import Storage
-from engine.metadata.partitions import MAINTAINED, MetadataPartition
+from engine.metadata.maintained import listed_partitions
+from engine.metadata.partitions import MetadataPartition
 from engine.metadata.slices import (
     MetadataSlice,
     ValidInstants,
@@ -100,19 +101,22 @@ def _compact_slice(
     base, logs = slice_content(mdt, chosen, valid)
     name = format_base_file_name(chosen.file_id, WRITE_TOKEN, instant_time, ".hfile")
     cells = partition.compacted_cells(base, logs, schema, name)
-    rel, size = write_base_file(mdt, partition, chosen.file_id, instant_time, cells, schema)
-    return write_stat(partition, chosen.file_id, rel, size,
+    group = (partition.name, chosen.file_id)
+    rel, size = write_base_file(mdt, group, instant_time, cells, schema)
+    return write_stat(group, rel, size,
                       prev_commit=_base_instant(chosen.base_file), created=True,
                       num_writes=len(cells),
                       total_log_files_compacted=len(chosen.log_files))  # fmt: skip
 
 
 def compact_metadata_table(storage: Storage, mdt: Storage, schema: str) -> str:
-    """Compact every file group of the maintained partitions at a new instant; returns it."""
+    """Compact every file group of each maintained partition the table lists at a new
+    instant; returns it."""
     timeline = Timeline.load(mdt)
     data = Timeline.load(storage)
     valid = ValidInstants.of(timeline, data)
-    slices = [(p, s) for p in MAINTAINED for s in latest_slices(mdt, timeline, p.name)]
+    listed = listed_partitions(read_properties(storage))
+    slices = [(p, s) for p in listed for s in latest_slices(mdt, timeline, p.name)]
     plan = HoodieCompactionPlan(tuple(_operation(s) for _, s in slices))
     after = max(timeline.max_instant_time() or "", data.max_instant_time() or "")
     instant_time = new_metadata_instant_time(after)
@@ -150,7 +154,7 @@ def _slices(mdt: Storage, partition: str, completed: set[str]) -> dict[tuple[str
     return slices
 
 
-def clean_metadata_table(mdt: Storage, retained: int) -> str | None:
+def clean_metadata_table(storage: Storage, mdt: Storage, retained: int) -> str | None:
     """Delete the file slices no query of the last ``retained`` commits needs; returns the
     clean instant, None when nothing is due."""
     timeline = finish_pending_cleans(mdt, Timeline.load(mdt))
@@ -162,7 +166,7 @@ def clean_metadata_table(mdt: Storage, retained: int) -> str | None:
     earliest = commits[-retained]
     completed = set(commits)
     files: dict[str, list[str]] = {}
-    for partition in MAINTAINED:
+    for partition in listed_partitions(read_properties(storage)):
         slices = _slices(mdt, partition.name, completed)
         for (file_id, base), slice_files in slices.items():
             bases = [b for f, b in slices if f == file_id and b <= earliest]
@@ -209,4 +213,4 @@ def run_metadata_services(storage: Storage, cfg: HoodieConfig) -> None:
     schema = metadata_schema(int(read_properties(mdt)[config.TABLE_VERSION.key]))
     if _compaction_due(timeline, Timeline.load(storage), cfg):
         compact_metadata_table(storage, mdt, schema)
-    clean_metadata_table(mdt, _retained(cfg))
+    clean_metadata_table(storage, mdt, _retained(cfg))

@@ -30,6 +30,7 @@ from typing import Any
 
 from engine import config
 from engine.config import HoodieConfig
+from engine.errors import ConfigError
 from engine.faults import checkpoint
 from engine.fs.filenames import (
     PARTITION_METAFILE_PREFIX,
@@ -42,8 +43,14 @@ from engine.fs.properties import METAFOLDER, read_properties, write_properties
 from engine.fs.storage import Storage
 from engine.fs.view import list_partition_paths
 from engine.metadata.changes import FilesChange, of_clean, of_commit, of_rollbacks
+from engine.metadata.column_stats import COLUMN_STATS_PARTITION
+from engine.metadata.column_stats_partition import column_stats_definition, init_columns
 from engine.metadata.files_index import FILES_PARTITION, has_files_index
-from engine.metadata.partitions import MAINTAINED, MetadataUpdate
+from engine.metadata.index_defs import read_index_defs, write_index_defs
+from engine.metadata.maintained import enabled_partitions, listed_partitions
+from engine.metadata.partitions import MetadataInit, MetadataPartition, MetadataUpdate
+from engine.metadata.record_index import RECORD_INDEX_PARTITION
+from engine.metadata.record_index_partition import record_index_wanted
 from engine.metadata.slices import METADATA_TABLE_PATH
 from engine.metadata.writer import (
     metadata_properties,
@@ -69,9 +76,17 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
-_MAINTAINED_NAMES = tuple(p.name for p in MAINTAINED)
-_INITS = frozenset(p.init_instant for p in MAINTAINED)
+_INIT_PREFIX = "00000000000000"
 _CDC_SUFFIX = ".cdc"
+RECORD_INDEX_TYPE = "RECORD_INDEX"
+_RECORD_INDEX_DEFINITION = {
+    "indexName": RECORD_INDEX_PARTITION,
+    "indexType": RECORD_INDEX_PARTITION,
+    "indexFunction": "",
+    "sourceFields": [],
+    "indexOptions": {"isPartitioned": "false"},
+    "version": "V1",
+}
 
 
 def _version(cfg: HoodieConfig, props: Mapping[str, str] | None) -> int:
@@ -87,14 +102,41 @@ def metadata_enabled(cfg: HoodieConfig, props: Mapping[str, str] | None) -> bool
     enabled = cfg.get(config.METADATA_ENABLE)
     if enabled is not None:
         return enabled
+    if cfg.get(config.INDEX_TYPE) == RECORD_INDEX_TYPE:
+        return True  # the index lives in the metadata table
     return props is not None and _version(cfg, props) >= 8 and has_files_index(props)
 
 
+def _check_record_index_options(cfg: HoodieConfig, props: Mapping[str, str] | None) -> None:
+    """``hoodie.index.type=RECORD_INDEX`` needs a metadata table with its record index."""
+    version = _version(cfg, props)
+    index = f"{config.INDEX_TYPE.key}={RECORD_INDEX_TYPE}"
+    if version < 8:
+        raise ConfigError(
+            f"{index} needs table version 8 or 9 (this table is version {version}): the record "
+            "index lives in the metadata table, which this engine writes for versions 8 and 9 "
+            f"only (set {config.WRITE_TABLE_VERSION.key} for a new table)"
+        )
+    for option in (config.METADATA_ENABLE, config.RECORD_INDEX_ENABLE):
+        if cfg.get(option) is False:
+            raise ConfigError(f"{index} needs {option.key}, which this write sets to false")
+
+
 def check_metadata_options(cfg: HoodieConfig, props: Mapping[str, str] | None) -> None:
-    """Refuse ``hoodie.metadata.enable=true`` on a table version it cannot be written in,
-    before anything is written."""
-    if metadata_enabled(cfg, props):
-        metadata_schema(_version(cfg, props))
+    """Refuse ``hoodie.metadata.enable=true`` on a table version it cannot be written in, and
+    ``hoodie.index.type=RECORD_INDEX`` without its metadata table, before anything is
+    written."""
+    if cfg.get(config.INDEX_TYPE) == RECORD_INDEX_TYPE:
+        _check_record_index_options(cfg, props)
+    if not metadata_enabled(cfg, props):
+        return
+    metadata_schema(_version(cfg, props))
+    listed = config.METADATA_PARTITIONS.parse((props or {}).get(config.METADATA_PARTITIONS.key, ""))
+    if record_index_wanted(cfg, listed) and not cfg.get(config.POPULATE_META_FIELDS):
+        raise ConfigError(
+            "the record index reads the _hoodie_record_key column of the files a write adds; "
+            f"a table written with {config.POPULATE_META_FIELDS.key}=false has none"
+        )
 
 
 def maintained_metadata_table(storage: Storage) -> Storage | None:
@@ -118,7 +160,8 @@ def _record(storage: Storage, instant_time: str, change: FilesChange,
         return
     schema = metadata_schema(_table_version(mdt))
     update = MetadataUpdate(storage, instant_time, change, commit)
-    cells = {p.name: (p, p.update_cells(update, schema)) for p in MAINTAINED}
+    props = read_properties(storage)
+    cells = {p.name: p.update_groups(update, schema) for p in listed_partitions(props)}
     write_deltacommit(mdt, instant_time, cells, schema)
     checkpoint("metadata.after_deltacommit")
 
@@ -175,7 +218,35 @@ def record_rollback(
         return
     target = (metadata.get("commitsRollback") or [""])[0]
     if not _roll_back_or_delete(mdt, Timeline.load(mdt), target, rollback_time, roll_back):
+        _drop_record_index(storage, [target])
         _record(storage, rollback_time, of_rollbacks([metadata]))
+
+
+def _drop_record_index(storage: Storage, rolled_back: list[str]) -> None:
+    """A rolled-back instant a metadata compaction merged already: its record index mappings
+    cannot be undone from the deleted files, so the partition is dropped (never left stale),
+    with a warning; a write that enables it initializes it again."""
+    props = read_properties(storage)
+    listed = config.METADATA_PARTITIONS.parse(props.get(config.METADATA_PARTITIONS.key, ""))
+    if RECORD_INDEX_PARTITION not in listed:
+        return
+    updated = {k: v for k, v in props.items() if k != config.INDEX_DEFS_PATH.key}
+    updated[config.METADATA_PARTITIONS.key] = ",".join(
+        p for p in listed if p != RECORD_INDEX_PARTITION
+    )
+    defs = read_index_defs(storage, props)
+    defs.pop(RECORD_INDEX_PARTITION, None)
+    path = write_index_defs(storage, defs)
+    if path:
+        updated[config.INDEX_DEFS_PATH.key] = path
+    write_properties(storage, updated)
+    storage.delete_dir(f"{METADATA_TABLE_PATH}/{RECORD_INDEX_PARTITION}")
+    _log.warning(
+        "Table at %s: rolling back %s, which the metadata table compacted already, drops its "
+        "record_index partition (the next write that enables it rebuilds it)",
+        storage.base_path,
+        ", ".join(rolled_back),
+    )
 
 
 def record_restore(
@@ -195,6 +266,7 @@ def record_restore(
         if not _roll_back_or_delete(mdt, Timeline.load(mdt), target, rollback_time, roll_back):
             compacted += done
     if compacted:
+        _drop_record_index(storage, [str(m.get("commitsRollback")) for m in compacted])
         _record(storage, restore_time, of_rollbacks(compacted))
 
 
@@ -222,55 +294,96 @@ def committed_listing(storage: Storage, timeline: Timeline) -> FilesChange:
     return listing
 
 
-def _initialize(storage: Storage, props: dict[str, str], timeline: Timeline) -> None:
-    """Bootstrap the metadata table from the committed listing (``hoodie.table.metadata
-    .partitions.inflight`` names the partitions while they are written)."""
-    schema = metadata_schema(int(props[config.TABLE_VERSION.key]))
-    names = ",".join(_MAINTAINED_NAMES)
-    write_properties(storage, {**props, config.METADATA_PARTITIONS_INFLIGHT.key: names})
+def _init_instant(mdt: Storage) -> str:
+    """A partition's initialization deltacommit: Hudi 1.x's ``00000000000000000`` plus an
+    offset, the first one the metadata timeline does not hold yet."""
+    used = {i.instant_time for i in Timeline.load(mdt).instants} if mdt.exists(
+        f"{METAFOLDER}/hoodie.properties") else set()  # fmt: skip
+    return next(t for n in range(1000) if (t := f"{_INIT_PREFIX}{n:03d}") not in used)
+
+
+def _create(storage: Storage, props: dict[str, str]) -> None:
+    """A new, empty metadata table (any leftover of an earlier one removed)."""
     storage.delete_dir(METADATA_TABLE_PATH)
     mdt = storage.child(METADATA_TABLE_PATH)
     for folder in (".temp", ".aux"):
         mdt.makedirs(f"{METAFOLDER}/{folder}")
     write_properties(mdt, metadata_properties(props))
-    listing = committed_listing(storage, timeline)
-    for partition in MAINTAINED:
-        write_initial_file_groups(mdt, partition, partition.initial_cells(listing, schema), schema)
+
+
+def _definitions(
+    storage: Storage, props: dict[str, str], init: MetadataInit, names: list[str]
+) -> dict[str, str]:
+    """The index definitions of the partitions initialized (Hudi 1.x records column_stats'
+    columns and the record index there); the properties naming the file."""
+    defs = read_index_defs(storage, props)
+    if COLUMN_STATS_PARTITION in names:
+        defs[COLUMN_STATS_PARTITION] = column_stats_definition(init_columns(init))
+    if RECORD_INDEX_PARTITION in names:
+        defs[RECORD_INDEX_PARTITION] = dict(_RECORD_INDEX_DEFINITION)
+    if not ({COLUMN_STATS_PARTITION, RECORD_INDEX_PARTITION} & set(names)):
+        return props
+    path = write_index_defs(storage, defs)
+    return {**props, config.INDEX_DEFS_PATH.key: path} if path else props
+
+
+def _initialize(
+    storage: Storage, props: dict[str, str], init: MetadataInit,
+    partitions: tuple[MetadataPartition, ...],
+) -> None:  # fmt: skip
+    """Bootstrap ``partitions`` from the committed table (``hoodie.table.metadata
+    .partitions.inflight`` names them while they are written), then list them as ready."""
+    schema = metadata_schema(int(props[config.TABLE_VERSION.key]))
+    names = [p.name for p in partitions]
+    write_properties(storage, {**props, config.METADATA_PARTITIONS_INFLIGHT.key: ",".join(names)})
+    mdt = storage.child(METADATA_TABLE_PATH)
+    for partition in partitions:
+        groups = partition.initial_groups(init, schema)
+        write_initial_file_groups(mdt, partition.name, _init_instant(mdt), groups, schema)
+    props = _definitions(storage, props, init, names)
+    listed = config.METADATA_PARTITIONS.parse(props.get(config.METADATA_PARTITIONS.key, ""))
+    ready = [p for p in (*listed, *names) if p]
     write_properties(
         storage,
         {
             **props,
-            config.METADATA_PARTITIONS.key: names,
+            config.METADATA_PARTITIONS.key: ",".join(sorted(set(ready))),
             config.METADATA_PARTITIONS_INFLIGHT.key: "",
         },
     )
 
 
-def _drop_unmaintained(storage: Storage, props: dict[str, str]) -> None:
-    """Drop the partitions this engine does not maintain, as Hudi drops a disabled partition:
-    off the partitions list first, then their folders and index definitions."""
+def _drop_unmaintained(
+    storage: Storage, props: dict[str, str], cfg: HoodieConfig
+) -> dict[str, str]:
+    """Drop the partitions this write does not keep, as Hudi drops a disabled partition: off
+    the partitions list first, then their folders and index definitions; the new properties."""
     listed = [*config.METADATA_PARTITIONS.parse(props.get(config.METADATA_PARTITIONS.key, ""))]
     pending = config.METADATA_PARTITIONS_INFLIGHT.parse(
         props.get(config.METADATA_PARTITIONS_INFLIGHT.key, "")
     )
-    dropped = sorted({p for p in (*listed, *pending) if p not in _MAINTAINED_NAMES})
-    index_defs = props.get(config.INDEX_DEFS_PATH.key)
-    if not dropped and not index_defs:
-        return
+    kept = {p.name for p in enabled_partitions(cfg, props)}
+    dropped = sorted({p for p in (*listed, *pending) if p not in kept})
+    defs = read_index_defs(storage, props)
+    if not dropped and set(defs) <= kept:
+        return props
     updated = {k: v for k, v in props.items() if k != config.INDEX_DEFS_PATH.key}
     updated[config.METADATA_PARTITIONS.key] = ",".join(p for p in listed if p not in dropped)
     updated[config.METADATA_PARTITIONS_INFLIGHT.key] = ""
+    path = write_index_defs(storage, {k: v for k, v in defs.items() if k in kept})
+    if path:
+        updated[config.INDEX_DEFS_PATH.key] = path
     write_properties(storage, updated)
     for name in dropped:
         storage.delete_dir(f"{METADATA_TABLE_PATH}/{name}")
-    storage.delete_dir(f"{METAFOLDER}/.index_defs")
     _log.warning(
-        "Table at %s: metadata table partitions %s are not maintained by this engine; they are "
+        "Table at %s: metadata table partitions %s are not kept by this write; they are "
         "dropped from %s (with their index definitions), as Hudi drops a disabled partition",
         storage.base_path,
         ", ".join(dropped) or "(none)",
         config.METADATA_PARTITIONS.key,
     )
+    return updated
 
 
 _RECORDED = (*COMMIT_ACTIONS, Action.CLEAN)  # data instants that write a metadata deltacommit
@@ -281,7 +394,11 @@ def _is_stale(storage: Storage, mdt: Storage) -> str | None:
     metadata deltacommit (a writer that did not keep it wrote it); None when in step."""
     metadata = Timeline.load(mdt)
     synced = {i.instant_time for i in metadata.completed()}
-    init = [i.completion_time or "" for i in metadata.completed() if i.instant_time in _INITS]
+    init = [
+        i.completion_time or ""
+        for i in metadata.completed()
+        if i.instant_time.startswith(_INIT_PREFIX)
+    ]
     if not init:
         return "(no initialization)"
     for instant in Timeline.load(storage).completed(_RECORDED):
@@ -300,27 +417,36 @@ def prepare_metadata_table(storage: Storage, cfg: HoodieConfig) -> None:
     mdt = storage.child(METADATA_TABLE_PATH)
     ready = FILES_PARTITION in config.METADATA_PARTITIONS.parse(
         props.get(config.METADATA_PARTITIONS.key, "")
-    )
-    stale = None
-    if ready and mdt.exists(f"{METAFOLDER}/hoodie.properties"):
-        stale = _is_stale(storage, mdt)
-        if stale is None:
-            _drop_unmaintained(storage, props)
-            return
+    ) and mdt.exists(f"{METAFOLDER}/hoodie.properties")
+    stale = _is_stale(storage, mdt) if ready else None
+    if stale is not None:
         _log.warning(
             "Table at %s: its metadata table lacks instant %s; it is built again from the "
             "storage listing",
             storage.base_path,
             stale,
         )
+        ready = False
+    if ready:
+        props = _drop_unmaintained(storage, props, cfg)
+    listed = set(config.METADATA_PARTITIONS.parse(props.get(config.METADATA_PARTITIONS.key, "")))
+    missing = tuple(p for p in enabled_partitions(cfg, props) if not ready or p.name not in listed)
+    if ready and not missing:
+        return
     timeline = Timeline.load(storage)
     if timeline.pending(COMMIT_ACTIONS):
         if stale is not None:  # not rebuilt now: no reader may list through it meanwhile
             take_over_metadata_table(storage, props)
         _log.info(
-            "Table at %s: metadata table not initialized while writes are in flight (%s)",
+            "Table at %s: metadata table partitions %s not initialized while writes are in "
+            "flight (%s)",
             storage.base_path,
+            ", ".join(p.name for p in missing),
             ", ".join(i.instant_time for i in timeline.pending(COMMIT_ACTIONS)),
         )
         return
-    _initialize(storage, props, timeline)
+    if not ready:
+        _create(storage, props)
+        props = {**props, config.METADATA_PARTITIONS.key: ""}
+    init = MetadataInit(storage, timeline, committed_listing(storage, timeline), cfg, props)
+    _initialize(storage, props, init, missing)

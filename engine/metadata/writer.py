@@ -7,7 +7,7 @@ The metadata table is a MERGE_ON_READ table with its own ``hoodie.properties`` a
                             a bloom filter of its keys) + .<fg>_<init>.log.1_0-0-0 (one empty
                             DELETE_BLOCK, as Hudi opens every file group)
     each data instant <t>   <t>.deltacommit: .<fg>_<t>.log.1_0-0-0, one HFILE_DATA_BLOCK of the
-                            records <t> produces that map to <fg>
+                            records <t> produces
     compaction <c>          <c>.commit: <fg>_0-0-0_<c>.hfile, the merged slice
 
 A deltacommit is written completely, ``requested`` to completed, **before** the data instant
@@ -32,8 +32,14 @@ from engine.fs.properties import write_partition_metadata
 from engine.fs.storage import Storage
 from engine.io.bloom_filter import BLOOM_FILTER_KEY, BLOOM_FILTER_TYPE_CODE_KEY, BloomFilterSpec
 from engine.io.hfile_writer import write_hfile
-from engine.io.logfile import HeaderMetadataType, HoodieLogBlockType, encode_block
-from engine.metadata.partitions import Cell, MetadataPartition
+from engine.io.logfile import (
+    HeaderMetadataType,
+    HoodieLogBlockType,
+    encode_block,
+    encode_delete_block,
+)
+from engine.metadata.partitions import Cell, GroupCells
+from engine.metadata.record_index_writer import delete_records
 from engine.metadata.slices import METADATA_TABLE_PATH
 from engine.timeline.commit_metadata import SCHEMA_KEY, HoodieCommitMetadata, HoodieWriteStat
 from engine.timeline.instant import Action, new_instant_time
@@ -43,7 +49,6 @@ __all__ = [
     "METADATA_TABLE_PATH",
     "WRITE_TOKEN",
     "base_file_bytes",
-    "by_file_group",
     "commit_metadata",
     "log_block_hfile",
     "metadata_properties",
@@ -140,27 +145,27 @@ def base_file_bytes(cells: list[Cell], schema: str, create_time_ms: int) -> byte
 
 
 def write_base_file(
-    mdt: Storage, partition: MetadataPartition, file_group: str, instant_time: str,
-    cells: list[Cell], schema: str,
-) -> tuple[str, int]:  # fmt: skip
-    """An HFile base file of ``cells`` (:func:`base_file_bytes`) for one file group of the
-    partition; (path, size)."""
+    mdt: Storage, group: tuple[str, str], instant_time: str, cells: list[Cell], schema: str
+) -> tuple[str, int]:
+    """An HFile base file of ``cells`` (:func:`base_file_bytes`) in file group ``group``
+    (partition, file id); (path, size)."""
     data = base_file_bytes(cells, schema, _now_ms())
-    name = format_base_file_name(file_group, WRITE_TOKEN, instant_time, ".hfile")
-    rel = f"{partition.name}/{name}"
+    name = format_base_file_name(group[1], WRITE_TOKEN, instant_time, ".hfile")
+    rel = f"{group[0]}/{name}"
     mdt.write_bytes(rel, data)
     return rel, len(data)
 
 
 def write_stat(
-    partition: MetadataPartition, file_group: str, rel: str, size: int, *, prev_commit: str,
-    created: bool, **counts: object,
+    group: tuple[str, str], rel: str, size: int, *, prev_commit: str, created: bool,
+    **counts: object,
 ) -> HoodieWriteStat:  # fmt: skip
-    """The write stat of a metadata table file, as Hudi's metadata writer reports it."""
+    """The write stat of a metadata table file of file group ``group`` (partition, file id),
+    as Hudi's metadata writer reports it."""
     return HoodieWriteStat.of_file(
-        file_id=file_group,
+        file_id=group[1],
         path=rel,
-        partition_path=partition.name,
+        partition_path=group[0],
         prev_commit=prev_commit,
         size=size,
         elapsed_ms=0,
@@ -172,77 +177,81 @@ def write_stat(
 def commit_metadata(
     stats: list[HoodieWriteStat], schema: str, operation: str, *, compacted: bool = False
 ) -> bytes:
-    """A metadata table commit's metadata: its write stats, the record schema, the operation
-    Hudi's metadata writer names (``BULK_INSERT_PREPPED``, ``UPSERT_PREPPED``, ``COMPACT``)."""
     by_partition: dict[str, list[HoodieWriteStat]] = {}
     for stat in stats:
         by_partition.setdefault(stat.partition_path or "", []).append(stat)
+    """A metadata table commit's metadata: its write stats, the record schema, the operation
+    Hudi's metadata writer names (``BULK_INSERT_PREPPED``, ``UPSERT_PREPPED``, ``COMPACT``)."""
     metadata = HoodieCommitMetadata(by_partition, compacted, {SCHEMA_KEY: schema}, operation)
     return metadata.to_json()
 
 
-def by_file_group(partition: MetadataPartition, cells: list[Cell]) -> dict[str, list[Cell]]:
-    """The cells of each of the partition's file groups (every group, empty or not), in key
-    order: a record lives in the file group its key maps to."""
-    groups: dict[str, list[Cell]] = {group: [] for group in partition.file_groups}
-    for key, value in cells:
-        groups[partition.file_group_of(key)].append((key, value))
-    return groups
-
-
-_EMPTY_DELETES = _BLOCK_CONTENT_VERSION.to_bytes(4, "big") + (1).to_bytes(4, "big") + b"\0"
-
-
 def write_initial_file_groups(
-    mdt: Storage, partition: MetadataPartition, cells: list[Cell], schema: str
+    mdt: Storage, partition: str, instant_time: str, groups: dict[str, list[Cell]], schema: str
 ) -> None:
-    """The partition's initialization deltacommit: in each file group a base file of its
-    cells (an empty HFile when none maps to it) and a first log file with an empty
-    DELETE_BLOCK, then the completed deltacommit."""
-    t = partition.init_instant
+    """A partition's initialization deltacommit: each file group's base file of its cells and
+    first log file with an empty DELETE_BLOCK (as Hudi opens every file group), then the
+    completed deltacommit."""
+    t = instant_time
     create_requested(mdt, t, Action.DELTA_COMMIT)
     transition_to_inflight(mdt, t, Action.DELTA_COMMIT)
-    write_partition_metadata(mdt, partition.name, t)
+    write_partition_metadata(mdt, partition, t)
+    empty_deletes = _BLOCK_CONTENT_VERSION.to_bytes(4, "big") + (1).to_bytes(4, "big") + b"\0"
     stats = []
-    header = {HeaderMetadataType.INSTANT_TIME: t}
-    for group, group_cells in by_file_group(partition, cells).items():
-        rel, size = write_base_file(mdt, partition, group, t, group_cells, schema)
-        log = format_log_file_name(group, t, 1, WRITE_TOKEN)
-        block = encode_block(HoodieLogBlockType.DELETE_BLOCK, header, _EMPTY_DELETES)
-        mdt.write_bytes(f"{partition.name}/{log}", block)
-        n = len(group_cells)
-        stats.append(write_stat(partition, group, rel, size, prev_commit="null", created=True,
-                                num_writes=n, num_inserts=n))  # fmt: skip
+    for file_id, cells in groups.items():
+        rel, size = write_base_file(mdt, (partition, file_id), t, cells, schema)
+        log = format_log_file_name(file_id, t, 1, WRITE_TOKEN)
+        block = encode_block(
+            HoodieLogBlockType.DELETE_BLOCK, {HeaderMetadataType.INSTANT_TIME: t}, empty_deletes
+        )
+        mdt.write_bytes(f"{partition}/{log}", block)
+        n = len(cells)
+        stats.append(write_stat((partition, file_id), rel, size, prev_commit="null",
+                                created=True, num_writes=n, num_inserts=n))  # fmt: skip
     complete(mdt, t, Action.DELTA_COMMIT, commit_metadata(stats, schema, "BULK_INSERT_PREPPED"))
 
 
-def _log_file(
-    mdt: Storage, partition: MetadataPartition, group: str, instant_time: str,
-    cells: list[Cell], schema: str,
-) -> HoodieWriteStat:  # fmt: skip
-    name = format_log_file_name(group, instant_time, 1, WRITE_TOKEN)
-    data = _log_block(cells, instant_time, schema)
-    mdt.write_bytes(f"{partition.name}/{name}", data)
-    n = len(cells)
-    return write_stat(partition, group, f"{partition.name}/{name}", len(data),
-                      prev_commit=instant_time, created=False, num_writes=n, num_update_writes=n,
-                      log_version=1, log_offset=0, base_file="", log_files=(name,))  # fmt: skip
+def _log_file(content: GroupCells, instant_time: str, schema: str) -> bytes:
+    """One file group's log file of a deltacommit: its HFILE_DATA_BLOCK (when it has cells),
+    then a DELETE_BLOCK of the keys it deletes (when any), as Hudi's append handle writes them."""
+    data = _log_block(content.cells, instant_time, schema) if content.cells else b""
+    if content.deletes:
+        data += encode_delete_block(delete_records(content.deletes), instant_time, schema)
+    return data
 
 
 def write_deltacommit(
-    mdt: Storage, instant_time: str, cells: dict[str, tuple[MetadataPartition, list[Cell]]],
-    schema: str,
-) -> None:  # fmt: skip
-    """The deltacommit of data instant ``instant_time``: one log file per file group with
-    records, holding one HFILE_DATA_BLOCK, then the completed deltacommit."""
+    mdt: Storage, instant_time: str, cells: dict[str, dict[str, GroupCells]], schema: str
+) -> None:
+    """The deltacommit of data instant ``instant_time``: one log file per file group written
+    (``cells``: partition -> file id -> content), then the completed deltacommit."""
     create_requested(mdt, instant_time, Action.DELTA_COMMIT)
     transition_to_inflight(mdt, instant_time, Action.DELTA_COMMIT)
-    stats = [
-        _log_file(mdt, partition, group, instant_time, group_cells, schema)
-        for partition, partition_cells in cells.values()
-        for group, group_cells in by_file_group(partition, partition_cells).items()
-        if group_cells
-    ]
+    stats = []
+    for partition, groups in cells.items():
+        for file_id, content in groups.items():
+            if not content.cells and not content.deletes:
+                continue
+            name = format_log_file_name(file_id, instant_time, 1, WRITE_TOKEN)
+            data = _log_file(content, instant_time, schema)
+            mdt.write_bytes(f"{partition}/{name}", data)
+            n = len(content.cells) + len(content.deletes)
+            stats.append(
+                write_stat(
+                    (partition, file_id),
+                    f"{partition}/{name}",
+                    len(data),
+                    prev_commit=instant_time,
+                    created=False,
+                    num_writes=n,
+                    num_update_writes=len(content.cells),
+                    num_deletes=len(content.deletes),
+                    log_version=1,
+                    log_offset=0,
+                    base_file="",
+                    log_files=(name,),
+                )
+            )
     complete(
         mdt, instant_time, Action.DELTA_COMMIT, commit_metadata(stats, schema, "UPSERT_PREPPED")
     )

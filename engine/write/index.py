@@ -19,6 +19,8 @@ Indexes (:data:`INDEXES`, by ``hoodie.index.type``)::
                             (Hudi's ``HoodieBloomIndex``: ranges, ``mightContain`` in
                             ``HoodieKeyLookupHandle``, then the exact check of the candidates)
     BUCKET                  WRITE_JOB (:mod:`engine.write.bucket_index`)
+    RECORD_INDEX            the metadata table's ``record_index`` partition: only the file
+                            groups of it the keys hash to are read (Hudi's record level index)
     (no lookup)             NONE (:class:`NoLookupIndex`, from :meth:`KeyIndex.for_operation`)
 
 The GLOBAL_ ones look keys up in every partition (:mod:`engine.write.global_index`). The meta
@@ -52,6 +54,7 @@ from engine.fs.filenames import partition_file_path
 from engine.fs.storage import Storage
 from engine.fs.view import list_partition_paths
 from engine.io.parquet import read_base_file, read_bloom_filter, read_record_key_range
+from engine.metadata.record_index import RecordLocation, locate
 from engine.model.schema import RECORD_KEY_COLUMN
 from engine.timeline.timeline import Timeline
 from engine.write.bucketing import SizedBaseFile
@@ -69,6 +72,7 @@ __all__ = [
     "NoLookupIndex",
     "PartitionKeyRange",
     "PartitionLookup",
+    "RecordIndex",
     "SimpleIndex",
     "Tagging",
     "key_range_meets",
@@ -283,6 +287,74 @@ class BucketIndex(KeyIndex):
     tagging = Tagging.WRITE_JOB
 
 
+#: the last record index answer of this process: (table, completed instants), keys, locations
+_Answer = tuple[tuple[str, frozenset[str]], frozenset[str], dict[str, RecordLocation] | None]
+_LAST_LOCATED: _Answer | None = None
+
+
+def _located(storage: Storage, keys: list[str]) -> dict[str, RecordLocation] | None:
+    """:func:`~engine.metadata.record_index.locate`, answered again from the last answer of
+    this process when the table's completed instants are the same and the keys a subset: a
+    one-job write's task asks for its partition's keys, then for those it did not find there."""
+    global _LAST_LOCATED
+    timeline = Timeline.load(storage)
+    state = (storage.base_path, frozenset(i.instant_time for i in timeline.instants
+                                          if i.is_completed))  # fmt: skip
+    last = _LAST_LOCATED
+    if last is not None and last[0] == state and last[1].issuperset(keys):
+        stored = last[2]
+        return None if stored is None else {k: stored[k] for k in keys if k in stored}
+    located = locate(storage, timeline, keys)
+    _LAST_LOCATED = (state, frozenset(keys), located)
+    return located
+
+
+@dataclass(frozen=True)
+class RecordIndex(KeyIndex):
+    """``RECORD_INDEX``: a global index whose storage is the metadata table's ``record_index``
+    partition (:func:`engine.metadata.record_index.locate`), so a lookup reads the index file
+    groups the keys hash to, whatever the table's size; no base file is opened. The write
+    keeps the partition current (:mod:`engine.metadata.record_index_partition`)."""
+
+    index_type = "RECORD_INDEX"
+    is_global = True
+    update_partition_path_option = config.RECORD_INDEX_UPDATE_PARTITION_PATH
+
+    @classmethod
+    def configured(cls, cfg: HoodieConfig) -> KeyIndex:
+        """No footer is read: the index says where each key is."""
+        flag = cfg.get(config.RECORD_INDEX_UPDATE_PARTITION_PATH)
+        return cls(prune_by_ranges=False, update_partition_path=flag)
+
+    def find_keys(
+        self,
+        storage: Storage,
+        files: Mapping[FileGroupKey, SizedBaseFile],
+        keys: pa.Array,
+        **_: object,  # footer key ranges: the record index reads no footer
+    ) -> dict[FileGroupKey, pa.Array]:
+        """The keys the record index places in each file group of ``files``.
+
+        Raises:
+            HudiError: The table has no metadata table or no committed ``record_index``
+                partition (it is built at the start of a write with this index).
+        """
+        if not len(keys) or not files:
+            return {}
+        located = _located(storage, keys.to_pylist())
+        if located is None:
+            raise HudiError(
+                f"{config.INDEX_TYPE.key}=RECORD_INDEX: the table at {storage.base_path} has no "
+                "metadata table to look keys up in"
+            )
+        found: dict[FileGroupKey, list[str]] = {}
+        for key, where in located.items():
+            group = (where.partition_path, where.file_id)
+            if group in files:
+                found.setdefault(group, []).append(key)
+        return {group: pa.array(hits, pa.string()) for group, hits in sorted(found.items())}
+
+
 @dataclass(frozen=True)
 class NoLookupIndex(KeyIndex):
     """A write that looks no key up: every record is an insert, nothing is tagged."""
@@ -293,7 +365,14 @@ class NoLookupIndex(KeyIndex):
 #: every ``hoodie.index.type``: a new index is one class here
 INDEXES: Mapping[str, type[KeyIndex]] = {
     cls.index_type: cls
-    for cls in (SimpleIndex, GlobalSimpleIndex, BloomIndex, GlobalBloomIndex, BucketIndex)
+    for cls in (
+        SimpleIndex,
+        GlobalSimpleIndex,
+        BloomIndex,
+        GlobalBloomIndex,
+        BucketIndex,
+        RecordIndex,
+    )
 }
 
 

@@ -1,5 +1,9 @@
 """hudi_options={'hoodie.write.table.version': '9'}: the three materializations write Hudi 1.1
 tables (timeline layout 2), a second run continues them, hudi-rs and downstream models read them.
+
+On the same tables, ``index_type='RECORD_INDEX'`` models (hudi_upsert and hudi_mor) look their
+keys up in the metadata table's record index, kept by every run: a key whose partition changes
+moves (dbt's unique_key is unique in the table), and the index maps exactly the rows' keys.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from engine.fs.properties import read_properties
 from engine.fs.storage import Storage
 from engine.timeline.timeline import Timeline
 from tests.dbt.hudi_checks import base_path_of, hudi_rs_rows, spark_rows
+from tests.interop.index_partitions import record_index_matches_rows
 
 pytestmark = [pytest.mark.dbt, pytest.mark.spark, pytest.mark.interop]
 
@@ -46,6 +51,17 @@ DOWNSTREAM_SQL = """
 {{ config(materialized='table') }}
 select id, region, amount from {{ ref('orders_mor') }}
 """
+RECORD_INDEX_SQL = """
+{{{{ config(materialized='{}', unique_key='id', partition_by='region', precombine_key='ts',
+          index_type='RECORD_INDEX', hudi_options={{'hoodie.write.table.version': '9'}}) }}}}
+select id, region, amount, ts from {{{{ ref('moves_seed') }}}}
+"""
+MOVES_V2 = """id,region,amount,ts
+1,us,11,200
+3,eu,30,200
+"""
+RECORD_INDEX_MODELS = ("moves_rli_upsert", "moves_rli_mor")
+MOVED = [(1, "us", 11), (2, "us", 20), (3, "eu", 30), (4, "eu", 40)]
 COLUMNS = ["id", "region", "amount"]
 V1 = [(1, "eu", 10), (2, "us", 20), (4, "eu", 40)]
 UPSERTED = [(1, "eu", 11), (2, "us", 20), (3, "eu", 30), (4, "eu", 40)]
@@ -65,7 +81,7 @@ def _layout_2(base: str) -> None:
 class TestHudiTableVersion9:
     @pytest.fixture(scope="class")
     def seeds(self) -> dict[str, str]:
-        return {"orders_seed.csv": SEED_V1}
+        return {"orders_seed.csv": SEED_V1, "moves_seed.csv": SEED_V1}
 
     @pytest.fixture(scope="class")
     def models(self) -> dict[str, str]:
@@ -74,6 +90,8 @@ class TestHudiTableVersion9:
             "orders_overwrite.sql": OVERWRITE_SQL,
             "orders_mor.sql": MOR_SQL,
             "orders_downstream.sql": DOWNSTREAM_SQL,
+            "moves_rli_upsert.sql": RECORD_INDEX_SQL.format("hudi_upsert"),
+            "moves_rli_mor.sql": RECORD_INDEX_SQL.format("hudi_mor"),
         }
 
     def test_three_materializations_write_and_continue_version_9(
@@ -88,7 +106,15 @@ class TestHudiTableVersion9:
             _layout_2(base)
             assert hudi_rs_rows(base, COLUMNS) == V1
 
+        record_index = [base_path_of(spark, schema, m) for m in RECORD_INDEX_MODELS]
+        for base in record_index:
+            listed = read_properties(Storage(base))["hoodie.table.metadata.partitions"]
+            assert listed == "files,record_index"
+            assert hudi_rs_rows(base, COLUMNS) == V1
+            record_index_matches_rows(base)
+
         Path(project.project_root, "seeds", "orders_seed.csv").write_text(SEED_V2)
+        Path(project.project_root, "seeds", "moves_seed.csv").write_text(MOVES_V2)
         run_dbt(["seed"])
         run_dbt(["run"])
         assert hudi_rs_rows(bases["orders_upsert"], COLUMNS) == UPSERTED
@@ -98,3 +124,6 @@ class TestHudiTableVersion9:
             _layout_2(base)
         downstream = spark_rows(spark, f"select * from {schema}.orders_downstream", COLUMNS)
         assert downstream == UPSERTED
+        for base in record_index:  # key 1 moved from eu to us, never duplicated
+            assert hudi_rs_rows(base, COLUMNS) == MOVED
+            record_index_matches_rows(base)

@@ -84,6 +84,8 @@ def test_every_index_writes_through_the_one_pipeline(
             "hoodie.datasource.write.table.type": table_type,
             "hoodie.bucket.index.num.buckets": "2",
         },
+        # the record index lives in the metadata table: table version 8 or 9
+        {"hoodie.write.table.version": "9"} if index_type == "RECORD_INDEX" else {},
     )
 
     def write(rows: list[tuple[str, str, int, str]], operation: str) -> None:

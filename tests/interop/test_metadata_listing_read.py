@@ -17,6 +17,7 @@ from engine.errors import HudiError
 from engine.fs.storage import Storage
 from engine.read.arrow import read_table
 from tests.hudi_rs import hudi_rs_rows
+from tests.interop.index_partitions import column_stats_match_files, record_index_matches_rows
 from tests.interop.test_metadata_files_corpus import FILES_TABLES, files_listing
 from tests.interop.test_metadata_write import listing_matches_storage
 
@@ -150,7 +151,8 @@ def test_a_second_file_group_in_the_files_partition_is_refused(
 def test_services_keep_the_metadata_table_current(
     corpus_copy: Callable[[str], Path],
 ) -> None:
-    """Cleaning records the files it deletes in the metadata table Hudi kept, and archival
+    """Cleaning records the files it deletes in the metadata table Hudi kept (and tombstones
+    their column stats), and archival
     leaves its log blocks valid (older than the active timeline): no reader lists a cleaned
     file afterwards (with the metadata table left stale, both readers failed on one)."""
     base = corpus_copy("cow__v9_txns_simple_meta")
@@ -159,10 +161,12 @@ def test_services_keep_the_metadata_table_current(
     assert table.clean({"hoodie.cleaner.commits.retained": "1"}) is not None
     table.archive({"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3"})
     assert (
-        "hoodie.table.metadata.partitions=files\n"
+        "hoodie.table.metadata.partitions=column_stats,files,record_index\n"
         in (base / ".hoodie/hoodie.properties").read_text()
     )
     listing_matches_storage(str(base))
+    record_index_matches_rows(str(base))  # a clean moves no key
+    column_stats_match_files(str(base))  # the cleaned files' stats are tombstoned
     assert _canonical(read_table(str(base)).to_pylist()) == expected
     assert _canonical(hudi_rs_rows(base)) == expected
 

@@ -5,8 +5,9 @@ record), a delete, then an insert overwrite of one partition (copy-on-write) or 
 (merge-on-read). After every step hudi-rs and the engine's reader return exactly the rows of a
 simple model (the table's rows before, changed as the step says); both list through the
 metadata table Hudi kept, which the writes keep current (its ``files`` partition lists exactly
-the committed files on storage), the partitions the engine does not maintain dropped with one
-warning; the table version and timeline layout are unchanged.
+the committed files on storage; its ``record_index`` maps exactly the rows' keys to their file
+groups; its ``column_stats`` covers every latest base file), the partitions the engine does not
+maintain dropped with one warning; the table version and timeline layout are unchanged.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from engine.read.arrow import read_table
 from engine.services.compaction import execute_compaction, schedule_compaction
 from engine.timeline.timeline import Timeline
 from tests.hudi_rs import hudi_rs_batches, hudi_rs_rows
+from tests.interop.index_partitions import column_stats_match_files, record_index_matches_rows
 from tests.interop.test_metadata_write import listing_matches_storage
 
 pytestmark = [pytest.mark.interop, pytest.mark.spark]
@@ -60,10 +62,18 @@ def _data(rows: list[dict[str, Any]]) -> list[str]:
     return sorted(out)
 
 
+KEPT = ("column_stats", "files", "record_index")
+
+
 def _judge(path: Path, expected: list[dict[str, Any]], step: str) -> None:
     want = _data(expected)
     assert _data(hudi_rs_rows(str(path))) == want, f"hudi-rs after {step}"
     assert _data(read_table(str(path)).to_pylist()) == want, f"engine reader after {step}"
+    listed = _props(path).get("hoodie.table.metadata.partitions", "").split(",")
+    if "record_index" in listed:
+        record_index_matches_rows(str(path))
+    if "column_stats" in listed:
+        column_stats_match_files(str(path))
 
 
 def _bumped(value: Any) -> Any:
@@ -123,7 +133,8 @@ def test_continue_1x_table_hudi_rs_and_engine_read_the_model(
     added = dict(rows[-1])
     added[key_field] = _bumped(added[key_field])
     listed = props.get("hoodie.table.metadata.partitions", "").split(",")
-    dropped = sorted(p for p in listed if p and p != "files")
+    dropped = sorted(p for p in listed if p and p not in KEPT)
+    kept = sorted(p for p in listed if p in KEPT)
     with caplog.at_level(logging.WARNING, logger="engine.metadata.sync"):
         _write(spark, path, [changed, added], "upsert")
     warnings = [r.getMessage() for r in caplog.records if "metadata table" in r.getMessage()]
@@ -157,15 +168,18 @@ def test_continue_1x_table_hudi_rs_and_engine_read_the_model(
     after = _props(path)
     assert after["hoodie.table.version"] == version
     assert after["hoodie.timeline.layout.version"] == "2"
-    assert after.get("hoodie.table.metadata.partitions", "") == (
-        "files" if had_metadata_table else ""
-    )
-    assert "hoodie.table.index.defs.path" not in after
-    assert not (path / ".hoodie" / ".index_defs").exists()
+    assert after.get("hoodie.table.metadata.partitions", "") == ",".join(kept)
+    index_defs = {"column_stats", "record_index"} & set(kept)
+    if index_defs:
+        defs = json.loads((path / after["hoodie.table.index.defs.path"]).read_text())
+        assert set(defs["indexDefinitions"]) == index_defs
+    else:
+        assert "hoodie.table.index.defs.path" not in after
+        assert not (path / ".hoodie" / ".index_defs").exists()
     if had_metadata_table:
         listing_matches_storage(str(path))
         mdt = sorted(p.name for p in (path / ".hoodie" / "metadata").iterdir())
-        assert mdt == [".hoodie", "files"]
+        assert mdt == [".hoodie", *kept]
     timeline = Timeline.load(Storage(str(path)))
     assert all(i.completion_time for i in timeline.commits_timeline())
 

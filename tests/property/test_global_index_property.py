@@ -7,6 +7,10 @@ index's update.partition.path flag on (a key that arrives with a new ``dt`` move
 that partition) or off (it is updated in place in the partition it was inserted into). The model
 keys rows by ``id`` alone; after every commit hudi-rs must read exactly its rows, each in the
 partition the flag says, and after the last one ``read_hudi`` (Spark) must agree.
+
+``RECORD_INDEX`` runs the same sequences on version 9 tables (its index is the metadata table's
+``record_index`` partition, kept by every write, compacted every two deltacommits): after every
+commit the record index also maps exactly the read rows' keys to their file groups.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from hypothesis import strategies as st
 
 from engine import write_hudi
 from tests.hudi_rs import hudi_rs_rows
+from tests.interop.index_partitions import record_index_matches_rows
 from tests.property import runner
 from tests.property.oracle import DEFAULT, OVERWRITE, Oracle, Row
 
@@ -26,6 +31,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.interop]
 # 12 in make test (three examples: the first, Hypothesis's simplest, moves no key), 100 in make
 # test-long
 SEQUENCES = runner.SEQUENCES_BLOOM
+SEQUENCES_RECORD_INDEX = runner.SEQUENCES_METADATA
 record = runner.records("abcd", st.integers(0, 4))
 batch = st.tuples(
     st.sampled_from(["upsert", "upsert", "upsert", "delete"]),
@@ -39,6 +45,21 @@ sequence = st.tuples(
     st.sampled_from([OVERWRITE, DEFAULT]),
     st.lists(batch, min_size=2, max_size=4),
 )
+record_index_sequence = st.tuples(
+    st.just("RECORD_INDEX"),
+    st.just(False),
+    st.sampled_from(["COPY_ON_WRITE", "MERGE_ON_READ"]),
+    st.booleans(),  # hoodie.record.index.update.partition.path
+    st.just(OVERWRITE),
+    st.lists(batch, min_size=2, max_size=4),
+)
+RECORD_INDEX_OPTIONS = {
+    "hoodie.index.type": "RECORD_INDEX",
+    "hoodie.write.table.version": "9",
+    "hoodie.metadata.record.index.min.filegroup.count": 2,
+    "hoodie.metadata.record.index.max.filegroup.count": 2,
+    "hoodie.metadata.compact.max.delta.commits": 2,
+}
 
 
 def _one_partition_per_key(rows: list[Row]) -> list[Row]:
@@ -76,6 +97,9 @@ def _actual(rows: list[Row]) -> list[tuple[Any, ...]]:
 def _index_options(index: str, prune_by_ranges: bool, moves: bool) -> dict[str, Any]:
     flag = "hoodie.simple.index.update.partition.path"
     extra: dict[str, Any] = {"hoodie.index.type": index}
+    if index == "RECORD_INDEX":
+        flag = "hoodie.record.index.update.partition.path"
+        extra = RECORD_INDEX_OPTIONS
     if index == "GLOBAL_BLOOM":
         flag = "hoodie.bloom.index.update.partition.path"
         extra = runner.bloom_options(index, prune_by_ranges, "DYNAMIC_V0")
@@ -119,10 +143,17 @@ def run_sequence(
                 if r["id"] not in before:
                     home[r["id"]] = r["dt"]
             assert _actual(hudi_rs_rows(path)) == _expected(oracle, home, moves), (operation, rows)
+            if index == "RECORD_INDEX":
+                record_index_matches_rows(path)
         spark_rows = runner.read_hudi_rows(spark, path)
         assert _actual(spark_rows) == _expected(oracle, home, moves)
 
 
 @runner.sequence_groups(sequence, SEQUENCES)
 def test_global_index_keys_moving_partitions_oracle_hudi_rs_read_hudi_agree(spark, group) -> None:  # type: ignore[no-untyped-def]
+    runner.run_group(spark, group, run_sequence)
+
+
+@runner.sequence_groups(record_index_sequence, SEQUENCES_RECORD_INDEX)
+def test_record_index_keys_moving_partitions_oracle_hudi_rs_read_hudi_agree(spark, group) -> None:  # type: ignore[no-untyped-def]
     runner.run_group(spark, group, run_sequence)

@@ -1,7 +1,8 @@
-"""A metadata partition with several file groups plugs into the writer as a producer: its cells
-are split by the group each key maps to, every group gets its initialization base file (an empty
-HFile when no key maps to it) and log file, and a deltacommit writes a log file only for the
-groups its records map to; the slices reader then finds each record in its group."""
+"""A metadata partition with several file groups plugs into the writer as a producer: its
+producers name the file group of each batch of cells, every group gets its initialization base
+file (an empty HFile when no key maps to it) and log file, and a deltacommit writes a log file
+(an HFILE_DATA_BLOCK, then a DELETE_BLOCK of its deleted keys) only for the groups it names; the
+slices reader then finds each record, and each delete, in its group."""
 
 from __future__ import annotations
 
@@ -13,10 +14,9 @@ from engine.fs.properties import write_properties
 from engine.fs.storage import Storage
 from engine.io.hfile import HFile
 from engine.metadata.changes import FilesChange
-from engine.metadata.partitions import Cell, FilesPartition, MetadataUpdate
+from engine.metadata.partitions import Cell, FilesPartition, GroupCells, MetadataUpdate
 from engine.metadata.slices import ValidInstants, latest_slices, slice_content
 from engine.metadata.writer import (
-    by_file_group,
     metadata_properties,
     metadata_schema,
     write_deltacommit,
@@ -24,16 +24,15 @@ from engine.metadata.writer import (
 )
 from engine.timeline.timeline import Timeline
 
+GROUPS = ("two-0000-0", "two-0001-0")
 
-class TwoGroups(FilesPartition):
-    """The files partition's records, spread over two file groups by the key's last byte."""
 
-    name = "two"
-    file_groups = ("two-0000-0", "two-0001-0")
-    init_instant = "00000000000000009"
-
-    def file_group_of(self, key: bytes) -> str:
-        return self.file_groups[key[-1] % 2]
+def _split(cells: list[Cell]) -> dict[str, list[Cell]]:
+    """The files partition's records spread over two file groups by the key's last byte."""
+    groups: dict[str, list[Cell]] = {g: [] for g in GROUPS}
+    for key, value in cells:
+        groups[GROUPS[key[-1] % 2]].append((key, value))
+    return groups
 
 
 def _keys(hfile: HFile | None) -> list[bytes]:
@@ -41,34 +40,36 @@ def _keys(hfile: HFile | None) -> list[bytes]:
 
 
 def test_cells_split_by_file_group_through_init_and_deltacommit(tmp_path: Path) -> None:
-    part = TwoGroups()
+    files = FilesPartition()
     schema = metadata_schema(9)
     mdt = Storage(str(tmp_path / "mdt"))
     write_properties(
         mdt, metadata_properties({"hoodie.table.name": "t", "hoodie.table.version": "9"})
     )
     listing = FilesChange({"a": {"f1.parquet": 10}})  # keys __all_partitions__ (odd), a (odd)
-    cells: list[Cell] = part.initial_cells(listing, schema)
-    assert set(by_file_group(part, cells)) == set(part.file_groups)
-    assert by_file_group(part, cells)["two-0000-0"] == []
-    write_initial_file_groups(mdt, part, cells, schema)
+    initial = _split(files.initial_cells(listing, schema))
+    assert initial["two-0000-0"] == []
+    write_initial_file_groups(mdt, "two", "00000000000000009", initial, schema)
 
-    change = FilesChange({"b": {"f2.parquet": 20}})  # b: even
-    update = MetadataUpdate(mdt, "20240101000000000", change)
-    write_deltacommit(
-        mdt, update.instant_time, {part.name: (part, part.update_cells(update, schema))}, schema
-    )
+    update = MetadataUpdate(mdt, "20240101000000000", FilesChange({"b": {"f2.parquet": 20}}))
+    split = _split(files.update_cells(update, schema))  # __all_partitions__ (odd), b (even)
+    content = {
+        "two-0000-0": GroupCells(split["two-0000-0"]),
+        "two-0001-0": GroupCells(split["two-0001-0"], deletes=("a",)),
+    }
+    write_deltacommit(mdt, update.instant_time, {"two": content}, schema)
 
     timeline = Timeline.load(mdt)
     valid = ValidInstants.of(timeline, Timeline.load(mdt))
-    slices = {s.file_id: s for s in latest_slices(mdt, timeline, part.name)}
-    assert set(slices) == set(part.file_groups)
+    slices = {s.file_id: s for s in latest_slices(mdt, timeline, "two")}
+    assert set(slices) == set(GROUPS)
     even_base, even_logs = slice_content(mdt, slices["two-0000-0"], valid)
     odd_base, odd_logs = slice_content(mdt, slices["two-0001-0"], valid)
     assert _keys(even_base) == [] and _keys(odd_base) == [b"__all_partitions__", b"a"]
-    # the deltacommit's records: __all_partitions__ (odd) and b (even), each in its group
     assert [_keys(h) for h in even_logs if isinstance(h, HFile)] == [[b"b"]]
     assert [_keys(h) for h in odd_logs if isinstance(h, HFile)] == [[b"__all_partitions__"]]
+    # the initialization's empty DELETE_BLOCK, then the deltacommit's delete of "a"
+    assert [d for d in odd_logs if isinstance(d, list)] == [[], ["a"]]
 
 
 def test_metadata_enable_on_table_version_6_is_refused_before_anything_is_written(

@@ -17,7 +17,8 @@ Mapping (Hudi's own keys live in ``engine.config``)::
     compaction_delta_commits      -> inline compaction every N deltacommits (hudi_mor, default 5)
     overwrite_scope               -> partitions | table (hudi_insert_overwrite)
     on_schema_change              -> the schema evolution keys of schema_change.mode_options
-    index_type                    -> hoodie.index.type: SIMPLE | GLOBAL_SIMPLE | BUCKET
+    index_type                    -> hoodie.index.type: SIMPLE | GLOBAL_SIMPLE | BLOOM |
+                                     GLOBAL_BLOOM | BUCKET | RECORD_INDEX
     buckets                       -> hoodie.bucket.index.num.buckets (index_type='BUCKET' only)
     hudi_options (dict)           -> raw hoodie.* keys, parsed by engine.config
     (default)                     -> partitioned hudi_upsert / hudi_mor models with the default
@@ -148,6 +149,9 @@ class HudiModelConfig:
         opts.update(mode_options(self.on_schema_change))
         if self.index_type:
             opts[hc.INDEX_TYPE.key] = self.index_type
+        if self.index_type == "RECORD_INDEX" and self.partition_fields:
+            # dbt's unique_key is unique in the table: a key whose partition changes moves
+            opts.setdefault(hc.RECORD_INDEX_UPDATE_PARTITION_PATH.key, "true")
         if self.buckets is not None:
             opts[hc.BUCKET_INDEX_NUM_BUCKETS.key] = str(self.buckets)
         if new_table and self.default_bucket_index(opts):

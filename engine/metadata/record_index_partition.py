@@ -1,0 +1,178 @@
+"""The ``record_index`` partition as the metadata writer keeps it (Hudi's record level index).
+
+- **Initialization**: every live key of the committed table's latest file slices, mapped to its
+  partition, file group and the slice's base instant, in
+  :func:`~engine.metadata.record_index_layout.record_index_file_group_count` file groups
+  (``record-index-000N-0``), fixed from then on.
+- **A data instant** (Hudi's ``convertMetadataToRecordIndexRecords``): for each base file it
+  wrote, the keys not in the base file it replaced are inserted (or moved in), the keys it no
+  longer holds deleted; a log file's DELETE_BLOCK keys are deleted, and its data block keys the
+  index does not place in that file group are inserted. A key deleted from one file group and
+  written to another keeps the write. Compactions change no location and write nothing; a
+  replacecommit deletes the keys of the file groups it replaces (unless it writes them again).
+- **Compaction**: the slice merged by key, the latest record winning and a deleted key dropped,
+  each record stamped with the base file it now lives in.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+
+from engine import config
+from engine.config import HoodieConfig
+from engine.fs.properties import read_properties
+from engine.fs.storage import Storage
+from engine.fs.view import FileSystemView
+from engine.io.hfile import HFile
+from engine.metadata.data_keys import (
+    base_file_keys,
+    log_file_keys,
+    previous_base_file,
+    slice_keys,
+)
+from engine.metadata.partitions import Cell, GroupCells, MetadataInit, MetadataUpdate
+from engine.metadata.record_index import (
+    RECORD_INDEX_PARTITION,
+    RecordIndexRecord,
+    decode_record_index_record,
+    encode_record_index_record,
+    locate,
+)
+from engine.metadata.record_index_layout import record_index_file_group_count
+from engine.metadata.record_index_writer import KeyLocation, commit_cells, initialization_cells
+from engine.metadata.slices import METADATA_TABLE_PATH, latest_slices
+from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.timeline.timeline import Timeline
+
+__all__ = ["RecordIndexPartition", "record_index_wanted"]
+
+Location = tuple[str, str]  # (partition path, file id)
+
+
+def record_index_wanted(cfg: HoodieConfig, listed: Iterable[str]) -> bool:
+    """``hoodie.metadata.record.index.enable`` when set, or ``hoodie.index.type=RECORD_INDEX``;
+    unset, a table keeps the record index it has."""
+    if cfg.get(config.INDEX_TYPE) == "RECORD_INDEX":
+        return True
+    enabled = cfg.get(config.RECORD_INDEX_ENABLE)
+    return enabled if enabled is not None else RECORD_INDEX_PARTITION in set(listed)
+
+
+def _timeline_zone(props: Mapping[str, str]) -> dt.tzinfo:
+    """The zone instant times are read in (``hoodie.table.timeline.timezone``)."""
+    if props.get(config.TIMELINE_TIMEZONE.key, config.TIMELINE_TIMEZONE.default) == "UTC":
+        return dt.UTC
+    local = dt.datetime.now().astimezone().tzinfo
+    assert local is not None
+    return local
+
+
+def _live_keys(storage: Storage, timeline: Timeline) -> Iterable[KeyLocation]:
+    for file_slice in FileSystemView(storage, timeline).latest_file_slices():
+        keys = slice_keys(storage, file_slice.base_file_path, file_slice.log_file_paths)
+        for key in keys.live:
+            yield KeyLocation(
+                key, file_slice.partition_path, file_slice.file_id, file_slice.base_instant_time
+            )
+
+
+class _Changes:
+    """The keys one commit wrote (with where) and deleted."""
+
+    def __init__(self) -> None:
+        self.written: dict[str, Location] = {}
+        self.deleted: set[str] = set()
+        self.appended: dict[str, Location] = {}  # log data block keys, maybe updates in place
+
+    def base_file(self, storage: Storage, stat: HoodieWriteStat) -> None:
+        partition = stat.partition_path or ""
+        assert stat.path is not None
+        new = base_file_keys(storage, stat.path)
+        old: set[str] = set()
+        if stat.prev_commit not in ("null", "", None):
+            previous = previous_base_file(storage, partition, stat.file_id, stat.prev_commit)
+            old = base_file_keys(storage, previous) if previous else set()
+        for key in new - old:
+            self.written[key] = (partition, stat.file_id)
+        self.deleted |= old - new
+
+    def log_file(self, storage: Storage, stat: HoodieWriteStat) -> None:
+        assert stat.path is not None
+        keys = log_file_keys(storage, stat.path)
+        for key in keys.written:
+            self.appended[key] = (stat.partition_path or "", stat.file_id)
+        self.deleted |= keys.deleted
+
+
+def _commit_changes(storage: Storage, commit: HoodieCommitMetadata) -> _Changes:
+    changes = _Changes()
+    for stat in commit.write_stats():
+        if stat.path is None:
+            continue
+        if stat.is_delta:
+            changes.log_file(storage, stat)
+        else:
+            changes.base_file(storage, stat)
+    replaced = commit.replaced_file_ids()
+    if replaced:
+        view = FileSystemView(storage, Timeline.load(storage))
+        for file_slice in view.latest_file_slices(file_groups=replaced):
+            keys = slice_keys(storage, file_slice.base_file_path, file_slice.log_file_paths)
+            changes.deleted |= keys.live
+    if changes.appended:
+        stored = locate(storage, Timeline.load(storage), changes.appended) or {}
+        for key, where in changes.appended.items():
+            found = stored.get(key)
+            if found is None or (found.partition_path, found.file_id) != where:
+                changes.written[key] = where
+    return changes
+
+
+class RecordIndexPartition:
+    """The ``record_index`` partition (see the module notes)."""
+
+    name = RECORD_INDEX_PARTITION
+
+    def enabled(self, cfg: HoodieConfig, listed: Iterable[str]) -> bool:
+        return record_index_wanted(cfg, listed)
+
+    def initial_groups(self, init: MetadataInit, schema: str) -> dict[str, list[Cell]]:
+        keys = list(_live_keys(init.storage, init.timeline))
+        count = record_index_file_group_count(len(keys), init.cfg)
+        zone = _timeline_zone(init.props)
+        cells = initialization_cells(keys, count, schema, zone=zone)
+        return {group.file_id: list(group.upserts) for group in cells}
+
+    def update_groups(self, update: MetadataUpdate, schema: str) -> dict[str, GroupCells]:
+        commit = update.commit
+        if commit is None or commit.operation_type in ("COMPACT", "LOG_COMPACT"):
+            return {}
+        changes = _commit_changes(update.storage, commit)
+        mdt = update.storage.child(METADATA_TABLE_PATH)
+        count = len(latest_slices(mdt, Timeline.load(mdt), RECORD_INDEX_PARTITION))
+        zone = _timeline_zone(read_properties(update.storage))
+        groups = commit_cells(
+            update.instant_time, count, schema, inserted=changes.written, moved={},
+            deleted=changes.deleted, zone=zone,
+        )  # fmt: skip
+        return {g.file_id: GroupCells(list(g.upserts), g.deletes) for g in groups}
+
+    def compacted_cells(
+        self, base: HFile | None, logs: list[HFile | list[str]], schema: str, file_name: str
+    ) -> list[Cell]:
+        merged: dict[bytes, RecordIndexRecord] = {}
+        for item in [base, *logs] if base else logs:
+            if isinstance(item, HFile):
+                stored = item.file_info["schema"].decode()
+                for key, value in item.entries:
+                    merged[key] = decode_record_index_record(key, value, stored)
+            else:
+                for deleted in item:
+                    merged.pop(deleted.encode(), None)
+        stamp = {"_hoodie_file_name": file_name}
+        return [
+            (key, encode_record_index_record(
+                RecordIndexRecord(r.key, r.location, r.encoding, {**r.meta, **stamp}), schema))
+            for key, r in sorted(merged.items())
+        ]  # fmt: skip
