@@ -73,6 +73,11 @@ class _TimedRunner:
     def __init__(self, runner: Any) -> None:
         self._runner = runner
 
+    def for_write(self, cfg: Any) -> Any:
+        """The runner the write runs on (the driver-side one on a local master), timed too."""
+        for_write = getattr(self._runner, "for_write", None)
+        return _TimedRunner(for_write(cfg)) if for_write is not None else self
+
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._runner, name)
         label = RUNNER_PHASES.get(name)
