@@ -35,9 +35,7 @@ import pyarrow.compute as pc
 from engine import config
 from engine.config import HoodieConfig
 from engine.errors import ConfigError, RecordKeyError
-from engine.fs.storage import Storage
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
-from engine.timeline.timeline import Timeline
 from engine.write.index import FileGroupKey, IndexSource, KeyIndex
 from engine.write.listing import latest_base_files
 
@@ -46,7 +44,6 @@ __all__ = [
     "STORED_PARTITION_COLUMN",
     "check_index_options",
     "cross_partition_duplicate",
-    "index_source",
     "lookup_global",
 ]
 
@@ -60,11 +57,6 @@ _FOUND_SCHEMA = pa.schema(
         (FOUND_FILE_ID_COLUMN, pa.string()),
     ]
 )
-
-
-def index_source(storage: Storage, timeline: Timeline, cfg: HoodieConfig) -> IndexSource:
-    """The table state a write's keys are looked up in, with the index the options choose."""
-    return IndexSource(storage, timeline, KeyIndex.of(cfg))
 
 
 def check_index_options(cfg: HoodieConfig, payload: str) -> None:

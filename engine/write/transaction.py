@@ -63,8 +63,8 @@ from engine.write.commit_schema import commit_schema
 from engine.write.conflict import check_write_conflicts, rollback_on_error
 from engine.write.copy_on_write import CopyOnWriteWrite
 from engine.write.create_table import create_table, new_table_properties, take_over_metadata_table
-from engine.write.global_index import check_index_options, index_source
-from engine.write.index import KeyIndex
+from engine.write.global_index import check_index_options
+from engine.write.index import IndexSource, KeyIndex
 from engine.write.merge_on_read import MergeOnReadWrite
 from engine.write.pipeline import choose_job, one_job_targets, run_write_job, tag_batch
 from engine.write.plan import PreparedRecords, WriteJob, WriteJobKind
@@ -312,7 +312,7 @@ class WriteTransaction:
         # the profile job looks the keys up only on the routed write of a lookup index
         routed_lookup = kind is WriteJobKind.ROUTED and index.looks_up
         source = (
-            index_source(self.storage, timeline, cfg)
+            IndexSource(self.storage, timeline, index)
             if timeline is not None and routed_lookup
             else None
         )
