@@ -26,6 +26,7 @@ from __future__ import annotations
 import decimal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,13 @@ __all__ = [
 
 _BATCH_ROWS = 32_768
 _EMPTY = np.zeros(0, dtype=np.uint8)
-_NO_SEPARATOR = pa.scalar(b"", pa.large_binary())
+
+
+@cache
+def _no_separator() -> pa.Scalar:
+    """The empty separator, made on first use: building a pyarrow scalar from a Python value
+    imports pandas (a third of a second), which a process that encodes no Avro should not pay."""
+    return pa.scalar(b"", pa.large_binary())
 
 
 @dataclass(slots=True)
@@ -113,7 +120,7 @@ def _gather(parts: list[_Part], n: int) -> tuple[np.ndarray, np.ndarray]:
     if not parts or n == 0:
         return _EMPTY, np.zeros(n, dtype=np.int64)
     arrays = [_as_binary(p, n) for p in parts]
-    joined = pc.binary_join_element_wise(*arrays, _NO_SEPARATOR) if len(arrays) > 1 else arrays[0]
+    joined = pc.binary_join_element_wise(*arrays, _no_separator()) if len(arrays) > 1 else arrays[0]
     _, offsets_buffer, data_buffer = joined.buffers()
     offsets = np.frombuffer(offsets_buffer, np.int64, count=joined.offset + n + 1)[joined.offset :]
     data = np.frombuffer(data_buffer, np.uint8)[int(offsets[0]) : int(offsets[-1])]

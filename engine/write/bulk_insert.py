@@ -58,7 +58,6 @@ __all__ = ["streams_bulk_insert", "write_bulk_insert", "write_task_records"]
 _CHUNK_ROWS = 131_072
 # rows a task holds across its open file groups before it writes the biggest buffer out
 _BUFFER_BYTES = 128 * 1024 * 1024
-_NO_STORED_KEYS = pa.array([], pa.string())
 
 
 def streams_bulk_insert(cfg: HoodieConfig, operation: WriteOperation) -> bool:
@@ -162,7 +161,7 @@ class _TaskWriter:
 
     def _buffer(self, group: _FileGroup, rows: pa.Table) -> None:
         rows = stamp_commit(rows, self.ctx.instant_time, self.partition_id, group.rows)
-        rows = stamp_operations(stamp_file_name(rows, group.file_name), _NO_STORED_KEYS)
+        rows = stamp_operations(stamp_file_name(rows, group.file_name), pa.array([], pa.string()))
         group.pending.append(rows)
         group.pending_bytes += rows.nbytes
         group.rows += rows.num_rows
