@@ -1,28 +1,35 @@
 """Merge-on-read inserts on an index that finds keys in log files (RECORD_INDEX) become log
 blocks of an existing small file group, as Hudi's append handle writes them when the index can
 index log files; the record index then places the keys there, the next upsert updates them in
-place, compaction folds them into the base file and a rollback of the deltacommit removes them.
-hudi-rs reads exactly the expected rows after every step."""
+place, compaction folds them into the base file, a rollback of the deltacommit removes them, and
+the conflict check of a concurrent writer sees them. hudi-rs reads exactly the expected rows
+after every step."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from engine import write_hudi
 from engine.cli import main as cli_main
 from engine.config import parse_options
+from engine.errors import WriteConflictError
 from engine.fs.storage import Storage
 from engine.fs.view import FileSystemView
 from engine.io.parquet import read_base_file
 from engine.metadata.record_index import locate
 from engine.model.schema import RECORD_KEY_COLUMN
 from engine.services.compaction import schedule_compaction
+from engine.services.heartbeat import Heartbeat
 from engine.timeline.commit_metadata import HoodieWriteStat
-from engine.timeline.timeline import Timeline
+from engine.timeline.instant import Action, new_instant_time
+from engine.timeline.timeline import Timeline, create_requested, transition_to_inflight
 from engine.write import pipeline
+from engine.write.conflict import check_write_conflicts
 from tests.hudi_rs import hudi_rs_rows
 from tests.interop.index_partitions import record_index_matches_rows
 from tests.keyed_table import SCHEMA, write_options
@@ -139,3 +146,38 @@ def test_mor_record_index_rollback_removes_log_inserts(spark: Any, tmp_path: Pat
     (stat,) = _stats(path, t3)
     assert stat.num_inserts == 1
     assert _hudi_rs(path) == {"k0": ("d", 1, "a"), "n0": ("d", 3, "again")}
+
+
+def test_conflict_check_finds_a_key_another_writer_appended_as_an_insert(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Writer A appends a new key to a file slice's log; writer B, started before A committed,
+    inserted the same key into a file group of its own: B fails at commit, rolled back."""
+    path = tmp_path / "t"
+    _write(spark, path, [("k0", "d1", 1, "a"), ("k1", "d2", 1, "a")])
+    storage = Storage(str(path))
+    started = Timeline.load(storage)
+    t_b = new_instant_time(started.max_instant_time())
+    create_requested(storage, t_b, Action.DELTA_COMMIT)
+    transition_to_inflight(storage, t_b, Action.DELTA_COMMIT)
+    with Heartbeat(storage, t_b, parse_options({})):  # B is alive: A must not roll it back
+        t_a = _write(spark, path, [("k-new", "d1", 2, "a")])
+        (appended,) = _stats(path, t_a)
+        assert appended.is_delta and appended.num_inserts == 1
+        # B's insert of another key passes; of A's key, fails
+        check_write_conflicts(
+            storage, started, t_b, Action.DELTA_COMMIT, [_base_file(path, t_b, ["k-other"])]
+        )
+        mine = [_base_file(path, t_b, ["k-mine", "k-new"])]
+        with pytest.raises(WriteConflictError, match=f"{t_b}.*{t_a}.*k-new.*rolled back"):
+            check_write_conflicts(storage, started, t_b, Action.DELTA_COMMIT, mine)
+    assert Timeline.load(storage).get(t_b) is None
+    assert set(_hudi_rs(path)) == {"k0", "k1", "k-new"}
+
+
+def _base_file(path: Path, instant_time: str, keys: list[str]) -> HoodieWriteStat:
+    """A base file writer B inserted ``keys`` into, in a new file group of partition d2."""
+    file_id = f"b{len(keys)}{'0' * 7}-0000-0000-0000-000000000000-0"
+    rel = f"d2/{file_id}_0-1-0_{instant_time}.parquet"
+    pq.write_table(pa.table({RECORD_KEY_COLUMN: keys}), path / rel)
+    return HoodieWriteStat(file_id=file_id, path=rel, partition_path="d2", num_inserts=len(keys))
