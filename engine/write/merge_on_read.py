@@ -142,8 +142,10 @@ class SmallFileRule:
         self, table_slices: TableSlices, receiving: set[str], max_file_size: int
     ) -> dict[tuple[str, str], SizedBaseFile]:
         """``canIndexLogFiles``: every latest slice outside pending compaction whose estimated
-        size is below the max file size, no candidates limit. A log-only slice is left out:
-        the lookups look keys up in file groups with a base file."""
+        size is below the max file size, no candidates limit; the bucketing fills them smallest
+        first (Hudi takes the file system view's order, which it leaves unspecified). A
+        log-only slice is left out (Hudi keeps it): the lookups look keys up in file groups
+        with a base file."""
         found: dict[tuple[str, str], SizedBaseFile] = {}
         for key, base in table_slices.base_files.items():
             if key[0] not in receiving or key in self.compacting:
