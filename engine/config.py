@@ -827,6 +827,14 @@ LOGFILE_MAX_SIZE = _option(
     1024 * 1024 * 1024,
     "A log file past this size rolls over to the next log version.",
 )
+LOGFILE_TO_PARQUET_COMPRESSION_RATIO = _option(
+    "hoodie.logfile.to.parquet.compression.ratio",
+    parse_positive_float,
+    0.35,
+    "Merge-on-read on an index that finds keys in log files (RECORD_INDEX): a file slice's "
+    "log bytes count this fraction of their size when the slice is sized as a small file "
+    "that may take inserts (base file + logs x ratio < hoodie.parquet.max.file.size).",
+)
 
 
 def parse_log_block_format(value: str) -> str:

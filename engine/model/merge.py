@@ -46,6 +46,7 @@ from engine.model.schema import HOODIE_META_COLUMNS, RECORD_KEY_COLUMN
 __all__ = [
     "ARRIVAL_COLUMN",
     "DELETE_RECORD_COLUMN",
+    "INSERT_COLUMN",
     "INTERNAL_COLUMNS",
     "IS_DELETED_COLUMN",
     "CombineResult",
@@ -58,7 +59,10 @@ __all__ = [
 IS_DELETED_COLUMN = "_hoodie_is_deleted"
 DELETE_RECORD_COLUMN = "__delete_record"
 ARRIVAL_COLUMN = "__arrival"
-INTERNAL_COLUMNS = (DELETE_RECORD_COLUMN, ARRIVAL_COLUMN)
+# true on a record the index found in no file group: a merge-on-read append of it counts in
+# numInserts, as Hudi's append handle counts a record without a current location
+INSERT_COLUMN = "__insert"
+INTERNAL_COLUMNS = (DELETE_RECORD_COLUMN, ARRIVAL_COLUMN, INSERT_COLUMN)
 
 _EVENT_TIME_PAYLOADS = frozenset(
     {config.DEFAULT_PAYLOAD, config.EVENT_TIME_PAYLOAD, config.PARTIAL_UPDATE_PAYLOAD}

@@ -95,6 +95,7 @@ __all__ = [
     "HoodieCompactionPlan",
     "compact_file_slice",
     "compact_inline_if_due",
+    "compacting_file_groups",
     "execute_compaction",
     "is_compaction_due",
     "pending_compactions",
@@ -226,6 +227,16 @@ def pending_compactions(timeline: Timeline) -> list[Instant]:
     return [i for i in timeline.pending([Action.COMPACTION]) if i.instant_time not in done]
 
 
+def compacting_file_groups(storage: Storage, timeline: Timeline) -> frozenset[tuple[str, str]]:
+    """(partition path, file id) of every file group a pending compaction plan compacts: a
+    write must not size such a group as a small file (its slice is being replaced)."""
+    return frozenset(
+        (op.partition_path, op.file_id)
+        for instant in pending_compactions(timeline)
+        for op in _read_plan(storage, instant).operations
+    )
+
+
 def _read_plan(storage: Storage, instant: Instant) -> HoodieCompactionPlan:
     name = instant_file_name(instant.instant_time, Action.COMPACTION, State.REQUESTED)
     rel = f"{TimelineLayout.of(storage).directory}/{name}"
@@ -235,11 +246,7 @@ def _read_plan(storage: Storage, instant: Instant) -> HoodieCompactionPlan:
 def plan_compaction(storage: Storage, timeline: Timeline) -> HoodieCompactionPlan:
     """One operation per latest file slice with log files (groups of pending plans excluded),
     largest logs first (Hudi's LogFileSizeBasedCompactionStrategy order)."""
-    busy = {
-        (op.partition_path, op.file_id)
-        for instant in pending_compactions(timeline)
-        for op in _read_plan(storage, instant).operations
-    }
+    busy = compacting_file_groups(storage, timeline)
     view = FileSystemView(storage, timeline)
     sizes: dict[str, int] = {}
     for partition, entries in list_partition_paths(storage).items():

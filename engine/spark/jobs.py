@@ -40,7 +40,7 @@ from engine.model.keygen import (
     generate_record_keys,
     is_single_key,
 )
-from engine.model.merge import ARRIVAL_COLUMN, DELETE_RECORD_COLUMN
+from engine.model.merge import ARRIVAL_COLUMN, DELETE_RECORD_COLUMN, INSERT_COLUMN
 from engine.model.schema import (
     HOODIE_META_COLUMNS,
     PARTITION_PATH_COLUMN,
@@ -419,8 +419,11 @@ def write_buckets(
     file_ids = sorted(plan.buckets, key=lambda f: plan.buckets[f].number)
     slot_of = dict(zip(file_ids, slot_values(len(file_ids), partitions), strict=True))
     bucket_of_slot = {slot_of[f]: plan.buckets[f] for f in file_ids}
-    routed = _with_slots(_route(tagged, plan), slot_of).drop(
-        FILE_ID_COLUMN, BAD_KEY_COLUMN, _TARGET_COLUMN, NULL_ORDERING_COLUMN
+    # an untagged record is an insert (a merge-on-read append counts it in numInserts)
+    routed = (
+        _with_slots(_route(tagged, plan), slot_of)
+        .withColumn(INSERT_COLUMN, F.col(FILE_ID_COLUMN).isNull())
+        .drop(FILE_ID_COLUMN, BAD_KEY_COLUMN, _TARGET_COLUMN, NULL_ORDERING_COLUMN)
     )
 
     def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -1,7 +1,9 @@
 """Append handle: what one task does for one file slice of a merge-on-read write.
 
 Updates and deletes of keys a file group already holds are not merged into its base file; they
-are appended to the file slice as log blocks (Hudi's ``HoodieAppendHandle``), object-store style:
+are appended to the file slice as log blocks (Hudi's ``HoodieAppendHandle``), and so are inserts
+routed to the group when the index finds keys in log files (:mod:`engine.write.merge_on_read`;
+counted in ``numInserts``, the updates in ``numUpdateWrites``), object-store style:
 every append writes a NEW log file version of the slice, never re-opens an existing one::
 
     .{file_id}_{base_instant_time}.log.{version}_{write_token}      version = max existing + 1
@@ -51,6 +53,7 @@ from engine.io.logfile import (
     encode_parquet_data_block,
 )
 from engine.io.parquet import align_to_schema
+from engine.model.merge import INSERT_COLUMN
 from engine.model.schema import (
     PARTITION_PATH_COLUMN,
     RECORD_KEY_COLUMN,
@@ -87,6 +90,7 @@ class AppendSlice:
         log_files: Log file names the slice already has, in Hudi's log file order.
         next_log_version: First version this append may use (greater than every version of
             the slice found on storage).
+        log_bytes: Listed size of ``log_files`` together (sizes a slice as a small file).
     """
 
     partition_path: str
@@ -95,6 +99,7 @@ class AppendSlice:
     base_file: str | None = None
     log_files: tuple[str, ...] = ()
     next_log_version: int = 1
+    log_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,13 +217,15 @@ class _LogFileBuffer:
     parts: list[bytes]
     size: int = 0
     records: int = 0
+    inserts: int = 0  # of ``records``: keys the index found in no file group
     deletes: int = 0
     blocks: int = 0
 
-    def add(self, block: bytes, *, records: int = 0, deletes: int = 0) -> None:
+    def add(self, block: bytes, *, records: int = 0, inserts: int = 0, deletes: int = 0) -> None:
         self.parts.append(block)
         self.size += len(block)
         self.records += records
+        self.inserts += inserts
         self.deletes += deletes
         self.blocks += 1
 
@@ -235,8 +242,9 @@ def append_to_file_slice(
     """Append the records routed to one file slice as log blocks; one stat per log file.
 
     Args:
-        records: Incoming updates/deletes of keys the file group holds (data columns,
-            record key, partition path and optional internal columns).
+        records: Incoming updates/deletes of keys the file group holds, and on an index
+            that finds keys in log files inserts routed to it (data columns, record key,
+            partition path and optional internal columns; ``INSERT_COLUMN`` marks inserts).
         file_slice: The latest slice of the file group.
         ctx: Write snapshot (instant, schemas, payload).
         task: Spark task attempt (for the write token).
@@ -248,6 +256,7 @@ def append_to_file_slice(
     incoming, is_delete = prepare_incoming(records, ctx)
     data = incoming.filter(pc.invert(is_delete))
     deletes = incoming.filter(is_delete)
+    inserted = _insert_flags(data)
     data = align_to_schema(data, ctx.arrow_schema)
     data = stamp_commit(data, ctx.instant_time, bucket_number)
     data = stamp_file_name(data, file_slice.file_id)
@@ -256,13 +265,23 @@ def append_to_file_slice(
         return []
 
     write_token = make_write_token(bucket_number, task.stage_id, task.task_attempt_id)
-    files = _encode_log_files(data, deletes, file_slice, ctx, log_config, write_token)
+    files = _encode_log_files(data, inserted, deletes, file_slice, ctx, log_config, write_token)
     elapsed = int((time.monotonic() - started) * 1000)
     return _write_log_files(storage, files, file_slice, ctx.instant_time, elapsed)
 
 
+def _insert_flags(data: pa.Table) -> np.ndarray:
+    """Which records of ``data`` are inserts (:data:`~engine.model.merge.INSERT_COLUMN`; a
+    batch without it holds updates only)."""
+    if INSERT_COLUMN not in data.column_names:
+        return np.zeros(data.num_rows, dtype=bool)
+    flags = pc.fill_null(data.column(INSERT_COLUMN), False)
+    return np.asarray(flags.to_numpy(zero_copy_only=False), dtype=bool)
+
+
 def _encode_log_files(
     data: pa.Table,
+    inserted: np.ndarray,
     deletes: pa.Table,
     file_slice: AppendSlice,
     ctx: WriteContext,
@@ -293,7 +312,8 @@ def _encode_log_files(
         target = current()
         if count:
             block = log_config.encode_data_block(data.slice(start, count), ctx)
-            target.add(block, records=count)
+            inserts = int(inserted[start : start + count].sum())
+            target.add(block, records=count, inserts=inserts)
             start += count
         if k == len(block_counts) - 1 and deletes.num_rows:
             block = encode_delete_block(
@@ -335,7 +355,8 @@ def _write_log_files(
                 created=False,  # an append reports its time as upsert time
                 num_writes=log_file.records,
                 num_deletes=log_file.deletes,
-                num_update_writes=log_file.records,
+                num_update_writes=log_file.records - log_file.inserts,
+                num_inserts=log_file.inserts,
                 log_version=log_file.version,
                 log_offset=0,
                 base_file=file_slice.base_file or "",

@@ -9,9 +9,11 @@ with :class:`~engine.errors.WriteConflictError`; its instant is rolled back firs
 as if it never ran. Writers touching disjoint file groups both succeed — unless both inserted one
 record key: neither saw the other's key when it looked its keys up, so each put it in a file group
 of its own and the table would hold it twice. The base files the other instant inserted into are
-checked for this write's keys (their footer key ranges first); a shared key fails this write the
-same way. (Hudi's file-group check alone lets such duplicates through; a record key is unique in
-the table here, as dbt's ``unique_key`` means it.)
+checked for this write's keys (their footer key ranges first), and the log files it inserted into
+(merge-on-read on an index that finds keys in log files appends inserts to them; their data
+blocks' keys); a shared key fails this write the same way. (Hudi's file-group check alone lets
+such duplicates through; a record key is unique in the table here, as dbt's ``unique_key`` means
+it.)
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import HudiError, WriteConflictError
+from engine.fs.filenames import is_base_file
 from engine.fs.storage import Storage
 from engine.io.parquet import read_base_file, read_record_key_range
+from engine.metadata.data_keys import log_file_keys
 from engine.model.schema import RECORD_KEY_COLUMN
 from engine.services.lock import TableLock
 from engine.timeline.commit_metadata import HoodieWriteStat
@@ -88,7 +92,7 @@ def check_write_conflicts(
             clash |= {g for g in ours if _bucket_of(g) in {_bucket_of(t) for t in theirs}}
         if not clash:
             if our_keys is None:
-                our_keys = _inserted_base_file_keys(storage, stats)
+                our_keys = _inserted_keys(storage, stats)
             _check_inserted_keys(
                 storage, our_keys, metadata.write_stats(), other, instant_time, action
             )
@@ -104,19 +108,37 @@ def check_write_conflicts(
         )
 
 
-def _inserting_base_files(stats: Iterable[HoodieWriteStat]) -> list[str]:
-    return [s.path for s in stats if s.path and s.num_inserts > 0 and s.path.endswith(".parquet")]
+def _inserting_files(stats: Iterable[HoodieWriteStat]) -> list[str]:
+    """The base files and log files a write inserted keys into."""
+    return [s.path for s in stats if s.path and s.num_inserts > 0]
 
 
-def _inserted_base_file_keys(storage: Storage, stats: list[HoodieWriteStat]) -> pa.Array:
-    """The record keys of the base files this write inserted into (its key column only)."""
-    paths = _inserting_base_files(stats)
+def _file_keys(storage: Storage, rel_path: str) -> pa.Array:
+    """The record keys a base file holds, or a log file's data blocks write."""
+    if is_base_file(rel_path.rsplit("/", 1)[-1]):
+        return read_base_file(storage, rel_path, [RECORD_KEY_COLUMN]).column(RECORD_KEY_COLUMN)
+    return pa.array(sorted(log_file_keys(storage, rel_path).written), pa.string())
+
+
+def _inserted_keys(storage: Storage, stats: list[HoodieWriteStat]) -> pa.Array:
+    """The record keys of the files this write inserted into (key columns, data blocks)."""
+    paths = _inserting_files(stats)
     if not paths:
         return pa.array([], pa.string())
-    columns = [
-        read_base_file(storage, p, [RECORD_KEY_COLUMN]).column(RECORD_KEY_COLUMN) for p in paths
-    ]
+    columns = [_file_keys(storage, p) for p in paths]
     return pa.chunked_array(columns, pa.string()).combine_chunks()
+
+
+def _shared_keys(storage: Storage, rel_path: str, keys: pa.Array) -> pa.Array:
+    """Which of ``keys`` a file another write inserted into holds (a base file whose footer
+    key range misses them is not read)."""
+    if not is_base_file(rel_path.rsplit("/", 1)[-1]):
+        written = _file_keys(storage, rel_path)
+        return written.filter(pc.is_in(written, value_set=keys))
+    lo, hi = pc.min(keys).as_py(), pc.max(keys).as_py()
+    if not key_range_meets(read_record_key_range(storage, rel_path), lo, hi):
+        return pa.array([], pa.string())
+    return stored_keys_among(storage, rel_path, keys)
 
 
 def _check_inserted_keys(
@@ -130,11 +152,8 @@ def _check_inserted_keys(
     """Fail (rolled back) when ``other`` inserted one of this write's record keys elsewhere."""
     if len(our_keys) == 0:
         return
-    lo, hi = pc.min(our_keys).as_py(), pc.max(our_keys).as_py()
-    for path in _inserting_base_files(their_stats):
-        if not key_range_meets(read_record_key_range(storage, path), lo, hi):
-            continue
-        shared = stored_keys_among(storage, path, our_keys)
+    for path in _inserting_files(their_stats):
+        shared = _shared_keys(storage, path, our_keys)
         if len(shared) == 0:
             continue
         current = Timeline.load(storage)

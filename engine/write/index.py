@@ -140,6 +140,11 @@ class KeyIndex:
     update_partition_path_option: ClassVar[config.ConfigOption[bool] | None] = None
     #: the option saying whether candidate files are pruned by footer key range (else always)
     prune_by_ranges_option: ClassVar[config.ConfigOption[bool] | None] = None
+    #: the index finds keys a log file holds (Hudi's ``canIndexLogFiles``): a merge-on-read
+    #: write may then append inserts to an existing file group's log files
+    #: (:mod:`engine.write.merge_on_read`); an index reading base files only must not, or the
+    #: next lookup would miss those keys
+    can_index_log_files: ClassVar[bool] = False
 
     prune_by_ranges: bool = True
     update_partition_path: bool = True
@@ -285,6 +290,7 @@ class BucketIndex(KeyIndex):
 
     index_type = "BUCKET"
     tagging = Tagging.WRITE_JOB
+    can_index_log_files = True  # the key's hash is its file group
 
 
 #: the last record index answer of this process: (table, completed instants), keys, locations
@@ -319,6 +325,7 @@ class RecordIndex(KeyIndex):
     index_type = "RECORD_INDEX"
     is_global = True
     update_partition_path_option = config.RECORD_INDEX_UPDATE_PARTITION_PATH
+    can_index_log_files = True  # the partition indexes the keys of log data blocks too
 
     @classmethod
     def configured(cls, cfg: HoodieConfig) -> KeyIndex:

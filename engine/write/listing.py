@@ -63,6 +63,7 @@ def latest_table_slices(
             base_file=file_slice.base_file,
             log_files=file_slice.log_files,
             next_log_version=max(versions, default=0) + 1,
+            log_bytes=sum(max(0, view.file_size(p)) for p in file_slice.log_file_paths),
         )
         base = sized_base_file(view, file_slice)
         if base is not None:

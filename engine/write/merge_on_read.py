@@ -7,17 +7,29 @@ Timeline of one write (the driver; the data work runs on Spark)::
       ──► <t>.deltacommit.inflight
       ──► tasks: create / merge / append handles ──► <t>.deltacommit ──► inline compaction if due
 
-Routing follows Hudi 0.14's Spark ``SparkUpsertDeltaCommitPartitioner`` with an index that cannot
-find keys in log files (SIMPLE, the Spark default)::
+Routing follows Hudi's Spark ``SparkUpsertDeltaCommitPartitioner`` (``getSmallFiles``) and
+``BaseSparkDeltaCommitActionExecutor.handleUpdate``; which slices take inserts depends on whether
+the configured index finds keys in log files (:attr:`KeyIndex.can_index_log_files`, Hudi's
+``canIndexLogFiles``; :class:`SmallFileRule`)::
 
     updates / deletes of a file group     append handle: log blocks on the latest file slice
-    inserts                               first the small-file candidates of the partition:
-                                          latest slices WITHOUT log files whose base file is
+    inserts, index reading base files     first the small-file candidates of the partition:
+    only (SIMPLE, BLOOM, GLOBAL_*)        latest slices WITHOUT log files whose base file is
                                           below hoodie.parquet.small.file.limit, smallest first,
                                           at most hoodie.merge.small.file.group.candidates.limit
                                           of them; such a group is rewritten by the merge
                                           handle (its updates too) into a new base file
+    inserts, index finding keys in log    first every latest slice (with a base file, not in a
+    files (RECORD_INDEX)                  pending compaction) whose base file + log bytes x
+                                          hoodie.logfile.to.parquet.compression.ratio is below
+                                          hoodie.parquet.max.file.size, smallest first; the
+                                          inserts are APPENDED to it as log blocks (numInserts
+                                          on the log file's write stat), nothing is rewritten
                                         then new file groups (create handle, new base files)
+
+A small file limit of 0 or less turns both rules off. Hudi writes an index-logs write's new file
+groups as log files too; here they are base files, so a key is always in a file group with a
+base file, which is where the lookups look.
 
 The average record size that sizes inserts comes from completed ``commit``/``replacecommit``
 instants only (compactions), as Hudi's partitioner reads it; delta commits hold log sizes.
@@ -36,13 +48,14 @@ from engine.errors import HudiError
 from engine.fs.filenames import new_file_id
 from engine.fs.storage import Storage
 from engine.runner import Runner
-from engine.services.compaction import run_pending_compactions
+from engine.services.compaction import compacting_file_groups, run_pending_compactions
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline
 from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
 from engine.write.bucketing import Bucket, BucketPlan, SizedBaseFile, plan_buckets
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
+from engine.write.index import KeyIndex
 from engine.write.listing import TableSlices, latest_table_slices
 from engine.write.plan import WriteJob
 from engine.write.strategy import WriteStrategy
@@ -53,6 +66,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MergeOnReadHandle",
     "MergeOnReadWrite",
+    "SmallFileRule",
     "average_record_size",
     "plan_merge_on_read_buckets",
     "write_merge_on_read",
@@ -77,6 +91,89 @@ def average_record_size(timeline: Timeline, default: int, small_file_limit: int)
     return default
 
 
+@dataclass(frozen=True)
+class SmallFileRule:
+    """Which latest file slices of a merge-on-read table take inserts (Hudi's
+    ``SparkUpsertDeltaCommitPartitioner.getSmallFiles``), chosen by the table's index.
+
+    Attributes:
+        small_file_limit: ``hoodie.parquet.small.file.limit``; 0 or less: no slice takes
+            inserts, whatever the index.
+        candidates_limit: ``hoodie.merge.small.file.group.candidates.limit`` (base-file rule).
+        inserts_to_logs: The index finds keys in log files (``canIndexLogFiles``): every
+            latest slice is sized (base file + log bytes x ``log_to_base_ratio``) and those
+            below ``hoodie.parquet.max.file.size`` take inserts as log blocks.
+        log_to_base_ratio: ``hoodie.logfile.to.parquet.compression.ratio``.
+        compacting: File groups of pending compaction plans, never candidates.
+    """
+
+    small_file_limit: int
+    candidates_limit: int
+    inserts_to_logs: bool = False
+    log_to_base_ratio: float = config.LOGFILE_TO_PARQUET_COMPRESSION_RATIO.default
+    compacting: frozenset[tuple[str, str]] = frozenset()
+
+    @staticmethod
+    def of(
+        cfg: HoodieConfig, compacting: frozenset[tuple[str, str]] = frozenset()
+    ) -> SmallFileRule:
+        """The rule of a write with options ``cfg``: the configured index decides (an insert
+        looks no key up, but the next lookup must find what it appends)."""
+        return SmallFileRule(
+            small_file_limit=cfg.get(config.PARQUET_SMALL_FILE_LIMIT),
+            candidates_limit=cfg.get(config.MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT),
+            inserts_to_logs=KeyIndex.of(cfg).can_index_log_files,
+            log_to_base_ratio=cfg.get(config.LOGFILE_TO_PARQUET_COMPRESSION_RATIO),
+            compacting=compacting,
+        )
+
+    def candidates(
+        self, table_slices: TableSlices, receiving: set[str], max_file_size: int
+    ) -> dict[tuple[str, str], SizedBaseFile]:
+        """The small-file candidates of the partitions ``receiving`` inserts, each sized as
+        the bucketing must see it."""
+        if self.small_file_limit <= 0:
+            return {}
+        if self.inserts_to_logs:
+            return self._slices_below_max_size(table_slices, receiving, max_file_size)
+        return self._base_files_without_logs(table_slices, receiving)
+
+    def _slices_below_max_size(
+        self, table_slices: TableSlices, receiving: set[str], max_file_size: int
+    ) -> dict[tuple[str, str], SizedBaseFile]:
+        """``canIndexLogFiles``: every latest slice outside pending compaction whose estimated
+        size is below the max file size, no candidates limit; the bucketing fills them smallest
+        first (Hudi takes the file system view's order, which it leaves unspecified). A
+        log-only slice is left out (Hudi keeps it): the lookups look keys up in file groups
+        with a base file."""
+        found: dict[tuple[str, str], SizedBaseFile] = {}
+        for key, base in table_slices.base_files.items():
+            if key[0] not in receiving or key in self.compacting:
+                continue
+            file_slice = table_slices.slices.get(key)
+            log_bytes = file_slice.log_bytes if file_slice else 0
+            size = base.size_bytes + int(log_bytes * self.log_to_base_ratio)
+            if size < max_file_size:
+                found[key] = replace(base, size_bytes=size)
+        return found
+
+    def _base_files_without_logs(
+        self, table_slices: TableSlices, receiving: set[str]
+    ) -> dict[tuple[str, str], SizedBaseFile]:
+        """Any other index: slices without log files whose base file is below the small file
+        limit, smallest first, at most the candidates limit per partition."""
+        by_partition: dict[str, list[tuple[tuple[str, str], SizedBaseFile]]] = {}
+        for key, base in table_slices.base_files.items():
+            if key[0] in receiving and not table_slices.has_logs(key):
+                if base.size_bytes < self.small_file_limit:
+                    by_partition.setdefault(key[0], []).append((key, base))
+        found: dict[tuple[str, str], SizedBaseFile] = {}
+        for entries in by_partition.values():
+            entries.sort(key=lambda e: (e[1].size_bytes, e[1].file_id))
+            found.update(entries[: max(0, self.candidates_limit)])
+        return found
+
+
 def plan_merge_on_read_buckets(
     *,
     update_counts: Mapping[tuple[str, str], int],
@@ -84,33 +181,23 @@ def plan_merge_on_read_buckets(
     table_slices: TableSlices,
     avg_record_size: int,
     max_file_size: int,
-    small_file_limit: int,
-    candidates_limit: int,
+    rule: SmallFileRule,
     pack_small_files: bool,
 ) -> tuple[BucketPlan, frozenset[str]]:
     """Buckets of a merge-on-read write and the file ids rewritten as small files.
 
     Returns:
         The bucket plan, and the file ids whose bucket the merge handle writes (small-file
-        candidates of partitions receiving inserts); other existing file groups get appends.
+        candidates of partitions receiving inserts, on an index that cannot find keys in log
+        files); other existing file groups get appends.
     """
-    candidates: dict[tuple[str, str], SizedBaseFile] = {}
-    if pack_small_files and small_file_limit > 0 and candidates_limit > 0:
-        by_partition: dict[str, list[tuple[tuple[str, str], SizedBaseFile]]] = {}
-        for key, base in table_slices.base_files.items():
-            if key[0] in insert_counts and insert_counts[key[0]] > 0:
-                if not table_slices.has_logs(key) and base.size_bytes < small_file_limit:
-                    by_partition.setdefault(key[0], []).append((key, base))
-        for entries in by_partition.values():
-            entries.sort(key=lambda e: (e[1].size_bytes, e[1].file_id))
-            candidates.update(entries[:candidates_limit])
-    # The shared planner packs every latest base file below the limit; a file group that is
-    # not a candidate (it has log files, or is past the candidates limit) is shown at the
-    # limit so that only the candidates take inserts.
+    receiving = {p for p, n in insert_counts.items() if n > 0}
+    candidates = rule.candidates(table_slices, receiving, max_file_size) if pack_small_files else {}
+    # the candidates are shown with their estimated size, every other file group at the limit
+    # the shared planner packs below, so that only the candidates take inserts
+    limit = max_file_size if rule.inserts_to_logs else rule.small_file_limit
     shown = {
-        key: base
-        if key in candidates
-        else replace(base, size_bytes=max(base.size_bytes, small_file_limit))
+        key: candidates.get(key) or replace(base, size_bytes=max(base.size_bytes, limit))
         for key, base in table_slices.base_files.items()
     }
     plan = plan_buckets(
@@ -119,10 +206,12 @@ def plan_merge_on_read_buckets(
         latest_base_files=shown,
         avg_record_size=avg_record_size,
         max_file_size=max_file_size,
-        small_file_limit=small_file_limit,
-        pack_small_files=pack_small_files,
+        small_file_limit=limit,
+        pack_small_files=pack_small_files and bool(candidates),
         new_file_id=new_file_id,
     )
+    if rule.inserts_to_logs:  # inserts are appended like updates: nothing is rewritten
+        return plan, frozenset()
     return plan, frozenset(base.file_id for base in candidates.values())
 
 
@@ -131,7 +220,8 @@ class MergeOnReadHandle:
     """The per-bucket write of a merge-on-read write (picklable; runs in Spark tasks).
 
     Buckets of existing file groups that are not small-file rewrites append to their latest
-    slice; all others (new file groups, small-file rewrites) write a base file.
+    slice (their updates and, on an index finding keys in log files, their inserts); all others
+    (new file groups, small-file rewrites) write a base file.
     """
 
     append_slices: Mapping[str, AppendSlice]
@@ -192,14 +282,16 @@ def write_merge_on_read(job: WriteJob) -> list[HoodieWriteStat]:
     estimate = cfg.get(config.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE)
     table_slices = latest_table_slices(job.storage, job.timeline, job.touched_partitions)
     located = job.locate()
+    rule = SmallFileRule.of(cfg)
+    if rule.inserts_to_logs:
+        rule = replace(rule, compacting=compacting_file_groups(job.storage, job.timeline))
     plan, small_file_ids = plan_merge_on_read_buckets(
         update_counts=located.update_counts,
         insert_counts=located.insert_counts,
         table_slices=table_slices,
         avg_record_size=average_record_size(job.timeline, estimate, small_file_limit),
         max_file_size=cfg.get(config.PARQUET_MAX_FILE_SIZE),
-        small_file_limit=small_file_limit,
-        candidates_limit=cfg.get(config.MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT),
+        rule=rule,
         pack_small_files=job.operation.packs_small_files,
     )
     job.start_inflight(Action.DELTA_COMMIT, plan)

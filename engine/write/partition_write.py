@@ -63,6 +63,7 @@ from engine.fs.properties import write_partition_metadata
 from engine.fs.storage import Storage
 from engine.io.parquet import read_record_key_range
 from engine.model.keygen import KeyGenSpec
+from engine.model.merge import INSERT_COLUMN
 from engine.model.ordering import naming_ordering_field
 from engine.model.schema import RECORD_KEY_COLUMN
 from engine.timeline.commit_metadata import HoodieWriteStat
@@ -102,8 +103,7 @@ class _Sizing:
 
     avg_record_size: int
     max_file_size: int
-    small_file_limit: int
-    candidates_limit: int
+    rule: merge_on_read.SmallFileRule  # small_file_limit is the copy-on-write rule's too
     pack_small_files: bool
 
 
@@ -251,7 +251,7 @@ class PartitionTargets:
                 latest_base_files=base_files,
                 avg_record_size=s.avg_record_size,
                 max_file_size=s.max_file_size,
-                small_file_limit=s.small_file_limit,
+                small_file_limit=s.rule.small_file_limit,
                 pack_small_files=s.pack_small_files,
                 new_file_id=new_file_id,
             )
@@ -263,8 +263,7 @@ class PartitionTargets:
             table_slices=TableSlices(dict(base_files), dict(slices)),
             avg_record_size=s.avg_record_size,
             max_file_size=s.max_file_size,
-            small_file_limit=s.small_file_limit,
-            candidates_limit=s.candidates_limit,
+            rule=s.rule,
             pack_small_files=s.pack_small_files,
         )
         appends = {
@@ -287,7 +286,9 @@ class _Tagged:
     def by_file_group(self, plan: BucketPlan, partition: str) -> dict[str, pa.Table]:
         """Records per file group: its updates, and the inserts the plan gives it (each
         distinct insert key by its rank in key order, so a key's duplicates stay together)."""
-        parts: dict[str, list[pa.Table]] = {f: [t] for f, t in self.updates.items()}
+        parts: dict[str, list[pa.Table]] = {
+            f: [_flag_inserts(t, False)] for f, t in self.updates.items()
+        }
         if self.inserts.num_rows and partition in plan.insert_ranges:
             bounds, file_ids = plan.insert_ranges[partition]
             keys = self.inserts.column(RECORD_KEY_COLUMN).combine_chunks()
@@ -298,8 +299,14 @@ class _Tagged:
             for k, file_id in enumerate(file_ids):
                 chosen = self.inserts.filter(pa.array(slot == k))
                 if chosen.num_rows:
-                    parts.setdefault(file_id, []).append(chosen)
+                    parts.setdefault(file_id, []).append(_flag_inserts(chosen, True))
         return {f: pa.concat_tables(t) if len(t) > 1 else t[0] for f, t in parts.items()}
+
+
+def _flag_inserts(records: pa.Table, inserts: bool) -> pa.Table:
+    """``records`` with :data:`~engine.model.merge.INSERT_COLUMN` set to ``inserts`` (an
+    append counts its inserts by it)."""
+    return records.append_column(INSERT_COLUMN, pa.repeat(pa.scalar(inserts), records.num_rows))
 
 
 # ---- the driver's side ----------------------------------------------------------------------
@@ -366,8 +373,7 @@ def plan_partition_targets(
     sizing = _Sizing(
         avg_record_size=avg,
         max_file_size=cfg.get(config.PARQUET_MAX_FILE_SIZE),
-        small_file_limit=small_file_limit,
-        candidates_limit=cfg.get(config.MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT),
+        rule=merge_on_read.SmallFileRule.of(cfg),  # no pending compaction (see _eligible)
         pack_small_files=operation.packs_small_files,
     )
     return PartitionTargets(

@@ -10,7 +10,11 @@ partition the flag says, and after the last one ``read_hudi`` (Spark) must agree
 
 ``RECORD_INDEX`` runs the same sequences on version 9 tables (its index is the metadata table's
 ``record_index`` partition, kept by every write, compacted every two deltacommits): after every
-commit the record index also maps exactly the read rows' keys to their file groups.
+commit the record index also maps exactly the read rows' keys to their file groups. Its file
+sizes are Hudi's or tiny (a file slice is full after a few records), and on merge-on-read its
+inserts are appended to small file slices as log blocks: a dedicated group of merge-on-read
+sequences starts with an insert and an update (a slice with a log file) and ends with new keys
+in that partition, which must be appended there at Hudi's file sizes.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ import pytest
 from hypothesis import strategies as st
 
 from engine import write_hudi
+from engine.fs.storage import Storage
+from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.timeline.timeline import Timeline
 from tests.hudi_rs import hudi_rs_rows
 from tests.interop.index_partitions import record_index_matches_rows
 from tests.property import runner
@@ -45,6 +52,11 @@ sequence = st.tuples(
     st.sampled_from([OVERWRITE, DEFAULT]),
     st.lists(batch, min_size=2, max_size=4),
 )
+# hoodie.parquet.max.file.size: Hudi's, or tiny: a base file of a few records is about 434.7 kB
+# (its bloom filter most of it), so at 1 kB a record a log-free slice takes one insert, a slice
+# with a log file of 1 kB or more none (0.35 of its log bytes count), and inserts open new groups
+TINY_FILES = 436_000
+sizes = st.sampled_from([None, TINY_FILES])
 record_index_sequence = st.tuples(
     st.just("RECORD_INDEX"),
     st.just(False),
@@ -52,6 +64,12 @@ record_index_sequence = st.tuples(
     st.booleans(),  # hoodie.record.index.update.partition.path
     st.just(OVERWRITE),
     st.lists(batch, min_size=2, max_size=4),
+    sizes,
+)
+record_index_mor_sequence = st.tuples(
+    st.booleans(),  # hoodie.record.index.update.partition.path
+    st.lists(batch, min_size=1, max_size=3),
+    sizes,
 )
 RECORD_INDEX_OPTIONS = {
     "hoodie.index.type": "RECORD_INDEX",
@@ -94,12 +112,18 @@ def _actual(rows: list[Row]) -> list[tuple[Any, ...]]:
     )
 
 
-def _index_options(index: str, prune_by_ranges: bool, moves: bool) -> dict[str, Any]:
+def _index_options(
+    index: str, prune_by_ranges: bool, moves: bool, max_file_size: int | None = None
+) -> dict[str, Any]:
     flag = "hoodie.simple.index.update.partition.path"
     extra: dict[str, Any] = {"hoodie.index.type": index}
     if index == "RECORD_INDEX":
         flag = "hoodie.record.index.update.partition.path"
-        extra = RECORD_INDEX_OPTIONS
+        extra = dict(RECORD_INDEX_OPTIONS)
+    if max_file_size is not None:
+        extra["hoodie.parquet.max.file.size"] = max_file_size
+        extra["hoodie.parquet.small.file.limit"] = max_file_size
+        extra["hoodie.copyonwrite.record.size.estimate"] = 1_000
     if index == "GLOBAL_BLOOM":
         flag = "hoodie.bloom.index.update.partition.path"
         extra = runner.bloom_options(index, prune_by_ranges, "DYNAMIC_V0")
@@ -114,7 +138,9 @@ def run_sequence(
     moves: bool,
     payload: str,
     batches: list[tuple[str, list[Row]]],
-) -> None:
+    max_file_size: int | None = None,
+) -> list[HoodieWriteStat]:
+    """Run the sequence, checking every commit; the write stats of the last one."""
     if moves or table_type == "MERGE_ON_READ":
         payload = OVERWRITE  # moves need it; MOR keeps hudi-rs and Java merges alike
     with runner.scratch_table("global-index-property-") as path:
@@ -122,7 +148,7 @@ def run_sequence(
             payload,
             {
                 "hoodie.datasource.write.table.type": table_type,
-                **_index_options(index, prune_by_ranges, moves),
+                **_index_options(index, prune_by_ranges, moves, max_file_size),
             },
         )
         oracle = Oracle(payload, "ts", lambda row: (row["id"], ""), runner.FIELDS)
@@ -147,6 +173,43 @@ def run_sequence(
                 record_index_matches_rows(path)
         spark_rows = runner.read_hudi_rows(spark, path)
         assert _actual(spark_rows) == _expected(oracle, home, moves)
+        return _commit_stats(path, result.instant_time)
+
+
+def _commit_stats(path: str, instant_time: str) -> list[HoodieWriteStat]:
+    timeline = Timeline.load(Storage(path))
+    (instant,) = [i for i in timeline.completed() if i.instant_time == instant_time]
+    return timeline.read_commit_metadata(instant).write_stats()
+
+
+def run_mor_log_insert_sequence(
+    spark: Any, moves: bool, batches: list[tuple[str, list[Row]]], max_file_size: int | None
+) -> None:
+    """A merge-on-read RECORD_INDEX sequence between a file slice given a log file (insert,
+    then update) and two keys new to its partition: at Hudi's sizes both are appended to that
+    slice as inserts; at tiny sizes they may open a new file group (checked like every step).
+
+    Ordering values grow from batch to batch: on a version 9 table the payload is
+    COMMIT_TIME_ORDERING, and ``read_hudi`` merges a slice's log records by ordering value
+    instead (a reader gap of its own, outside this property)."""
+    row = {"dt": "p1", "v": "x", "n": 1, "_hoodie_is_deleted": False}
+    prefix = [
+        ("upsert", [{**row, "id": "a", "ts": 1}]),
+        ("upsert", [{**row, "id": "a", "ts": 2}]),
+    ]
+    growing = [
+        (operation, [{**r, "ts": 10 * (k + 1) + r["ts"]} for r in rows])
+        for k, (operation, rows) in enumerate(batches)
+    ]
+    new = [{**row, "id": "new1", "ts": 99}, {**row, "id": "new2", "ts": 99}]
+    stats = run_sequence(
+        spark, "RECORD_INDEX", False, "MERGE_ON_READ", moves, OVERWRITE,
+        [*prefix, *growing, ("upsert", new)], max_file_size,
+    )  # fmt: skip
+    if max_file_size is None:
+        (stat,) = stats
+        assert stat.is_delta and stat.num_inserts == 2 and stat.num_update_writes == 0
+        assert len(stat.log_files or ()) > 1, stat  # the slice had a log file already
 
 
 @runner.sequence_groups(sequence, SEQUENCES)
@@ -157,3 +220,9 @@ def test_global_index_keys_moving_partitions_oracle_hudi_rs_read_hudi_agree(spar
 @runner.sequence_groups(record_index_sequence, SEQUENCES_RECORD_INDEX)
 def test_record_index_keys_moving_partitions_oracle_hudi_rs_read_hudi_agree(spark, group) -> None:  # type: ignore[no-untyped-def]
     runner.run_group(spark, group, run_sequence)
+
+
+# one group in make test, a tenth of the long run's sequences under HUDI_TEST_LONG
+@runner.sequence_groups(record_index_mor_sequence, SEQUENCES_RECORD_INDEX)
+def test_record_index_mor_log_inserts_oracle_hudi_rs_agree(spark, group) -> None:  # type: ignore[no-untyped-def]
+    runner.run_group(spark, group, run_mor_log_insert_sequence)
