@@ -31,7 +31,7 @@ import fastavro
 
 from engine.errors import HudiError
 from engine.fs.storage import Storage
-from engine.io.hfile import HFile
+from engine.io.hfile import HFile, lookup_hfile
 from engine.io.java_hashmap import java_string_hash
 from engine.metadata.payload import MetadataRecordType, parsed_schema
 from engine.metadata.record_index_layout import record_index_file_id
@@ -41,6 +41,7 @@ from engine.metadata.slices import (
     latest_slices,
     open_metadata_table,
     slice_content,
+    slice_hfile_bytes,
 )
 from engine.timeline.timeline import Timeline
 
@@ -185,6 +186,13 @@ def _index_info_fields(schema: str) -> frozenset[str]:
     return frozenset()
 
 
+@lru_cache(maxsize=8)
+def _record_fields(schema: str) -> tuple[str, ...]:
+    """The ``HoodieMetadataRecord`` fields of a writer schema (parsed once: a commit encodes a
+    record per key it writes)."""
+    return tuple(f["name"] for f in json.loads(schema)["fields"])
+
+
 def encode_record_index_record(record: RecordIndexRecord, schema: str) -> bytes:
     """The Avro datum Hudi stores for ``record`` (the HFile value under row ``record.key``).
 
@@ -199,7 +207,7 @@ def encode_record_index_record(record: RecordIndexRecord, schema: str) -> bytes:
             f"the metadata record schema has no fileId/fileIdEncoding: file id "
             f"{record.location.file_id!r} of key {record.key!r} cannot be stored raw"
         )
-    datum: dict[str, Any] = dict.fromkeys(f["name"] for f in json.loads(schema)["fields"])
+    datum: dict[str, Any] = dict.fromkeys(_record_fields(schema))
     datum.update({"key": ""}, **record.meta)
     datum["type"] = int(MetadataRecordType.RECORD_INDEX)
     datum["recordIndexMetadata"] = _index_info(record.location, record.encoding)
@@ -257,14 +265,37 @@ def _merged_slice(
 ) -> dict[str, RecordLocation]:  # fmt: skip
     """The slice's mappings (of ``wanted`` keys only, unless None): base file, then each valid
     log block in order, a later record replacing an earlier one and a deleted key dropped."""
+    if wanted is not None:
+        return _merged_wanted(mdt, metadata_slice, valid, wanted)
     base, content = slice_content(mdt, metadata_slice, valid)
-    merged = dict(_locations(base, wanted)) if base else {}
+    merged = dict(_locations(base, None)) if base else {}
     for item in content:
         if isinstance(item, HFile):
-            merged.update(_locations(item, wanted))
+            merged.update(_locations(item, None))
         else:
             for key in item:
                 merged.pop(key, None)
+    return merged
+
+
+def _merged_wanted(
+    mdt: Storage, metadata_slice: MetadataSlice, valid: ValidInstants, wanted: Collection[str]
+) -> dict[str, RecordLocation]:
+    """:func:`_merged_slice` of a few keys: each HFile is searched through its block index
+    (:func:`~engine.io.hfile.lookup_hfile`), so only the blocks that may hold them are read and
+    only their records decoded: the cost follows the keys, not the slice."""
+    rows = [key.encode() for key in wanted]
+    base, content = slice_hfile_bytes(mdt, metadata_slice, valid)
+    merged: dict[str, RecordLocation] = {}
+    for item in [base, *content] if base is not None else content:
+        if isinstance(item, list):
+            for key in item:
+                merged.pop(key, None)
+            continue
+        found, info = lookup_hfile(item, rows)
+        schema = info["schema"].decode()
+        for row, value in found.items():
+            merged[row.decode()] = decode_record_location(value, schema)
     return merged
 
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping
 
+import pyarrow as pa
+
 from engine import config
 from engine.config import HoodieConfig
 from engine.fs.properties import read_properties
@@ -26,7 +28,8 @@ from engine.fs.storage import Storage
 from engine.fs.view import FileSystemView
 from engine.io.hfile import HFile
 from engine.metadata.data_keys import (
-    base_file_keys,
+    base_file_key_array,
+    key_changes,
     log_file_keys,
     previous_base_file,
     slice_keys,
@@ -88,14 +91,15 @@ class _Changes:
     def base_file(self, storage: Storage, stat: HoodieWriteStat) -> None:
         partition = stat.partition_path or ""
         assert stat.path is not None
-        new = base_file_keys(storage, stat.path)
-        old: set[str] = set()
+        new = base_file_key_array(storage, stat.path)
+        old = pa.array([], pa.string())
         if stat.prev_commit not in ("null", "", None):
             previous = previous_base_file(storage, partition, stat.file_id, stat.prev_commit)
-            old = base_file_keys(storage, previous) if previous else set()
-        for key in new - old:
+            old = base_file_key_array(storage, previous) if previous else old
+        added, dropped = key_changes(new, old)
+        for key in added:
             self.written[key] = (partition, stat.file_id)
-        self.deleted |= old - new
+        self.deleted.update(dropped)
 
     def log_file(self, storage: Storage, stat: HoodieWriteStat) -> None:
         assert stat.path is not None

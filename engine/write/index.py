@@ -38,6 +38,7 @@ reaches every copy.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -184,6 +185,12 @@ class KeyIndex:
         """The ``keys`` one candidate base file stores (its key column)."""
         return stored_keys_among(storage, rel_path, keys)
 
+    def prefetch(self, storage: Storage, keys: pa.Array) -> None:
+        """Look the whole batch's distinct ``keys`` up before the write's tasks ask for their
+        parts, when the tasks run in this process: an index whose lookup costs the same for
+        few keys as for many (its storage is read per question) answers them all at once.
+        The base-file indexes read per candidate file and gain nothing: a no-op."""
+
     def find_keys(
         self,
         storage: Storage,
@@ -287,26 +294,44 @@ class BucketIndex(KeyIndex):
     tagging = Tagging.WRITE_JOB
 
 
-#: the last record index answer of this process: (table, completed instants), keys, locations
-_Answer = tuple[tuple[str, frozenset[str]], frozenset[str], dict[str, RecordLocation] | None]
-_LAST_LOCATED: _Answer | None = None
+@dataclass
+class _Answers:
+    """The record index answers of this process for one table state: the keys asked so far and
+    the locations found among them (None: the table has no metadata table)."""
+
+    state: tuple[str, frozenset[str]]
+    asked: set[str] = field(default_factory=set)
+    found: dict[str, RecordLocation] | None = field(default_factory=dict)
+
+
+_ANSWERS: _Answers | None = None
+_ANSWERS_LOCK = threading.Lock()
 
 
 def _located(storage: Storage, keys: list[str]) -> dict[str, RecordLocation] | None:
-    """:func:`~engine.metadata.record_index.locate`, answered again from the last answer of
-    this process when the table's completed instants are the same and the keys a subset: a
-    one-job write's task asks for its partition's keys, then for those it did not find there."""
-    global _LAST_LOCATED
+    """:func:`~engine.metadata.record_index.locate`, asked only for the keys this process has
+    not asked about since the table's completed instants last changed: the one-job write looks
+    the whole batch up once (:meth:`RecordIndex.prefetch`), then each of its tasks asks for its
+    partition's keys and for those it did not find there, from threads of this process."""
+    global _ANSWERS
     timeline = Timeline.load(storage)
-    state = (storage.base_path, frozenset(i.instant_time for i in timeline.instants
-                                          if i.is_completed))  # fmt: skip
-    last = _LAST_LOCATED
-    if last is not None and last[0] == state and last[1].issuperset(keys):
-        stored = last[2]
-        return None if stored is None else {k: stored[k] for k in keys if k in stored}
-    located = locate(storage, timeline, keys)
-    _LAST_LOCATED = (state, frozenset(keys), located)
-    return located
+    completed = frozenset(i.instant_time for i in timeline.instants if i.is_completed)
+    state = (storage.base_path, completed)
+    with _ANSWERS_LOCK:
+        if _ANSWERS is None or _ANSWERS.state != state:
+            _ANSWERS = _Answers(state)
+        answers = _ANSWERS
+        missing = [k for k in keys if k not in answers.asked]
+    if missing:
+        located = locate(storage, timeline, missing)
+        with _ANSWERS_LOCK:
+            answers.asked.update(missing)
+            if located is None or answers.found is None:
+                answers.found = None
+            else:
+                answers.found.update(located)
+    found = answers.found
+    return None if found is None else {k: found[k] for k in keys if k in found}
 
 
 @dataclass(frozen=True)
@@ -325,6 +350,12 @@ class RecordIndex(KeyIndex):
         """No footer is read: the index says where each key is."""
         flag = cfg.get(config.RECORD_INDEX_UPDATE_PARTITION_PATH)
         return cls(prune_by_ranges=False, update_partition_path=flag)
+
+    def prefetch(self, storage: Storage, keys: pa.Array) -> None:
+        """Every index file group a key hashes to is read once per question: asked once for
+        the whole batch, the tasks' questions are answered from this process's answers."""
+        if len(keys):
+            _located(storage, keys.to_pylist())
 
     def find_keys(
         self,
