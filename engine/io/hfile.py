@@ -380,12 +380,15 @@ def _pair_starts(payload: bytes, with_mvcc: bool) -> list[int]:
     starts: list[int] = []
     append, lengths = starts.append, _LENGTHS.unpack_from
     pos, end = 0, len(payload)
-    while pos < end:
-        append(pos)
-        key_length, value_length = lengths(payload, pos)
-        pos += 8 + key_length + value_length
-        if with_mvcc:
-            pos += _mvcc_length(payload, pos)
+    try:
+        while pos < end:
+            append(pos)
+            key_length, value_length = lengths(payload, pos)
+            pos += 8 + key_length + value_length
+            if with_mvcc:  # one byte, but for -120..-113 (0x80..0x8f), as Hudi writes 0
+                pos += 1 if not 0x80 <= payload[pos] < 0x90 else _mvcc_length(payload, pos)
+    except (IndexError, struct.error):
+        raise HFileFormatError(f"a data block's pair at byte {pos} runs past its end") from None
     if pos != end:
         raise HFileFormatError(f"a data block's pairs run {pos - end} bytes past its end")
     return starts
