@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import threading
 import uuid
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ __all__ = [
     "encode_record_index_record",
     "instant_time_millis",
     "locate",
+    "located",
     "read_record_index",
     "record_index_file_group",
 ]
@@ -361,3 +363,52 @@ def locate(
     for group, wanted in sorted(by_group.items()):
         out.update(_merged_slice(mdt, slices[group], valid, wanted))
     return dict(sorted(out.items()))
+
+
+@dataclass
+class _Answers:
+    """The record index answers of this process for one table state: the keys asked so far and
+    the locations found among them (None: the table has no metadata table)."""
+
+    state: tuple[str, frozenset[str], frozenset[str] | None]
+    asked: set[str] = field(default_factory=set)
+    found: dict[str, RecordLocation] | None = field(default_factory=dict)
+
+
+_ANSWERS: _Answers | None = None
+_ANSWERS_LOCK = threading.Lock()
+
+
+def _completed(timeline: Timeline) -> frozenset[str]:
+    return frozenset(i.instant_time for i in timeline.instants if i.is_completed)
+
+
+def located(storage: Storage, keys: Iterable[str]) -> dict[str, RecordLocation] | None:
+    """:func:`locate` as of the table's completed instants, asked only for the keys this process
+    has not asked about since they last changed: a write looks its whole batch up once
+    (:meth:`engine.write.index.RecordIndex.prefetch`), then each of its tasks asks for its
+    partition's keys (from threads of this process), and its metadata commit for the keys its
+    log blocks update. The answer depends on the completed data instants only: metadata blocks
+    of other instants are not valid (:class:`~engine.metadata.slices.ValidInstants`); the
+    metadata table's own completed instants are part of the state all the same, so a record
+    index rebuilt, rolled back or removed in between is read again."""
+    global _ANSWERS
+    timeline = Timeline.load(storage)
+    opened = open_metadata_table(storage)
+    state = (storage.base_path, _completed(timeline), _completed(opened[1]) if opened else None)
+    wanted = list(keys)
+    with _ANSWERS_LOCK:
+        if _ANSWERS is None or _ANSWERS.state != state:
+            _ANSWERS = _Answers(state)
+        answers = _ANSWERS
+        missing = [k for k in wanted if k not in answers.asked]
+    if missing:
+        found = locate(storage, timeline, missing)
+        with _ANSWERS_LOCK:
+            answers.asked.update(missing)
+            if found is None or answers.found is None:
+                answers.found = None
+            else:
+                answers.found.update(found)
+    stored = answers.found
+    return None if stored is None else {k: stored[k] for k in wanted if k in stored}

@@ -40,7 +40,7 @@ from engine.metadata.record_index import (
     RecordIndexRecord,
     decode_record_index_record,
     encode_record_index_record,
-    locate,
+    located,
 )
 from engine.metadata.record_index_layout import record_index_file_group_count
 from engine.metadata.record_index_writer import KeyLocation, commit_cells, initialization_cells
@@ -125,7 +125,7 @@ def _commit_changes(storage: Storage, commit: HoodieCommitMetadata) -> _Changes:
             keys = slice_keys(storage, file_slice.base_file_path, file_slice.log_file_paths)
             changes.deleted |= keys.live
     if changes.appended:
-        stored = locate(storage, Timeline.load(storage), changes.appended) or {}
+        stored = located(storage, changes.appended) or {}
         for key, where in changes.appended.items():
             found = stored.get(key)
             if found is None or (found.partition_path, found.file_id) != where:

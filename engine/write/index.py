@@ -38,7 +38,6 @@ reaches every copy.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -55,7 +54,7 @@ from engine.fs.filenames import partition_file_path
 from engine.fs.storage import Storage
 from engine.fs.view import list_partition_paths
 from engine.io.parquet import read_base_file, read_bloom_filter, read_record_key_range
-from engine.metadata.record_index import RecordLocation, locate
+from engine.metadata.record_index import located
 from engine.model.schema import RECORD_KEY_COLUMN
 from engine.timeline.timeline import Timeline
 from engine.write.bucketing import SizedBaseFile
@@ -294,46 +293,6 @@ class BucketIndex(KeyIndex):
     tagging = Tagging.WRITE_JOB
 
 
-@dataclass
-class _Answers:
-    """The record index answers of this process for one table state: the keys asked so far and
-    the locations found among them (None: the table has no metadata table)."""
-
-    state: tuple[str, frozenset[str]]
-    asked: set[str] = field(default_factory=set)
-    found: dict[str, RecordLocation] | None = field(default_factory=dict)
-
-
-_ANSWERS: _Answers | None = None
-_ANSWERS_LOCK = threading.Lock()
-
-
-def _located(storage: Storage, keys: list[str]) -> dict[str, RecordLocation] | None:
-    """:func:`~engine.metadata.record_index.locate`, asked only for the keys this process has
-    not asked about since the table's completed instants last changed: the one-job write looks
-    the whole batch up once (:meth:`RecordIndex.prefetch`), then each of its tasks asks for its
-    partition's keys and for those it did not find there, from threads of this process."""
-    global _ANSWERS
-    timeline = Timeline.load(storage)
-    completed = frozenset(i.instant_time for i in timeline.instants if i.is_completed)
-    state = (storage.base_path, completed)
-    with _ANSWERS_LOCK:
-        if _ANSWERS is None or _ANSWERS.state != state:
-            _ANSWERS = _Answers(state)
-        answers = _ANSWERS
-        missing = [k for k in keys if k not in answers.asked]
-    if missing:
-        located = locate(storage, timeline, missing)
-        with _ANSWERS_LOCK:
-            answers.asked.update(missing)
-            if located is None or answers.found is None:
-                answers.found = None
-            else:
-                answers.found.update(located)
-    found = answers.found
-    return None if found is None else {k: found[k] for k in keys if k in found}
-
-
 @dataclass(frozen=True)
 class RecordIndex(KeyIndex):
     """``RECORD_INDEX``: a global index whose storage is the metadata table's ``record_index``
@@ -355,7 +314,7 @@ class RecordIndex(KeyIndex):
         """Every index file group a key hashes to is read once per question: asked once for
         the whole batch, the tasks' questions are answered from this process's answers."""
         if len(keys):
-            _located(storage, keys.to_pylist())
+            located(storage, keys.to_pylist())
 
     def find_keys(
         self,
@@ -372,14 +331,14 @@ class RecordIndex(KeyIndex):
         """
         if not len(keys) or not files:
             return {}
-        located = _located(storage, keys.to_pylist())
-        if located is None:
+        where_is = located(storage, keys.to_pylist())
+        if where_is is None:
             raise HudiError(
                 f"{config.INDEX_TYPE.key}=RECORD_INDEX: the table at {storage.base_path} has no "
                 "metadata table to look keys up in"
             )
         found: dict[FileGroupKey, list[str]] = {}
-        for key, where in located.items():
+        for key, where in where_is.items():
             group = (where.partition_path, where.file_id)
             if group in files:
                 found.setdefault(group, []).append(key)
