@@ -30,9 +30,9 @@ from typing import Any
 
 import fastavro
 
-from engine.errors import HudiError
+from engine.errors import HFileFormatError, HudiError
 from engine.fs.storage import Storage
-from engine.io.hfile import HFile, lookup_hfile
+from engine.io.hfile import HFile, lookup_hfile, read_varint, varint
 from engine.io.java_hashmap import java_string_hash
 from engine.metadata.payload import MetadataRecordType, parsed_schema
 from engine.metadata.record_index_layout import record_index_file_id
@@ -59,10 +59,12 @@ __all__ = [
     "located",
     "read_record_index",
     "record_index_file_group",
+    "stamp_file_name",
 ]
 
 RECORD_INDEX_PARTITION = "record_index"
 _MISSING_FILE_INDEX = -1
+_FILE_NAME = "_hoodie_file_name"
 _UNSIGNED_64 = 2**64 - 1
 
 
@@ -216,6 +218,65 @@ def encode_record_index_record(record: RecordIndexRecord, schema: str) -> bytes:
     out = io.BytesIO()
     fastavro.schemaless_writer(out, parsed_schema(schema), datum)
     return out.getvalue()
+
+
+@lru_cache(maxsize=8)
+def _file_name_field(schema: str) -> int | None:
+    """The position of ``_hoodie_file_name`` when it and every field before it are nullable
+    strings and ``key`` (string) and ``type`` (int) follow it, as in the schemas Hudi 1.x
+    writes; None for a schema of another shape."""
+    fields = json.loads(schema)["fields"]
+    names = [f["name"] for f in fields]
+    if _FILE_NAME not in names:
+        return None
+    at = names.index(_FILE_NAME)
+    nullable_strings = all(f["type"] == ["null", "string"] for f in fields[: at + 1])
+    return at if nullable_strings and names[at + 1 : at + 3] == ["key", "type"] else None
+
+
+def _zigzag(data: bytes, pos: int) -> tuple[int, int]:
+    """(value, position after it) of the Avro int/long at ``pos``."""
+    value, pos = read_varint(data, pos)
+    return (value >> 1) ^ -(value & 1), pos
+
+
+def _skip_nullable_string(data: bytes, pos: int) -> int:
+    branch, pos = _zigzag(data, pos)
+    if branch == 1:
+        length, pos = _zigzag(data, pos)
+        pos += length
+    return pos
+
+
+def stamp_file_name(value: bytes, schema: str, file_name: str) -> bytes | None:
+    """``value`` (a ``record_index`` datum of ``schema``) with ``_hoodie_file_name`` set to
+    ``file_name`` and every other byte kept, as a compaction stamps the records of the base
+    file it writes; None when ``schema`` is not of the shape this reads
+    (:func:`_file_name_field`): the caller then decodes and encodes the record.
+
+    Raises:
+        HudiError: The datum is not a record index record (or does not parse).
+    """
+    at = _file_name_field(schema)
+    if at is None:
+        return None
+    try:
+        pos = 0
+        for _ in range(at):
+            pos = _skip_nullable_string(value, pos)
+        start, pos = pos, _skip_nullable_string(value, pos)
+        key_length, after = _zigzag(value, pos)
+        kind, _ = _zigzag(value, after + key_length)
+    except HFileFormatError as e:
+        raise HudiError(f"a record index datum does not parse: {e}") from None
+    if kind != MetadataRecordType.RECORD_INDEX:
+        raise HudiError(f"metadata record of type {kind} is not a record index one")
+    name = file_name.encode()
+    return value[:start] + b"\x02" + _zigzag_bytes(len(name)) + name + value[pos:]
+
+
+def _zigzag_bytes(value: int) -> bytes:
+    return varint((value << 1) ^ (value >> 63))
 
 
 def decode_record_index_record(key: bytes, value: bytes, schema: str) -> RecordIndexRecord:

@@ -41,6 +41,7 @@ from engine.metadata.record_index import (
     decode_record_index_record,
     encode_record_index_record,
     located,
+    stamp_file_name,
 )
 from engine.metadata.record_index_layout import record_index_file_group_count
 from engine.metadata.record_index_writer import KeyLocation, commit_cells, initialization_cells
@@ -165,18 +166,32 @@ class RecordIndexPartition:
     def compacted_cells(
         self, base: HFile | None, logs: list[HFile | list[str]], schema: str, file_name: str
     ) -> list[Cell]:
-        merged: dict[bytes, RecordIndexRecord] = {}
+        """The slice merged by key, each record stamped with ``file_name``: the stored bytes
+        with the stamp put in when the record was written with ``schema``
+        (:func:`~engine.metadata.record_index.stamp_file_name`: a compaction rewrites every
+        mapping of the table, so none is decoded), else decoded and encoded again."""
+        merged: dict[bytes, tuple[bytes, str]] = {}
         for item in [base, *logs] if base else logs:
             if isinstance(item, HFile):
                 stored = item.file_info["schema"].decode()
-                for key, value in item.entries:
-                    merged[key] = decode_record_index_record(key, value, stored)
+                merged.update((key, (value, stored)) for key, value in item.entries)
             else:
                 for deleted in item:
                     merged.pop(deleted.encode(), None)
-        stamp = {"_hoodie_file_name": file_name}
         return [
-            (key, encode_record_index_record(
-                RecordIndexRecord(r.key, r.location, r.encoding, {**r.meta, **stamp}), schema))
-            for key, r in sorted(merged.items())
-        ]  # fmt: skip
+            (key, _stamped(key, value, stored, schema, file_name))
+            for key, (value, stored) in sorted(merged.items())
+        ]
+
+
+def _stamped(key: bytes, value: bytes, stored: str, schema: str, file_name: str) -> bytes:
+    """One compacted record: ``value`` (written with ``stored``) stamped with ``file_name``."""
+    if stored == schema:
+        stamped = stamp_file_name(value, schema, file_name)
+        if stamped is not None:
+            return stamped
+    r = decode_record_index_record(key, value, stored)
+    meta = {**r.meta, "_hoodie_file_name": file_name}
+    return encode_record_index_record(
+        RecordIndexRecord(r.key, r.location, r.encoding, meta), schema
+    )
