@@ -55,16 +55,17 @@ def base_file_keys(storage: Storage, rel_path: str) -> set[str]:
 
 
 def base_file_key_array(storage: Storage, rel_path: str) -> pa.Array:
-    """The distinct record keys of a base file as an Arrow array (its key column only), for
-    diffs of whole files that stay out of Python objects."""
+    """The record keys of a base file as an Arrow array (its key column only; a key stored
+    twice is there twice), for diffs of whole files that stay out of Python objects."""
     table = read_base_file(storage, rel_path, [RECORD_KEY_COLUMN])
-    return pc.unique(table.column(RECORD_KEY_COLUMN).combine_chunks())
+    return table.column(RECORD_KEY_COLUMN).combine_chunks()
 
 
 def key_changes(new: pa.Array, old: pa.Array) -> tuple[list[str], list[str]]:
     """(keys of ``new`` not in ``old``, keys of ``old`` not in ``new``): what a rewritten base
     file added and dropped, found by Arrow's hash lookups so only the changes become Python
-    strings (a merge rewrites a whole file for a few keys)."""
+    strings (a merge rewrites a whole file for a few keys). A key listed twice in either is
+    listed as often in the answer: callers collect the keys in sets."""
     added = new.filter(pc.invert(pc.is_in(new, value_set=old)))
     dropped = old.filter(pc.invert(pc.is_in(old, value_set=new)))
     return added.to_pylist(), dropped.to_pylist()
