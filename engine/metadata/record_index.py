@@ -241,6 +241,8 @@ def _zigzag(data: bytes, pos: int) -> tuple[int, int]:
 
 
 def _skip_nullable_string(data: bytes, pos: int) -> int:
+    if data[pos] == 0:  # the null branch: one byte, as most meta columns are
+        return pos + 1
     branch, pos = _zigzag(data, pos)
     if branch == 1:
         length, pos = _zigzag(data, pos)
@@ -265,18 +267,20 @@ def stamp_file_name(value: bytes, schema: str, file_name: str) -> bytes | None:
         for _ in range(at):
             pos = _skip_nullable_string(value, pos)
         start, pos = pos, _skip_nullable_string(value, pos)
-        key_length, after = _zigzag(value, pos)
+        key_length, after = (0, pos + 1) if value[pos] == 0 else _zigzag(value, pos)
         kind, _ = _zigzag(value, after + key_length)
-    except HFileFormatError as e:
+    except (HFileFormatError, IndexError) as e:
         raise HudiError(f"a record index datum does not parse: {e}") from None
     if kind != MetadataRecordType.RECORD_INDEX:
         raise HudiError(f"metadata record of type {kind} is not a record index one")
+    return value[:start] + _file_name_bytes(file_name) + value[pos:]
+
+
+@lru_cache(maxsize=4)
+def _file_name_bytes(file_name: str) -> bytes:
+    """``_hoodie_file_name`` set to ``file_name``: the string branch of its union."""
     name = file_name.encode()
-    return value[:start] + b"\x02" + _zigzag_bytes(len(name)) + name + value[pos:]
-
-
-def _zigzag_bytes(value: int) -> bytes:
-    return varint((value << 1) ^ (value >> 63))
+    return b"\x02" + varint(len(name) << 1) + name
 
 
 def decode_record_index_record(key: bytes, value: bytes, schema: str) -> RecordIndexRecord:
