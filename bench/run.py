@@ -495,7 +495,8 @@ def upsert_section(bench: Bench, datasets: dict[str, tuple[Path, dict[str, Any]]
                 f"{c.median('peak_rss_mb'):.0f} | {c.median('load'):.1f} | "
                 f"{s / spark_s:.2f}x | {s / delta_s:.2f}x |"
             )
-        lines += phase_lines(shape, [by_name["cow"], by_name["mor"]])
+        timed = kinds if shape in RLI_SHAPES else ["cow", "mor"]  # the rli shapes have no cow/mor
+        lines += phase_lines(shape, [by_name[k] for k in timed])
         for (num, den), bound in TARGETS[shape].items():
             targets.append(target_line(shape, by_name[num], by_name[den], bound))
         if shape == "large":

@@ -29,6 +29,11 @@ then the payload (compressed as the trailer's codec says: Hudi's writers use GZ)
     file info     "PBUF", varint length, InfoProto {repeated BytesBytesPair {name, value}}
     trailer       "TRABLK\\"$", varint length, TrailerProto, zero padding, int32 version 3
 
+Looking keys up (:func:`lookup_hfile`) uses the root data index instead: only the data blocks
+whose key range holds a wanted key are decompressed, and in them only the two lengths of each
+pair are read to find where pairs start; the wanted rows are then found by binary search. A
+lookup of a few keys thus costs a few blocks, not the whole file.
+
 Reading walks the blocks between the first data block and the load-on-open section and keeps
 the data blocks, so inline index blocks of multi-level indexes (HBase's writer) are skipped
 without being needed.
@@ -38,6 +43,8 @@ from __future__ import annotations
 
 import struct
 import zlib
+from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -51,6 +58,7 @@ __all__ = [
     "HFile",
     "HFileTrailer",
     "compress",
+    "lookup_hfile",
     "read_hfile",
 ]
 
@@ -65,6 +73,8 @@ ROOT_INDEX_MAGIC = b"IDXROOT2"
 FILE_INFO_MAGIC = b"FILEINF2"
 TRAILER_MAGIC = b'TRABLK"$'
 PB_MAGIC = b"PBUF"
+_LENGTHS = struct.Struct(">ii")
+_ROW_LENGTH = struct.Struct(">h")
 # a block header: sizes, previous offset, checksum type, bytes per checksum, data size
 _HEADER = struct.Struct(">iiqbii")
 # the gzip member header Java's GZIPOutputStream writes: no name, mtime 0, OS 0
@@ -281,9 +291,8 @@ def _key_values(payload: bytes, with_mvcc: bool) -> list[tuple[bytes, bytes]]:
         value_start = key_start + key_length
         out.append((row, payload[value_start : value_start + value_length]))
         pos = value_start + value_length
-        if with_mvcc:  # a Hadoop vlong: one byte for -112..127
-            first = struct.unpack_from(">b", payload, pos)[0]
-            pos += 1 if first >= -112 else 1 + (-112 - first if first >= -120 else -120 - first)
+        if with_mvcc:
+            pos += _mvcc_length(payload, pos)
     return out
 
 
@@ -351,3 +360,98 @@ def read_hfile(data: bytes) -> HFile:
     blocks.extend((root, meta_root, info_block))
     blocks.sort(key=lambda b: b.offset)
     return HFile(tuple(entries), file_info, meta, trailer, tuple(blocks))
+
+
+# ---------------------------------------------------------------------------------------------
+# looking keys up
+
+
+def _mvcc_length(payload: bytes, pos: int) -> int:
+    """Bytes of the Hadoop vlong at ``pos`` (one for -112..127)."""
+    first: int = struct.unpack_from(">b", payload, pos)[0]
+    if first >= -112:
+        return 1
+    return 1 + (-112 - first if first >= -120 else -120 - first)
+
+
+def _pair_starts(payload: bytes, with_mvcc: bool) -> list[int]:
+    """Where each key/value pair of a data block starts; only the pairs' lengths are read
+    (the block's rows are not copied: a lookup compares a few of them)."""
+    starts: list[int] = []
+    append, lengths = starts.append, _LENGTHS.unpack_from
+    pos, end = 0, len(payload)
+    try:
+        while pos < end:
+            append(pos)
+            key_length, value_length = lengths(payload, pos)
+            pos += 8 + key_length + value_length
+            if with_mvcc:  # one byte, but for -120..-113 (0x80..0x8f), as Hudi writes 0
+                pos += 1 if not 0x80 <= payload[pos] < 0x90 else _mvcc_length(payload, pos)
+    except (IndexError, struct.error):
+        raise HFileFormatError(f"a data block's pair at byte {pos} runs past its end") from None
+    if pos != end:
+        raise HFileFormatError(f"a data block's pairs run {pos - end} bytes past its end")
+    return starts
+
+
+def _row_at(payload: bytes, start: int) -> bytes:
+    row_length = _ROW_LENGTH.unpack_from(payload, start + 8)[0]
+    return payload[start + 10 : start + 10 + row_length]
+
+
+def _find_in_block(payload: bytes, with_mvcc: bool, wanted: Sequence[bytes]) -> dict[bytes, bytes]:
+    """The values of the ``wanted`` rows a data block holds (of equal rows, the last, as a
+    whole read merging pairs in file order keeps it)."""
+    starts = _pair_starts(payload, with_mvcc)
+    found: dict[bytes, bytes] = {}
+    for row in wanted:
+        i = bisect_right(starts, row, key=lambda start: _row_at(payload, start)) - 1
+        if i >= 0 and _row_at(payload, starts[i]) == row:
+            key_length, value_length = _LENGTHS.unpack_from(payload, starts[i])
+            value_start = starts[i] + 8 + key_length
+            found[row] = payload[value_start : value_start + value_length]
+    return found
+
+
+def _blocks_of(
+    index: list[tuple[int, int, bytes]], rows: Sequence[bytes]
+) -> dict[int, list[bytes]]:
+    """Data block offset -> the wanted rows it may hold: the last block whose index key's row
+    (its first row, or that of HBase's separator key, no greater) is at most the row."""
+    firsts = [key[2 : 2 + _ROW_LENGTH.unpack_from(key)[0]] for _, _, key in index]
+    out: dict[int, list[bytes]] = {}
+    for row in rows:
+        i = bisect_right(firsts, row) - 1
+        if i >= 0:
+            out.setdefault(index[i][0], []).append(row)
+    return out
+
+
+def lookup_hfile(data: bytes, rows: Sequence[bytes]) -> tuple[dict[bytes, bytes], dict[str, bytes]]:
+    """The values stored under ``rows`` (those the file holds) and the file info, reading only
+    the data blocks the root data index says may hold them (see the module notes).
+
+    An HFile whose data index has several levels (HBase's writer, for large files) is read
+    whole, with the same answer.
+
+    Raises:
+        HFileFormatError: The bytes are not an HFile v3 as Hudi or HBase write it.
+    """
+    trailer = _trailer(data)
+    codec = trailer.compression_codec
+    _, info_payload = _block(data, trailer.file_info_offset, codec)
+    file_info = _file_info(info_payload)
+    wanted = sorted(set(rows))
+    if trailer.num_data_index_levels != 1:
+        whole = dict(read_hfile(data).entries)
+        return {row: whole[row] for row in wanted if row in whole}, file_info
+    with_mvcc = int.from_bytes(file_info.get("KEY_VALUE_VERSION", b"\0\0\0\0"), "big") == 1
+    _, root_payload = _block(data, trailer.load_on_open_data_offset, codec)
+    index = _root_index(root_payload, trailer.data_index_count, False)
+    found: dict[bytes, bytes] = {}
+    for offset, block_rows in _blocks_of(index, wanted).items():
+        block, payload = _block(data, offset, codec)
+        if block.magic != DATA_MAGIC:
+            raise HFileFormatError(f"the data index names a {block.magic!r} block at {offset}")
+        found.update(_find_in_block(payload, with_mvcc, block_rows))
+    return found, file_info

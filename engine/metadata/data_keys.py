@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.fs.filenames import is_base_file, parse_base_file_name
@@ -25,7 +26,15 @@ from engine.io.logfile import (
 from engine.io.parquet import read_base_file
 from engine.model.schema import RECORD_KEY_COLUMN
 
-__all__ = ["SliceKeys", "base_file_keys", "log_file_keys", "previous_base_file", "slice_keys"]
+__all__ = [
+    "SliceKeys",
+    "base_file_key_array",
+    "base_file_keys",
+    "key_changes",
+    "log_file_keys",
+    "previous_base_file",
+    "slice_keys",
+]
 
 
 @dataclass
@@ -42,8 +51,24 @@ class SliceKeys:
 
 def base_file_keys(storage: Storage, rel_path: str) -> set[str]:
     """The record keys of a base file (its key column only)."""
+    return set(base_file_key_array(storage, rel_path).to_pylist())
+
+
+def base_file_key_array(storage: Storage, rel_path: str) -> pa.Array:
+    """The record keys of a base file as an Arrow array (its key column only; a key stored
+    twice is there twice), for diffs of whole files that stay out of Python objects."""
     table = read_base_file(storage, rel_path, [RECORD_KEY_COLUMN])
-    return set(pc.unique(table.column(RECORD_KEY_COLUMN)).to_pylist())
+    return table.column(RECORD_KEY_COLUMN).combine_chunks()
+
+
+def key_changes(new: pa.Array, old: pa.Array) -> tuple[list[str], list[str]]:
+    """(keys of ``new`` not in ``old``, keys of ``old`` not in ``new``): what a rewritten base
+    file added and dropped, found by Arrow's hash lookups so only the changes become Python
+    strings (a merge rewrites a whole file for a few keys). A key listed twice in either is
+    listed as often in the answer: callers collect the keys in sets."""
+    added = new.filter(pc.invert(pc.is_in(new, value_set=old)))
+    dropped = old.filter(pc.invert(pc.is_in(old, value_set=new)))
+    return added.to_pylist(), dropped.to_pylist()
 
 
 def log_file_keys(storage: Storage, rel_path: str, into: SliceKeys | None = None) -> SliceKeys:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import threading
 import uuid
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -29,9 +30,9 @@ from typing import Any
 
 import fastavro
 
-from engine.errors import HudiError
+from engine.errors import HFileFormatError, HudiError
 from engine.fs.storage import Storage
-from engine.io.hfile import HFile
+from engine.io.hfile import HFile, lookup_hfile, read_varint, varint
 from engine.io.java_hashmap import java_string_hash
 from engine.metadata.payload import MetadataRecordType, parsed_schema
 from engine.metadata.record_index_layout import record_index_file_id
@@ -41,6 +42,7 @@ from engine.metadata.slices import (
     latest_slices,
     open_metadata_table,
     slice_content,
+    slice_hfile_bytes,
 )
 from engine.timeline.timeline import Timeline
 
@@ -54,12 +56,15 @@ __all__ = [
     "encode_record_index_record",
     "instant_time_millis",
     "locate",
+    "located",
     "read_record_index",
     "record_index_file_group",
+    "stamp_file_name",
 ]
 
 RECORD_INDEX_PARTITION = "record_index"
 _MISSING_FILE_INDEX = -1
+_FILE_NAME = "_hoodie_file_name"
 _UNSIGNED_64 = 2**64 - 1
 
 
@@ -185,6 +190,13 @@ def _index_info_fields(schema: str) -> frozenset[str]:
     return frozenset()
 
 
+@lru_cache(maxsize=8)
+def _record_fields(schema: str) -> tuple[str, ...]:
+    """The ``HoodieMetadataRecord`` fields of a writer schema (parsed once: a commit encodes a
+    record per key it writes)."""
+    return tuple(f["name"] for f in json.loads(schema)["fields"])
+
+
 def encode_record_index_record(record: RecordIndexRecord, schema: str) -> bytes:
     """The Avro datum Hudi stores for ``record`` (the HFile value under row ``record.key``).
 
@@ -199,13 +211,76 @@ def encode_record_index_record(record: RecordIndexRecord, schema: str) -> bytes:
             f"the metadata record schema has no fileId/fileIdEncoding: file id "
             f"{record.location.file_id!r} of key {record.key!r} cannot be stored raw"
         )
-    datum: dict[str, Any] = dict.fromkeys(f["name"] for f in json.loads(schema)["fields"])
+    datum: dict[str, Any] = dict.fromkeys(_record_fields(schema))
     datum.update({"key": ""}, **record.meta)
     datum["type"] = int(MetadataRecordType.RECORD_INDEX)
     datum["recordIndexMetadata"] = _index_info(record.location, record.encoding)
     out = io.BytesIO()
     fastavro.schemaless_writer(out, parsed_schema(schema), datum)
     return out.getvalue()
+
+
+@lru_cache(maxsize=8)
+def _file_name_field(schema: str) -> int | None:
+    """The position of ``_hoodie_file_name`` when it and every field before it are nullable
+    strings and ``key`` (string) and ``type`` (int) follow it, as in the schemas Hudi 1.x
+    writes; None for a schema of another shape."""
+    fields = json.loads(schema)["fields"]
+    names = [f["name"] for f in fields]
+    if _FILE_NAME not in names:
+        return None
+    at = names.index(_FILE_NAME)
+    nullable_strings = all(f["type"] == ["null", "string"] for f in fields[: at + 1])
+    return at if nullable_strings and names[at + 1 : at + 3] == ["key", "type"] else None
+
+
+def _zigzag(data: bytes, pos: int) -> tuple[int, int]:
+    """(value, position after it) of the Avro int/long at ``pos``."""
+    value, pos = read_varint(data, pos)
+    return (value >> 1) ^ -(value & 1), pos
+
+
+def _skip_nullable_string(data: bytes, pos: int) -> int:
+    if data[pos] == 0:  # the null branch: one byte, as most meta columns are
+        return pos + 1
+    branch, pos = _zigzag(data, pos)
+    if branch == 1:
+        length, pos = _zigzag(data, pos)
+        pos += length
+    return pos
+
+
+def stamp_file_name(value: bytes, schema: str, file_name: str) -> bytes | None:
+    """``value`` (a ``record_index`` datum of ``schema``) with ``_hoodie_file_name`` set to
+    ``file_name`` and every other byte kept, as a compaction stamps the records of the base
+    file it writes; None when ``schema`` is not of the shape this reads
+    (:func:`_file_name_field`): the caller then decodes and encodes the record.
+
+    Raises:
+        HudiError: The datum is not a record index record (or does not parse).
+    """
+    at = _file_name_field(schema)
+    if at is None:
+        return None
+    try:
+        pos = 0
+        for _ in range(at):
+            pos = _skip_nullable_string(value, pos)
+        start, pos = pos, _skip_nullable_string(value, pos)
+        key_length, after = (0, pos + 1) if value[pos] == 0 else _zigzag(value, pos)
+        kind, _ = _zigzag(value, after + key_length)
+    except (HFileFormatError, IndexError) as e:
+        raise HudiError(f"a record index datum does not parse: {e}") from None
+    if kind != MetadataRecordType.RECORD_INDEX:
+        raise HudiError(f"metadata record of type {kind} is not a record index one")
+    return value[:start] + _file_name_bytes(file_name) + value[pos:]
+
+
+@lru_cache(maxsize=4)
+def _file_name_bytes(file_name: str) -> bytes:
+    """``_hoodie_file_name`` set to ``file_name``: the string branch of its union."""
+    name = file_name.encode()
+    return b"\x02" + varint(len(name) << 1) + name
 
 
 def decode_record_index_record(key: bytes, value: bytes, schema: str) -> RecordIndexRecord:
@@ -257,14 +332,37 @@ def _merged_slice(
 ) -> dict[str, RecordLocation]:  # fmt: skip
     """The slice's mappings (of ``wanted`` keys only, unless None): base file, then each valid
     log block in order, a later record replacing an earlier one and a deleted key dropped."""
+    if wanted is not None:
+        return _merged_wanted(mdt, metadata_slice, valid, wanted)
     base, content = slice_content(mdt, metadata_slice, valid)
-    merged = dict(_locations(base, wanted)) if base else {}
+    merged = dict(_locations(base, None)) if base else {}
     for item in content:
         if isinstance(item, HFile):
-            merged.update(_locations(item, wanted))
+            merged.update(_locations(item, None))
         else:
             for key in item:
                 merged.pop(key, None)
+    return merged
+
+
+def _merged_wanted(
+    mdt: Storage, metadata_slice: MetadataSlice, valid: ValidInstants, wanted: Collection[str]
+) -> dict[str, RecordLocation]:
+    """:func:`_merged_slice` of a few keys: each HFile is searched through its block index
+    (:func:`~engine.io.hfile.lookup_hfile`), so only the blocks that may hold them are read and
+    only their records decoded: the cost follows the keys, not the slice."""
+    rows = [key.encode() for key in wanted]
+    base, content = slice_hfile_bytes(mdt, metadata_slice, valid)
+    merged: dict[str, RecordLocation] = {}
+    for item in [base, *content] if base is not None else content:
+        if isinstance(item, list):
+            for key in item:
+                merged.pop(key, None)
+            continue
+        found, info = lookup_hfile(item, rows)
+        schema = info["schema"].decode()
+        for row, value in found.items():
+            merged[row.decode()] = decode_record_location(value, schema)
     return merged
 
 
@@ -330,3 +428,52 @@ def locate(
     for group, wanted in sorted(by_group.items()):
         out.update(_merged_slice(mdt, slices[group], valid, wanted))
     return dict(sorted(out.items()))
+
+
+@dataclass
+class _Answers:
+    """The record index answers of this process for one table state: the keys asked so far and
+    the locations found among them (None: the table has no metadata table)."""
+
+    state: tuple[str, frozenset[str], frozenset[str] | None]
+    asked: set[str] = field(default_factory=set)
+    found: dict[str, RecordLocation] | None = field(default_factory=dict)
+
+
+_ANSWERS: _Answers | None = None
+_ANSWERS_LOCK = threading.Lock()
+
+
+def _completed(timeline: Timeline) -> frozenset[str]:
+    return frozenset(i.instant_time for i in timeline.instants if i.is_completed)
+
+
+def located(storage: Storage, keys: Iterable[str]) -> dict[str, RecordLocation] | None:
+    """:func:`locate` as of the table's completed instants, asked only for the keys this process
+    has not asked about since they last changed: a write looks its whole batch up once
+    (:meth:`engine.write.index.RecordIndex.prefetch`), then each of its tasks asks for its
+    partition's keys (from threads of this process), and its metadata commit for the keys its
+    log blocks update. The answer depends on the completed data instants only: metadata blocks
+    of other instants are not valid (:class:`~engine.metadata.slices.ValidInstants`); the
+    metadata table's own completed instants are part of the state all the same, so a record
+    index rebuilt, rolled back or removed in between is read again."""
+    global _ANSWERS
+    timeline = Timeline.load(storage)
+    opened = open_metadata_table(storage)
+    state = (storage.base_path, _completed(timeline), _completed(opened[1]) if opened else None)
+    wanted = list(keys)
+    with _ANSWERS_LOCK:
+        if _ANSWERS is None or _ANSWERS.state != state:
+            _ANSWERS = _Answers(state)
+        answers = _ANSWERS
+        missing = [k for k in wanted if k not in answers.asked]
+    if missing:
+        found = locate(storage, timeline, missing)
+        with _ANSWERS_LOCK:
+            answers.asked.update(missing)
+            if found is None or answers.found is None:
+                answers.found = None
+            else:
+                answers.found.update(found)
+    stored = answers.found
+    return None if stored is None else {k: stored[k] for k in wanted if k in stored}

@@ -19,6 +19,8 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping
 
+import pyarrow as pa
+
 from engine import config
 from engine.config import HoodieConfig
 from engine.fs.properties import read_properties
@@ -26,7 +28,8 @@ from engine.fs.storage import Storage
 from engine.fs.view import FileSystemView
 from engine.io.hfile import HFile
 from engine.metadata.data_keys import (
-    base_file_keys,
+    base_file_key_array,
+    key_changes,
     log_file_keys,
     previous_base_file,
     slice_keys,
@@ -37,7 +40,8 @@ from engine.metadata.record_index import (
     RecordIndexRecord,
     decode_record_index_record,
     encode_record_index_record,
-    locate,
+    located,
+    stamp_file_name,
 )
 from engine.metadata.record_index_layout import record_index_file_group_count
 from engine.metadata.record_index_writer import KeyLocation, commit_cells, initialization_cells
@@ -88,14 +92,15 @@ class _Changes:
     def base_file(self, storage: Storage, stat: HoodieWriteStat) -> None:
         partition = stat.partition_path or ""
         assert stat.path is not None
-        new = base_file_keys(storage, stat.path)
-        old: set[str] = set()
+        new = base_file_key_array(storage, stat.path)
+        old = pa.array([], pa.string())
         if stat.prev_commit not in ("null", "", None):
             previous = previous_base_file(storage, partition, stat.file_id, stat.prev_commit)
-            old = base_file_keys(storage, previous) if previous else set()
-        for key in new - old:
+            old = base_file_key_array(storage, previous) if previous else old
+        added, dropped = key_changes(new, old)
+        for key in added:
             self.written[key] = (partition, stat.file_id)
-        self.deleted |= old - new
+        self.deleted.update(dropped)
 
     def log_file(self, storage: Storage, stat: HoodieWriteStat) -> None:
         assert stat.path is not None
@@ -121,7 +126,7 @@ def _commit_changes(storage: Storage, commit: HoodieCommitMetadata) -> _Changes:
             keys = slice_keys(storage, file_slice.base_file_path, file_slice.log_file_paths)
             changes.deleted |= keys.live
     if changes.appended:
-        stored = locate(storage, Timeline.load(storage), changes.appended) or {}
+        stored = located(storage, changes.appended) or {}
         for key, where in changes.appended.items():
             found = stored.get(key)
             if found is None or (found.partition_path, found.file_id) != where:
@@ -161,18 +166,32 @@ class RecordIndexPartition:
     def compacted_cells(
         self, base: HFile | None, logs: list[HFile | list[str]], schema: str, file_name: str
     ) -> list[Cell]:
-        merged: dict[bytes, RecordIndexRecord] = {}
+        """The slice merged by key, each record stamped with ``file_name``: the stored bytes
+        with the stamp put in when the record was written with ``schema``
+        (:func:`~engine.metadata.record_index.stamp_file_name`: a compaction rewrites every
+        mapping of the table, so none is decoded), else decoded and encoded again."""
+        merged: dict[bytes, tuple[bytes, str]] = {}
         for item in [base, *logs] if base else logs:
             if isinstance(item, HFile):
                 stored = item.file_info["schema"].decode()
-                for key, value in item.entries:
-                    merged[key] = decode_record_index_record(key, value, stored)
+                merged.update((key, (value, stored)) for key, value in item.entries)
             else:
                 for deleted in item:
                     merged.pop(deleted.encode(), None)
-        stamp = {"_hoodie_file_name": file_name}
         return [
-            (key, encode_record_index_record(
-                RecordIndexRecord(r.key, r.location, r.encoding, {**r.meta, **stamp}), schema))
-            for key, r in sorted(merged.items())
-        ]  # fmt: skip
+            (key, _stamped(key, value, stored, schema, file_name))
+            for key, (value, stored) in sorted(merged.items())
+        ]
+
+
+def _stamped(key: bytes, value: bytes, stored: str, schema: str, file_name: str) -> bytes:
+    """One compacted record: ``value`` (written with ``stored``) stamped with ``file_name``."""
+    if stored == schema:
+        stamped = stamp_file_name(value, schema, file_name)
+        if stamped is not None:
+            return stamped
+    r = decode_record_index_record(key, value, stored)
+    meta = {**r.meta, "_hoodie_file_name": file_name}
+    return encode_record_index_record(
+        RecordIndexRecord(r.key, r.location, r.encoding, meta), schema
+    )

@@ -39,6 +39,7 @@ __all__ = [
     "latest_slices",
     "open_metadata_table",
     "slice_content",
+    "slice_hfile_bytes",
 ]
 
 METADATA_TABLE_PATH = ".hoodie/metadata"
@@ -144,9 +145,19 @@ def slice_content(
 ) -> tuple[HFile | None, list[HFile | list[str]]]:
     """The slice's base HFile and its valid log content, oldest first: an HFILE_DATA_BLOCK's
     HFile, or the keys a DELETE_BLOCK deletes."""
+    base, content = slice_hfile_bytes(mdt, metadata_slice, valid)
+    decoded = [item if isinstance(item, list) else read_hfile(item) for item in content]
+    return (read_hfile(base) if base is not None else None), decoded
+
+
+def slice_hfile_bytes(
+    mdt: Storage, metadata_slice: MetadataSlice, valid: ValidInstants
+) -> tuple[bytes | None, list[bytes | list[str]]]:
+    """:func:`slice_content` with each HFile left undecoded, for a reader that looks a few
+    keys up in it (:func:`engine.io.hfile.lookup_hfile`) instead of decoding it whole."""
     folder = metadata_slice.partition
     base = metadata_slice.base_file
-    base_hfile = read_hfile(mdt.read_bytes(f"{folder}/{base}")) if base else None
+    base_bytes = mdt.read_bytes(f"{folder}/{base}") if base else None
     blocks: list[LogBlock] = []
     for name in metadata_slice.log_files:
         for block in read_log_blocks(mdt.read_bytes(f"{folder}/{name}")):
@@ -155,12 +166,12 @@ def slice_content(
                 blocks = [b for b in blocks if b.instant_time != target]
             elif block.instant_time in valid:
                 blocks.append(block)
-    return base_hfile, list(_content(blocks))
+    return base_bytes, list(_content(blocks))
 
 
-def _content(blocks: list[LogBlock]) -> Iterator[HFile | list[str]]:
+def _content(blocks: list[LogBlock]) -> Iterator[bytes | list[str]]:
     for block in blocks:
         if block.block_type is HoodieLogBlockType.HFILE_DATA_BLOCK:
-            yield read_hfile(block.content)
+            yield block.content
         elif block.block_type is HoodieLogBlockType.DELETE_BLOCK:
             yield [record.record_key for record in decode_delete_block(block)]

@@ -34,6 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from engine import config
 from engine.config import HoodieConfig
 from engine.errors import KeyMovedError, NullOrderingValueError, RecordKeyError
+from engine.fs.storage import Storage
 from engine.model.keygen import KeyGenSpec, invalid_record_key_message
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 from engine.spark.jobs import BAD_KEY_COLUMN, NULL_ORDERING_COLUMN
@@ -155,6 +156,10 @@ def write_partitions_locally(
             raise KeyMovedError(
                 f"record key {key!r} arrives in partitions {first!r} and {second!r}"
             )
+
+    if targets.looks_up_keys and partitions:  # one lookup of the batch, not one per task
+        keys = pc.unique(records[RECORD_KEY_COLUMN].combine_chunks())
+        targets.index.prefetch(Storage(ctx.base_path, ctx.s3), keys)
 
     def write(numbered: tuple[int, str]) -> list[HoodieWriteStat]:
         number, partition = numbered

@@ -54,7 +54,7 @@ from engine.fs.filenames import partition_file_path
 from engine.fs.storage import Storage
 from engine.fs.view import list_partition_paths
 from engine.io.parquet import read_base_file, read_bloom_filter, read_record_key_range
-from engine.metadata.record_index import RecordLocation, locate
+from engine.metadata.record_index import located
 from engine.model.schema import RECORD_KEY_COLUMN
 from engine.timeline.timeline import Timeline
 from engine.write.bucketing import SizedBaseFile
@@ -189,6 +189,12 @@ class KeyIndex:
         """The ``keys`` one candidate base file stores (its key column)."""
         return stored_keys_among(storage, rel_path, keys)
 
+    def prefetch(self, storage: Storage, keys: pa.Array) -> None:
+        """Look the whole batch's distinct ``keys`` up before the write's tasks ask for their
+        parts, when the tasks run in this process: an index whose lookup costs the same for
+        few keys as for many (its storage is read per question) answers them all at once.
+        The base-file indexes read per candidate file and gain nothing: a no-op."""
+
     def find_keys(
         self,
         storage: Storage,
@@ -293,28 +299,6 @@ class BucketIndex(KeyIndex):
     can_index_log_files = True  # the key's hash is its file group
 
 
-#: the last record index answer of this process: (table, completed instants), keys, locations
-_Answer = tuple[tuple[str, frozenset[str]], frozenset[str], dict[str, RecordLocation] | None]
-_LAST_LOCATED: _Answer | None = None
-
-
-def _located(storage: Storage, keys: list[str]) -> dict[str, RecordLocation] | None:
-    """:func:`~engine.metadata.record_index.locate`, answered again from the last answer of
-    this process when the table's completed instants are the same and the keys a subset: a
-    one-job write's task asks for its partition's keys, then for those it did not find there."""
-    global _LAST_LOCATED
-    timeline = Timeline.load(storage)
-    state = (storage.base_path, frozenset(i.instant_time for i in timeline.instants
-                                          if i.is_completed))  # fmt: skip
-    last = _LAST_LOCATED
-    if last is not None and last[0] == state and last[1].issuperset(keys):
-        stored = last[2]
-        return None if stored is None else {k: stored[k] for k in keys if k in stored}
-    located = locate(storage, timeline, keys)
-    _LAST_LOCATED = (state, frozenset(keys), located)
-    return located
-
-
 @dataclass(frozen=True)
 class RecordIndex(KeyIndex):
     """``RECORD_INDEX``: a global index whose storage is the metadata table's ``record_index``
@@ -333,6 +317,12 @@ class RecordIndex(KeyIndex):
         flag = cfg.get(config.RECORD_INDEX_UPDATE_PARTITION_PATH)
         return cls(prune_by_ranges=False, update_partition_path=flag)
 
+    def prefetch(self, storage: Storage, keys: pa.Array) -> None:
+        """Every index file group a key hashes to is read once per question: asked once for
+        the whole batch, the tasks' questions are answered from this process's answers."""
+        if len(keys):
+            located(storage, keys.to_pylist())
+
     def find_keys(
         self,
         storage: Storage,
@@ -348,14 +338,14 @@ class RecordIndex(KeyIndex):
         """
         if not len(keys) or not files:
             return {}
-        located = _located(storage, keys.to_pylist())
-        if located is None:
+        where_is = located(storage, keys.to_pylist())
+        if where_is is None:
             raise HudiError(
                 f"{config.INDEX_TYPE.key}=RECORD_INDEX: the table at {storage.base_path} has no "
                 "metadata table to look keys up in"
             )
         found: dict[FileGroupKey, list[str]] = {}
-        for key, where in located.items():
+        for key, where in where_is.items():
             group = (where.partition_path, where.file_id)
             if group in files:
                 found.setdefault(group, []).append(key)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.errors import HFileFormatError
-from engine.io.hfile import DATA_MAGIC, CompressionCodec, read_hfile
+from engine.io.hfile import DATA_MAGIC, CompressionCodec, lookup_hfile, read_hfile
 from engine.io.hfile_writer import write_hfile
 from engine.io.java_hashmap import java_hashmap_order, java_string_hash
 
@@ -56,6 +56,46 @@ def test_round_trip(
     data_blocks = [b for b in hfile.blocks if b.magic == DATA_MAGIC]
     assert hfile.trailer.data_index_count == len(data_blocks)
     assert data_blocks[0].previous_offset == -1 if data_blocks else not pairs
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    pairs=pairs_strategy,
+    block_size=st.sampled_from([64, 512, 1024 * 1024]),
+    codec=st.sampled_from([CompressionCodec.GZ, CompressionCodec.NONE]),
+    others=st.lists(st.binary(max_size=41), max_size=20),
+    data=st.data(),
+)
+def test_lookup_answers_as_a_whole_read(
+    pairs: list[tuple[bytes, bytes]],
+    block_size: int,
+    codec: CompressionCodec,
+    others: list[bytes],
+    data: st.DataObject,
+) -> None:
+    """Looking rows up through the block index finds exactly what a whole read holds (of equal
+    rows the last), for stored rows, rows between and around them, and the empty row."""
+    hfile_bytes = write_hfile(pairs, create_time_ms=0, codec=codec, block_size=block_size)
+    whole = dict(read_hfile(hfile_bytes).entries)
+    stored = data.draw(st.lists(st.sampled_from(sorted(whole)), max_size=10)) if whole else []
+    wanted = [*stored, *others, b""]
+    found, info = lookup_hfile(hfile_bytes, wanted)
+    assert found == {row: whole[row] for row in wanted if row in whole}
+    assert info == read_hfile(hfile_bytes).file_info
+
+
+def test_lookup_decompresses_only_the_blocks_that_may_hold_the_rows() -> None:
+    pairs = [(b"k%03d" % i, b"v" * 50) for i in range(100)]
+    data = bytearray(write_hfile(pairs, create_time_ms=0, block_size=600))
+    hfile = read_hfile(bytes(data))
+    last = [b for b in hfile.blocks if b.magic == DATA_MAGIC][-1]
+    data[last.offset + 40 : last.offset + 60] = b"\xff" * 20  # its gzip stream, damaged
+    found, _ = lookup_hfile(bytes(data), [b"k000", b"k010", b"j", b"k0105"])
+    assert found == {b"k000": b"v" * 50, b"k010": b"v" * 50}
+    with pytest.raises(HFileFormatError):
+        lookup_hfile(bytes(data), [b"k099"])
+    with pytest.raises(HFileFormatError):
+        read_hfile(bytes(data))
 
 
 def test_blocks_split_at_the_block_size_but_never_between_equal_keys() -> None:

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine import config
 from engine.errors import ConfigError, HudiError
@@ -19,6 +22,7 @@ from engine.metadata.record_index import (
     decode_record_index_record,
     encode_record_index_record,
     instant_time_millis,
+    stamp_file_name,
 )
 from engine.metadata.record_index_layout import (
     estimate_file_group_count,
@@ -26,6 +30,10 @@ from engine.metadata.record_index_layout import (
     record_index_file_id,
 )
 from engine.metadata.record_index_writer import KeyLocation, commit_cells, initialization_cells
+from engine.metadata.writer import metadata_schema
+
+EXAMPLES = 300 if os.environ.get("HUDI_TEST_LONG") else 40
+_NAME = "_hoodie_file_name"
 
 # the fields of HoodieMetadataRecord a record index record fills (Hudi 1.1's names and order)
 _INFO = {
@@ -215,3 +223,50 @@ def test_a_raw_file_id_needs_a_schema_that_can_hold_it() -> None:
     uuid_record = RecordIndexRecord("k1", RecordLocation("p=1", UUID_A, 7))
     value = encode_record_index_record(uuid_record, json.dumps(old))
     assert decode_record_index_record(b"k1", value, json.dumps(old)) == uuid_record
+
+
+_META = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key")
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    version=st.sampled_from([8, 9]),
+    partition=st.text(max_size=30),
+    raw=st.booleans(),
+    file_index=st.integers(-1, 2**31 - 1),
+    millis=st.integers(-(2**62), 2**62),
+    meta=st.dictionaries(st.sampled_from(_META), st.text(max_size=20), max_size=2),
+    old_name=st.one_of(st.none(), st.text(max_size=40)),
+    new_name=st.text(max_size=60),
+)
+def test_a_stamp_in_the_bytes_equals_decoding_and_encoding_again(
+    version: int, partition: str, raw: bool, file_index: int, millis: int,
+    meta: dict[str, str], old_name: str | None, new_name: str,
+) -> None:  # fmt: skip
+    """What a compaction writes for each mapping: the stored bytes with the file name put in
+    equal the record decoded, stamped and encoded again (the oracle), for either file id
+    encoding, meta columns set or not, a record stamped before or not."""
+    schema = metadata_schema(version)
+    uuid_id = "5c3e0c0b-8f1a-4a6e-9d2b-0f6c2b1e7a10"
+    file_id = f"{uuid_id}-{file_index}" if file_index >= 0 else uuid_id
+    encoding = FileIdEncoding.RAW if raw else FileIdEncoding.UUID
+    stored = {**meta, **({"_hoodie_file_name": old_name} if old_name is not None else {})}
+    record = RecordIndexRecord("k", RecordLocation(partition, file_id, millis), encoding, stored)
+    value = encode_record_index_record(record, schema)
+    stamped = RecordIndexRecord("k", record.location, encoding, {**stored, _NAME: new_name})
+    assert stamp_file_name(value, schema, new_name) == encode_record_index_record(stamped, schema)
+
+
+def test_a_stamp_refuses_a_record_of_another_partition_and_skips_other_schemas() -> None:
+    schema = metadata_schema(9)
+    record = RecordIndexRecord("k", RecordLocation("p", "my-file", 0), FileIdEncoding.RAW)
+    value = bytearray(encode_record_index_record(record, schema))
+    assert value[6] == 10  # five null meta columns, the empty key, then type 5 (zigzag)
+    value[6] = 4  # type 2: a files record
+    with pytest.raises(HudiError, match="type 2 is not a record index one"):
+        stamp_file_name(bytes(value), schema, "f.hfile")
+    with pytest.raises(HudiError, match="does not parse"):
+        stamp_file_name(b"\2\20abc", SCHEMA, "f.hfile")  # a file name past the bytes' end
+    no_meta = json.loads(SCHEMA)
+    no_meta["fields"] = no_meta["fields"][1:]  # no _hoodie_file_name: decoded, encoded again
+    assert stamp_file_name(b"\0\n\0", json.dumps(no_meta), "f.hfile") is None
