@@ -33,11 +33,18 @@ browser:
 		echo "no chromium and no root apt-get: the report test will skip"; \
 	fi
 
+# The suite's files run on TEST_WORKERS worker processes (pytest-xdist), each with its own
+# SparkSession and servers, a file's tests on one worker (--dist loadfile: its module fixtures are
+# shared); the Spark jobs of tests are small and latency-bound, so two workers keep two cores
+# busy. TEST_WORKERS=0 runs everything in this process.
+TEST_WORKERS ?= 2
+PYTEST_WORKERS = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+
 test: $(STAMP) browser
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_WORKERS)
 
 test-long: $(STAMP) browser
-	HUDI_TEST_LONG=1 $(PY) -m pytest -q
+	HUDI_TEST_LONG=1 $(PY) -m pytest -q $(PYTEST_WORKERS)
 
 demo: $(STAMP)
 	$(PY) scripts/demo.py

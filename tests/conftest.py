@@ -31,6 +31,25 @@ def _shared_dir() -> Path | None:
 
 SHARED = _shared_dir()
 
+# Folders by how long their files run, longest first: ``make test`` hands files to its workers in
+# collection order (pytest-xdist, ``--dist loadfile``), so the long ones start first and the short
+# unit files fill the gaps at the end instead of one worker finishing a long file alone.
+_LONGEST_FIRST = (
+    "cluster", "s3", "concurrency", "property", "faults", "dbt", "interop", "integration", "cli",
+    "unit",
+)  # fmt: skip
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Orders the collected tests by :data:`_LONGEST_FIRST` (stable: a file keeps its order)."""
+
+    def rank(item: pytest.Item) -> int:
+        parts = item.path.relative_to(REPO).parts
+        folder = parts[1] if len(parts) > 2 and parts[0] == "tests" else ""
+        return _LONGEST_FIRST.index(folder) if folder in _LONGEST_FIRST else len(_LONGEST_FIRST)
+
+    items.sort(key=rank)
+
 
 # where the one-job writes of this process run: "driver" (every batch, whatever its size, on the
 # local master: engine/spark/local_runner.py), "tasks" (Spark tasks only), unset: the defaults.
