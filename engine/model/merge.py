@@ -53,6 +53,7 @@ __all__ = [
     "MergeSpec",
     "combine_with_stored",
     "delete_mask",
+    "latest_arrival",
     "precombine",
 ]
 
@@ -83,6 +84,12 @@ class MergeSpec:
     def is_event_time(self) -> bool:
         """Whether a stored row with a greater ordering value beats an incoming one."""
         return self.payload_class in _EVENT_TIME_PAYLOADS and self.ordering_field is not None
+
+    @property
+    def is_commit_time(self) -> bool:
+        """Whether, among records of different commits, the latest write wins whatever its
+        ordering value (merge mode COMMIT_TIME_ORDERING; no ordering field to compare)."""
+        return not self.is_event_time and self.payload_class != config.PARTIAL_UPDATE_PAYLOAD
 
     @property
     def fills_nulls(self) -> bool:
@@ -181,18 +188,44 @@ def precombine(
             ("a", "ascending", "at_start"),
         ],
     )
-    sorted_keys = pc.take(keys, order)
-    # the last row of each run of equal keys is the winner
-    is_last = np.ones(n, dtype=bool)
-    is_last[:-1] = pc.not_equal(sorted_keys.slice(0, n - 1), sorted_keys.slice(1)).to_numpy(
-        zero_copy_only=False
-    )
+    is_last = _last_of_runs(pc.take(keys, order))
     order_np = order.to_numpy()
     winners = order_np[is_last]
     result = table.take(pa.array(winners))
     if spec.payload_class != config.PARTIAL_UPDATE_PAYLOAD:
         return result
     return _fill_from_older_versions(table, result, order_np, is_last, key_column)
+
+
+def _last_of_runs(sorted_keys: pa.Array) -> np.ndarray:
+    """Mask of the last row of each run of equal keys (keys sorted): each run's winner."""
+    n = len(sorted_keys)
+    is_last = np.ones(n, dtype=bool)
+    is_last[:-1] = pc.not_equal(sorted_keys.slice(0, n - 1), sorted_keys.slice(1)).to_numpy(
+        zero_copy_only=False
+    )
+    return is_last
+
+
+def latest_arrival(table: pa.Table, *, key_column: str = RECORD_KEY_COLUMN) -> pa.Table:
+    """The latest arrival of each key, data or delete record, whatever its ordering value:
+    commit-time ordering among records of different commits (a slice's log records).
+
+    Args:
+        table: Records with ``key_column`` and, for the arrival order, ``__arrival`` (else the
+            row position).
+        key_column: Column holding the record key.
+
+    Returns:
+        One row per distinct key, same columns; order is not meaningful.
+    """
+    if table.num_rows <= 1:
+        return table
+    keys = _col(table, key_column)
+    helper = pa.table({"k": keys, "a": _arrival(table)})
+    order = pc.sort_indices(helper, sort_keys=[("k", "ascending"), ("a", "ascending")])
+    winners = order.to_numpy()[_last_of_runs(pc.take(keys, order))]
+    return table.take(pa.array(winners))
 
 
 def _fill_from_older_versions(
