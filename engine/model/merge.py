@@ -17,6 +17,11 @@ Rules per payload class (``payload.class`` write option, or the table's persiste
     OverwriteNonDefaults...Payload  greatest ordering value wins   incoming wins; its nulls
                                                                    keep stored values
 
+Among a file slice's log records, written by different commits, commit-time payloads
+(:attr:`MergeSpec.is_commit_time`) keep the latest record whatever its ordering value
+(:func:`latest_arrival`, Hudi 1.x's ``CommitTimeRecordMerger``); inside one batch the table's
+precombine still keeps the greatest ordering value.
+
 Ties on the ordering value go to the later arrival (row position, or the ``__arrival`` column);
 without an ordering field the latest arrival wins. A null ordering value is the smallest.
 
