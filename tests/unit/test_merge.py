@@ -9,14 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import config
-from engine.model.merge import (
-    ARRIVAL_COLUMN,
-    DELETE_RECORD_COLUMN,
-    MergeSpec,
-    combine_with_stored,
-    latest_arrival,
-    precombine,
-)
+from engine.model import merge
+from engine.model.merge import MergeSpec, combine_with_stored, latest_arrival, precombine
 from tests.property.oracle import PAYLOADS, Oracle
 
 pytestmark = pytest.mark.unit
@@ -53,12 +47,12 @@ def test_latest_arrival_takes_the_last_record_of_each_key_deletes_included() -> 
         {
             K: ["a", "b", "a", "b", "a"],
             "ts": [1, 9, 2, 0, 0],
-            DELETE_RECORD_COLUMN: [False, False, False, True, False],
-            ARRIVAL_COLUMN: [0, 1, 2, 3, 4],
+            merge.DELETE_RECORD_COLUMN: [False, False, False, True, False],
+            merge.ARRIVAL_COLUMN: [0, 1, 2, 3, 4],
         }
     )
     out = rows_by_key(latest_arrival(t))
-    assert out["a"][ARRIVAL_COLUMN] == 4 and out["b"][DELETE_RECORD_COLUMN] is True
+    assert out["a"][merge.ARRIVAL_COLUMN] == 4 and out["b"][merge.DELETE_RECORD_COLUMN] is True
 
 
 @pytest.mark.parametrize(
