@@ -39,7 +39,8 @@ def _options(version: str, payload: str, bulk: bool) -> dict[str, Any]:
             "hoodie.index.type": "SIMPLE",
             "hoodie.write.table.version": version,
             "hoodie.datasource.write.payload.class": payload,
-            # bulk_insert: the first commit writes a base file; upsert: a log-only slice
+            # the first commit's operation (either writes the slice's base file); later ones
+            # append log blocks to that slice
             "hoodie.datasource.write.operation": "bulk_insert" if bulk else "upsert",
         },
     )
