@@ -212,13 +212,18 @@ def _last_of_runs(sorted_keys: pa.Array) -> np.ndarray:
     return is_last
 
 
-def latest_arrival(table: pa.Table, *, key_column: str = RECORD_KEY_COLUMN) -> pa.Table:
+def latest_arrival(
+    table: pa.Table, *, fills_nulls: bool = False, key_column: str = RECORD_KEY_COLUMN
+) -> pa.Table:
     """The latest arrival of each key, data or delete record, whatever its ordering value:
     commit-time ordering among records of different commits (a slice's log records).
 
     Args:
         table: Records with ``key_column`` and, for the arrival order, ``__arrival`` (else the
             row position).
+        fills_nulls: the winner's null fields take the newest non-null value of the key's
+            records since its last delete (Hudi 1.1's ``CommitTimePartialRecordMerger``,
+            partial update mode IGNORE_DEFAULTS).
         key_column: Column holding the record key.
 
     Returns:
@@ -228,9 +233,30 @@ def latest_arrival(table: pa.Table, *, key_column: str = RECORD_KEY_COLUMN) -> p
         return table
     keys = _col(table, key_column)
     helper = pa.table({"k": keys, "a": _arrival(table)})
-    order = pc.sort_indices(helper, sort_keys=[("k", "ascending"), ("a", "ascending")])
-    winners = order.to_numpy()[_last_of_runs(pc.take(keys, order))]
-    return table.take(pa.array(winners))
+    order = pc.sort_indices(helper, sort_keys=[("k", "ascending"), ("a", "ascending")]).to_numpy()
+    is_last = _last_of_runs(pc.take(keys, pa.array(order)))
+    winners = table.take(pa.array(order[is_last]))
+    if not fills_nulls:
+        return winners
+    since = order[
+        _since_last_delete(delete_mask(table).to_numpy(zero_copy_only=False)[order], is_last)
+    ]
+    return _fill_from_older_versions(
+        table, winners, since, _last_of_runs(pc.take(keys, pa.array(since))), key_column
+    )
+
+
+def _since_last_delete(is_delete: np.ndarray, is_last: np.ndarray) -> np.ndarray:
+    """Mask of the sorted rows at or after the last delete of their key's run (every row of a
+    run without deletes)."""
+    n = len(is_delete)
+    is_first = np.ones(n, dtype=bool)
+    is_first[1:] = is_last[:-1]
+    run_id = np.cumsum(is_first) - 1
+    positions = np.arange(n)
+    last_delete = np.full(run_id[-1] + 1, -1, dtype=np.int64)
+    np.maximum.at(last_delete, run_id, np.where(is_delete, positions, -1))
+    return np.asarray(positions >= last_delete[run_id])
 
 
 def _fill_from_older_versions(

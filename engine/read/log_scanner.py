@@ -379,7 +379,7 @@ def combine_log_records(
 ) -> pa.Table:
     """Fold log records (arrival order in ``__arrival``) to one row per key, as Java does."""
     if spec.is_commit_time:
-        return latest_arrival(records, key_column=key_column)
+        return latest_arrival(records, fills_nulls=spec.fills_nulls, key_column=key_column)
     is_delete = pc.fill_null(records.column(DELETE_RECORD_COLUMN), False)
     if not pc.any(is_delete).as_py():
         return precombine(records, spec, key_column=key_column)

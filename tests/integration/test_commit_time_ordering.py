@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.interop]
 
 OVERWRITE = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 DEFAULT = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
-Step = tuple[str, int, str]  # operation, ts, v
+Step = tuple[str, int, str | None]  # operation, ts, v
 _SCHEMA = f"{SCHEMA}, _hoodie_is_deleted boolean"
 
 
@@ -126,3 +126,16 @@ def test_event_time_ordering_greater_log_record_still_wins(
     steps = [("upsert", 5, "x"), ("upsert", 3, "y"), ("upsert", 7, "z"), ("upsert", 6, "w")]
     _write(spark, path, options, steps)
     _all_readers_agree(spark, path, [("a", 7, "z")])
+
+
+def test_commit_time_partial_update_fills_from_earlier_log_records(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Version 9 OverwriteNonDefaults (COMMIT_TIME_ORDERING, partial update mode
+    IGNORE_DEFAULTS): the latest log record wins, its null fields filled from the key's earlier
+    log record (Hudi 1.1's ``CommitTimePartialRecordMerger.deltaMerge``), not from the base row."""
+    path = tmp_path / "t"
+    payload = "org.apache.hudi.common.model.OverwriteNonDefaultsWithLatestAvroPayload"
+    options = _options("9", payload, True)
+    _write(spark, path, options, [("upsert", 5, "b"), ("upsert", 3, "x"), ("upsert", 1, None)])
+    _all_readers_agree(spark, path, [("a", 1, "x")])

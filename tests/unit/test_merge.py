@@ -55,6 +55,22 @@ def test_latest_arrival_takes_the_last_record_of_each_key_deletes_included() -> 
     assert out["a"][merge.ARRIVAL_COLUMN] == 4 and out["b"][merge.DELETE_RECORD_COLUMN] is True
 
 
+def test_latest_arrival_fills_nulls_from_records_since_the_last_delete() -> None:
+    t = pa.table(
+        {
+            K: ["a", "a", "a", "a", "b", "b"],
+            "v": ["old", None, "mid", None, "b1", None],
+            merge.DELETE_RECORD_COLUMN: [False, True, False, False, False, False],
+            merge.ARRIVAL_COLUMN: [0, 1, 2, 3, 4, 5],
+        }
+    )
+    out = rows_by_key(latest_arrival(t, fills_nulls=True))
+    assert out["a"]["v"] == "mid" and out["a"][merge.ARRIVAL_COLUMN] == 3
+    assert out["b"]["v"] == "b1"
+    t2 = t.set_column(1, "v", pa.array(["old", None, None, None, "b1", None], pa.string()))
+    assert rows_by_key(latest_arrival(t2, fills_nulls=True))["a"]["v"] is None  # not "old"
+
+
 @pytest.mark.parametrize(
     ("payload", "ordering", "commit_time"),
     [
