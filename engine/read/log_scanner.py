@@ -14,7 +14,9 @@ Records of one key then fold left in arrival order. Under commit-time ordering (
 ``COMMIT_TIME_ORDERING``, its version 6 analogue ``OverwriteWithLatestAvroPayload`` and the
 payloads that keep its semantics, or no ordering field) the latest record wins, data or delete,
 whatever its ordering value: Hudi 1.x's ``BufferedRecordMergerFactory.CommitTimeRecordMerger``
-(``deltaMerge`` keeps the new record or delete), as hudi-rs 0.5.0 reads. Under event-time ordering::
+(``deltaMerge`` keeps the new record or delete; with partial update mode IGNORE_DEFAULTS its
+null fields keep the key's earlier values since its last delete), as hudi-rs 0.5.0 reads. Under
+event-time ordering::
 
     data  after data    the payload's precombine (greater ordering value wins, ties: later)
     data  after delete  the data record (a delete has an empty payload: natural order)
