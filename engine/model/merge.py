@@ -17,6 +17,11 @@ Rules per payload class (``payload.class`` write option, or the table's persiste
     OverwriteNonDefaults...Payload  greatest ordering value wins   incoming wins; its nulls
                                                                    keep stored values
 
+Among a file slice's log records, written by different commits, commit-time payloads
+(:attr:`MergeSpec.is_commit_time`) keep the latest record whatever its ordering value
+(:func:`latest_arrival`, Hudi 1.x's ``CommitTimeRecordMerger``); inside one batch the table's
+precombine still keeps the greatest ordering value.
+
 Ties on the ordering value go to the later arrival (row position, or the ``__arrival`` column);
 without an ordering field the latest arrival wins. A null ordering value is the smallest.
 
@@ -53,6 +58,7 @@ __all__ = [
     "MergeSpec",
     "combine_with_stored",
     "delete_mask",
+    "latest_arrival",
     "precombine",
 ]
 
@@ -83,6 +89,12 @@ class MergeSpec:
     def is_event_time(self) -> bool:
         """Whether a stored row with a greater ordering value beats an incoming one."""
         return self.payload_class in _EVENT_TIME_PAYLOADS and self.ordering_field is not None
+
+    @property
+    def is_commit_time(self) -> bool:
+        """Whether, among records of different commits, the latest write wins whatever its
+        ordering value (merge mode COMMIT_TIME_ORDERING; no ordering field to compare)."""
+        return not self.is_event_time and self.payload_class != config.PARTIAL_UPDATE_PAYLOAD
 
     @property
     def fills_nulls(self) -> bool:
@@ -181,18 +193,70 @@ def precombine(
             ("a", "ascending", "at_start"),
         ],
     )
-    sorted_keys = pc.take(keys, order)
-    # the last row of each run of equal keys is the winner
-    is_last = np.ones(n, dtype=bool)
-    is_last[:-1] = pc.not_equal(sorted_keys.slice(0, n - 1), sorted_keys.slice(1)).to_numpy(
-        zero_copy_only=False
-    )
+    is_last = _last_of_runs(pc.take(keys, order))
     order_np = order.to_numpy()
     winners = order_np[is_last]
     result = table.take(pa.array(winners))
     if spec.payload_class != config.PARTIAL_UPDATE_PAYLOAD:
         return result
     return _fill_from_older_versions(table, result, order_np, is_last, key_column)
+
+
+def _last_of_runs(sorted_keys: pa.Array) -> np.ndarray:
+    """Mask of the last row of each run of equal keys (keys sorted): each run's winner."""
+    n = len(sorted_keys)
+    is_last = np.ones(n, dtype=bool)
+    is_last[:-1] = pc.not_equal(sorted_keys.slice(0, n - 1), sorted_keys.slice(1)).to_numpy(
+        zero_copy_only=False
+    )
+    return is_last
+
+
+def latest_arrival(
+    table: pa.Table, *, fills_nulls: bool = False, key_column: str = RECORD_KEY_COLUMN
+) -> pa.Table:
+    """The latest arrival of each key, data or delete record, whatever its ordering value:
+    commit-time ordering among records of different commits (a slice's log records).
+
+    Args:
+        table: Records with ``key_column`` and, for the arrival order, ``__arrival`` (else the
+            row position).
+        fills_nulls: the winner's null fields take the newest non-null value of the key's
+            records since its last delete (Hudi 1.1's ``CommitTimePartialRecordMerger``,
+            partial update mode IGNORE_DEFAULTS).
+        key_column: Column holding the record key.
+
+    Returns:
+        One row per distinct key, same columns; order is not meaningful.
+    """
+    if table.num_rows <= 1:
+        return table
+    keys = _col(table, key_column)
+    helper = pa.table({"k": keys, "a": _arrival(table)})
+    order = pc.sort_indices(helper, sort_keys=[("k", "ascending"), ("a", "ascending")]).to_numpy()
+    is_last = _last_of_runs(pc.take(keys, pa.array(order)))
+    winners = table.take(pa.array(order[is_last]))
+    if not fills_nulls:
+        return winners
+    since = order[
+        _since_last_delete(delete_mask(table).to_numpy(zero_copy_only=False)[order], is_last)
+    ]
+    return _fill_from_older_versions(
+        table, winners, since, _last_of_runs(pc.take(keys, pa.array(since))), key_column
+    )
+
+
+def _since_last_delete(is_delete: np.ndarray, is_last: np.ndarray) -> np.ndarray:
+    """Mask of the sorted rows at or after the last delete of their key's run (every row of a
+    run without deletes)."""
+    n = len(is_delete)
+    is_first = np.ones(n, dtype=bool)
+    is_first[1:] = is_last[:-1]
+    run_id = np.cumsum(is_first) - 1
+    positions = np.arange(n)
+    last_delete = np.full(run_id[-1] + 1, -1, dtype=np.int64)
+    np.maximum.at(last_delete, run_id, np.where(is_delete, positions, -1))
+    return np.asarray(positions >= last_delete[run_id])
 
 
 def _fill_from_older_versions(

@@ -235,7 +235,9 @@ def apply_filters(table: pa.Table, filters: Sequence[ReadFilter]) -> pa.Table:
 def merge_file_slice(
     plan: QueryPlan, file_slice: FileSlice, base: pa.Table | None, schema: pa.Schema
 ) -> pa.Table:
-    """Base rows ⊕ log records of one slice, as Java 0.14's Spark merge-on-read reader does.
+    """Base rows ⊕ log records of one slice, as Java 0.14's Spark merge-on-read reader does,
+    but for commit-time ordering: there the latest log record of a key wins whatever its
+    ordering value, as Hudi 1.x and hudi-rs read it (:mod:`engine.read.log_scanner`).
 
     The log records (one per key, see :mod:`engine.read.log_scanner`) are combined with the base
     rows by :func:`engine.model.merge.combine_with_stored` under the table's payload class. On

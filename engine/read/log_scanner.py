@@ -10,16 +10,22 @@ order), following ``AbstractHoodieLogRecordReader`` / ``HoodieMergedLogRecordSca
     COMMAND_BLOCK rollback(target)           drops every queued block whose instant == target
     AVRO_DATA / PARQUET_DATA / DELETE        queued, then decoded in order
 
-Records of one key then fold left in arrival order:
+Records of one key then fold left in arrival order. Under commit-time ordering (merge mode
+``COMMIT_TIME_ORDERING``, its version 6 analogue ``OverwriteWithLatestAvroPayload`` and the
+payloads that keep its semantics, or no ordering field) the latest record wins, data or delete,
+whatever its ordering value: Hudi 1.x's ``BufferedRecordMergerFactory.CommitTimeRecordMerger``
+(``deltaMerge`` keeps the new record or delete; with partial update mode IGNORE_DEFAULTS its
+null fields keep the key's earlier values since its last delete), as hudi-rs 0.5.0 reads. Under
+event-time ordering::
 
     data  after data    the payload's precombine (greater ordering value wins, ties: later)
     data  after delete  the data record (a delete has an empty payload: natural order)
     delete after any    the delete, unless its ordering value is not Integer 0, has the same
                         type as the current record's, and is smaller: then the delete is dropped
 
-Keys without delete records go through :func:`engine.model.merge.precombine`, the one home of
-payload rules; keys with delete records are folded here because a delete is not associative with the
-precombine (a record after a delete wins whatever its ordering value).
+Event-time keys without delete records go through :func:`engine.model.merge.precombine`, the one
+home of payload rules; keys with delete records are folded here because a delete is not associative
+with the precombine (a record after a delete wins whatever its ordering value).
 
 The result is one row per record key, data rows and delete rows (flag column
 ``engine.model.merge.DELETE_RECORD_COLUMN``), ready for
@@ -54,6 +60,7 @@ from engine.model.merge import (
     DELETE_RECORD_COLUMN,
     MergeSpec,
     combine_with_stored,
+    latest_arrival,
     precombine,
 )
 from engine.model.promote import promote_table
@@ -373,6 +380,8 @@ def combine_log_records(
     records: pa.Table, spec: MergeSpec, *, key_column: str = RECORD_KEY_COLUMN
 ) -> pa.Table:
     """Fold log records (arrival order in ``__arrival``) to one row per key, as Java does."""
+    if spec.is_commit_time:
+        return latest_arrival(records, fills_nulls=spec.fills_nulls, key_column=key_column)
     is_delete = pc.fill_null(records.column(DELETE_RECORD_COLUMN), False)
     if not pc.any(is_delete).as_py():
         return precombine(records, spec, key_column=key_column)

@@ -189,22 +189,45 @@ def test_read_table_mor_incremental_keeps_changes_in_range(table: MorTable) -> N
 
 
 @pytest.mark.unit
-def test_read_table_mor_smaller_ordering_in_later_block_loses_like_java(table: MorTable) -> None:
-    # Java 0.14's log scanner precombines across blocks (greater ts wins) for every payload;
-    # hudi-rs 0.5.0 with OverwriteWithLatestAvroPayload takes the latest block ("a3", 5) instead
+def test_read_table_mor_smaller_ordering_in_later_block_wins_under_commit_time(
+    table: MorTable,
+) -> None:
+    # OverwriteWithLatestAvroPayload is commit-time ordering: the latest block wins, as Hudi 1.x
+    # and hudi-rs 0.5.0 read it (Java 0.14's log scanner kept the greater ts, ("a2", 20))
     table.update(T2, [("1", "a2", 20)])
     table.update(T3, [("1", "a3", 5)])
-    assert table.read()["1"] == ("a2", 20)
+    assert table.read()["1"] == ("a3", 5)
+
+
+@pytest.mark.unit
+def test_read_table_mor_smaller_ordering_in_later_block_loses_under_event_time(
+    tmp_path: Path,
+) -> None:
+    t = MorTable(tmp_path / NAME, payload=config.DEFAULT_PAYLOAD)
+    t.insert_base([("1", "a", 10)])
+    t.update(T2, [("1", "a2", 20)])
+    t.update(T3, [("1", "a3", 15)])
+    assert t.read()["1"] == ("a2", 20)
+
+
+@pytest.mark.unit
+def test_read_table_mor_later_delete_wins_under_commit_time(table: MorTable) -> None:
+    table.update(T2, [("1", "a2", 20), ("2", "b2", 20)])
+    table.delete(T3, [("1", 15), ("2", 25)])
+    rows = table.read()
+    assert "1" not in rows and "2" not in rows  # the latest write, whatever its ordering value
 
 
 @pytest.mark.unit
 def test_read_table_mor_delete_with_smaller_ordering_than_log_record_is_dropped(
-    table: MorTable,
+    tmp_path: Path,
 ) -> None:
-    table.update(T2, [("1", "a2", 20), ("2", "b2", 20)])
-    table.delete(T3, [("1", 15), ("2", 25)])
-    rows = table.read()
-    assert rows["1"] == ("a2", 20)  # LongWrapper(15) < 20: the delete is obsolete
+    t = MorTable(tmp_path / NAME, payload=config.DEFAULT_PAYLOAD)
+    t.insert_base([("1", "a", 10), ("2", "b", 10)])
+    t.update(T2, [("1", "a2", 20), ("2", "b2", 20)])
+    t.delete(T3, [("1", 15), ("2", 25)])
+    rows = t.read()
+    assert rows["1"] == ("a2", 20)  # event time: LongWrapper(15) < 20, the delete is obsolete
     assert "2" not in rows
 
 

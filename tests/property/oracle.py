@@ -15,6 +15,9 @@ DEFAULT = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 PARTIAL = "org.apache.hudi.common.model.PartialUpdateAvroPayload"
 NON_DEFAULTS = "org.apache.hudi.common.model.OverwriteNonDefaultsWithLatestAvroPayload"
 PAYLOADS = (OVERWRITE, DEFAULT, PARTIAL, NON_DEFAULTS)
+# merge mode COMMIT_TIME_ORDERING (and its version 6 payloads): the latest write wins whatever its
+# ordering value, so a sequence may draw ordering values that go down from commit to commit
+COMMIT_TIME_PAYLOADS = (OVERWRITE, NON_DEFAULTS)
 
 Row = dict[str, Any]
 

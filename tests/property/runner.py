@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from engine import read_hudi, write_hudi
 from tests.keyed_table import write_options
 from tests.property.oracle import (
+    COMMIT_TIME_PAYLOADS,
     DEFAULT,
     NON_DEFAULTS,
     OVERWRITE,
@@ -138,6 +139,20 @@ def versioned_payload(payload: str, version: str) -> str:
     whose Hudi 1.0 merge mode is CUSTOM: their event-time or commit-time counterpart stands in;
     version 9 writes them as Hudi 1.1 does)."""
     return payload if version != "8" else _MERGE_MODE_PAYLOADS.get(payload, payload)
+
+
+def ordering_value(payload: str, k: int, ts: int) -> int:
+    """The ordering value of a record drawn with ``ts`` in a sequence's step ``k``.
+
+    Commit-time payloads go down from step to step: every later commit carries a smaller value,
+    and the latest write must still win on every reader (a log record over earlier log records
+    and the base row, a delete over a greater record). Event-time payloads grow with ``k``: Java
+    0.14 and hudi-rs compare a log delete's ordering value with the base row differently
+    (hudi-format.md §6.2), which this property does not model. Inside a step ``ts`` is as
+    drawn, so a batch's precombine still compares drawn values."""
+    if payload in COMMIT_TIME_PAYLOADS:
+        return 1000 - 10 * k + ts
+    return 10 * (k + 1) + ts
 
 
 def table_options(payload: str, *extra: Mapping[str, Any], version: str = "6") -> dict[str, Any]:

@@ -91,13 +91,16 @@ class Model:
 
 
 def batch(operation: str, keys: list[str], model: Model, n: int) -> tuple[str, list[Any]]:
-    """The rows of one step (inserts only of absent keys: an insert does not look keys up)."""
+    """The rows of one step (inserts only of absent keys: an insert does not look keys up).
+    Ordering values go down from step to step: the table's payload, OverwriteWithLatest, is
+    commit-time ordering, and the latest write must win (on merge-on-read, over a slice's
+    earlier log records too)."""
     if operation == "insert":
         keys = [k for k in keys if k not in model.rows] or keys
         operation = "insert" if all(k not in model.rows for k in keys) else "upsert"
     if operation == "delete" and not model.rows:
         operation = "upsert"
-    return operation, [(k, partition_of(k), n, f"{k}{n}") for k in keys]
+    return operation, [(k, partition_of(k), 1000 - n, f"{k}{n}") for k in keys]
 
 
 def query_changes(rows: list[dict[str, Any]]) -> list[Change]:

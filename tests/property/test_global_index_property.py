@@ -186,25 +186,22 @@ def run_mor_log_insert_sequence(
     spark: Any, moves: bool, batches: list[tuple[str, list[Row]]], max_file_size: int | None
 ) -> None:
     """A merge-on-read RECORD_INDEX sequence between a file slice given a log file (insert,
-    then update) and two keys new to its partition: at Hudi's sizes both are appended to that
+    then two updates) and two keys new to its partition: at Hudi's sizes both are appended to that
     slice as inserts; at tiny sizes they may open a new file group (checked like every step).
 
-    Ordering values grow from batch to batch: on a version 9 table the payload is
-    COMMIT_TIME_ORDERING, and ``read_hudi`` merges a slice's log records by ordering value
-    instead (a reader gap of its own, outside this property)."""
+    The table is version 9, its merge mode COMMIT_TIME_ORDERING: ordering values are taken as
+    drawn, and the slice's second log record carries a smaller one than its first (the latest
+    write wins)."""
     row = {"dt": "p1", "v": "x", "n": 1, "_hoodie_is_deleted": False}
     prefix = [
         ("upsert", [{**row, "id": "a", "ts": 1}]),
+        ("upsert", [{**row, "id": "a", "ts": 3}]),
         ("upsert", [{**row, "id": "a", "ts": 2}]),
     ]
-    growing = [
-        (operation, [{**r, "ts": 10 * (k + 1) + r["ts"]} for r in rows])
-        for k, (operation, rows) in enumerate(batches)
-    ]
-    new = [{**row, "id": "new1", "ts": 99}, {**row, "id": "new2", "ts": 99}]
+    new = [{**row, "id": "new1", "ts": 0}, {**row, "id": "new2", "ts": 0}]
     stats = run_sequence(
         spark, "RECORD_INDEX", False, "MERGE_ON_READ", moves, OVERWRITE,
-        [*prefix, *growing, ("upsert", new)], max_file_size,
+        [*prefix, *batches, ("upsert", new)], max_file_size,
     )  # fmt: skip
     if max_file_size is None:
         (stat,) = stats

@@ -3,11 +3,11 @@ as the row model says.
 
 Batches carry duplicate keys, ``_hoodie_is_deleted`` rows, deletes by key and keys landing in new
 partitions; between them a sequence may compact (offline, or inline after a write). Each write
-draws its log data block format (Avro or Parquet), so file slices mix both block types. Ordering
-values grow from commit to commit (hudi-format.md §6.2: Java and hudi-rs merge log blocks of
-different commits differently when a later commit carries a smaller ordering value). Payloads
-that fill nulls from older versions get non-null values (their log merge across commits differs
-from a copy-on-write rewrite by design).
+draws its log data block format (Avro or Parquet), so file slices mix both block types. Under
+commit-time ordering (OverwriteWithLatest, OverwriteNonDefaults) ordering values go down from
+commit to commit (the latest write wins all the same); under event-time ordering they grow
+(:func:`runner.ordering_value`). Payloads that fill nulls from older versions get
+non-null values (their log merge across commits differs from a copy-on-write rewrite by design).
 
 After every commit the table is judged: by hudi-rs for the payloads it merges
 (OverwriteWithLatest, Default), by the engine's reader for the others (hudi-rs refuses custom
@@ -24,6 +24,7 @@ from functools import partial
 from typing import Any
 
 import pytest
+from hypothesis import example
 from hypothesis import strategies as st
 
 from engine import SparkRunner, config
@@ -32,7 +33,7 @@ from engine.read.arrow import read_table
 from engine.services.compaction import execute_compaction, schedule_compaction
 from tests.hudi_rs import hudi_rs_rows
 from tests.property import runner
-from tests.property.oracle import DEFAULT, OVERWRITE, PAYLOADS, Oracle
+from tests.property.oracle import COMMIT_TIME_PAYLOADS, DEFAULT, OVERWRITE, PAYLOADS, Oracle
 
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
 
@@ -110,7 +111,7 @@ def run_sequence(
             batch = [
                 {
                     **r,
-                    "ts": 10 * (k + 1) + r["ts"],
+                    "ts": runner.ordering_value(payload, k, r["ts"]),
                     "v": r["v"] or ("w" if fills else None),
                     "n": r["n"] if r["n"] is not None or not fills else 0,
                 }
@@ -135,6 +136,15 @@ def run_sequence(
         runner.judge(runner.read_hudi_rows(spark, path), oracle)
 
 
+def _rewrites(key: str) -> list[tuple[str, list[Any], bool, str]]:
+    """Three writes of ``key`` (a base file, then two log records), then a soft delete."""
+    row = {"id": key, "dt": "p1", "ts": 0, "v": "x", "n": 1, "_hoodie_is_deleted": False}
+    writes = [("upsert", [{**row, "v": v}], False, "avro") for v in ("x", "y", "z")]
+    return [*writes, ("upsert", [{**row, "_hoodie_is_deleted": True}], False, "parquet")]
+
+
+# a slice whose log records carry ordering values that go down, under both commit-time payloads
+@example(group=[(payload, _rewrites("a")) for payload in COMMIT_TIME_PAYLOADS])
 @runner.sequence_groups(sequence)
 def test_mor_random_sequences_with_compaction_hudi_rs_and_model_agree(spark, group) -> None:  # type: ignore[no-untyped-def]
     runner.run_group(spark, group, run_sequence)

@@ -95,11 +95,12 @@ def _restore(path: str, oracle: Oracle, back: int, to_savepoint: bool) -> None:
 def _run_step(
     spark: Any, path: str, options: dict[str, Any], oracle: Oracle, k: int, step: tuple[Any, ...]
 ) -> None:
-    """Step ``k`` of a sequence (its writes' ordering values grow with ``k``, as the
-    merge-on-read property's do)."""
+    """Step ``k`` of a sequence (its writes' ordering values as the merge-on-read property's:
+    :func:`runner.ordering_value`)."""
     kind = step[0]
     if kind == "write":
-        operation, rows = step[1], [{**r, "ts": 10 * (k + 1) + r["ts"]} for r in step[2]]
+        rows = [{**r, "ts": runner.ordering_value(oracle.payload, k, r["ts"])} for r in step[2]]
+        operation = step[1]
         runner.commit(spark, path, options, oracle, rows, operation)
         return
     table = HudiTable(path)

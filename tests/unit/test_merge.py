@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import config
-from engine.model.merge import MergeSpec, combine_with_stored, precombine
+from engine.model import merge
+from engine.model.merge import MergeSpec, combine_with_stored, latest_arrival, precombine
 from tests.property.oracle import PAYLOADS, Oracle
 
 pytestmark = pytest.mark.unit
@@ -38,6 +39,51 @@ def test_precombine_partial_update_fills_nulls_from_older_versions() -> None:
     )
     out = rows_by_key(precombine(t, MergeSpec(config.PARTIAL_UPDATE_PAYLOAD, "ts")))
     assert out["a"] == {K: "a", "ts": 3, "v": "mid", "w": 2}
+
+
+def test_latest_arrival_takes_the_last_record_of_each_key_deletes_included() -> None:
+    """Commit-time ordering among log records: arrival decides, not the ordering value."""
+    t = pa.table(
+        {
+            K: ["a", "b", "a", "b", "a"],
+            "ts": [1, 9, 2, 0, 0],
+            merge.DELETE_RECORD_COLUMN: [False, False, False, True, False],
+            merge.ARRIVAL_COLUMN: [0, 1, 2, 3, 4],
+        }
+    )
+    out = rows_by_key(latest_arrival(t))
+    assert out["a"][merge.ARRIVAL_COLUMN] == 4 and out["b"][merge.DELETE_RECORD_COLUMN] is True
+
+
+def test_latest_arrival_fills_nulls_from_records_since_the_last_delete() -> None:
+    t = pa.table(
+        {
+            K: ["a", "a", "a", "a", "b", "b"],
+            "v": ["old", None, "mid", None, "b1", None],
+            merge.DELETE_RECORD_COLUMN: [False, True, False, False, False, False],
+            merge.ARRIVAL_COLUMN: [0, 1, 2, 3, 4, 5],
+        }
+    )
+    out = rows_by_key(latest_arrival(t, fills_nulls=True))
+    assert out["a"]["v"] == "mid" and out["a"][merge.ARRIVAL_COLUMN] == 3
+    assert out["b"]["v"] == "b1"
+    t2 = t.set_column(1, "v", pa.array(["old", None, None, None, "b1", None], pa.string()))
+    assert rows_by_key(latest_arrival(t2, fills_nulls=True))["a"]["v"] is None  # not "old"
+
+
+@pytest.mark.parametrize(
+    ("payload", "ordering", "commit_time"),
+    [
+        (config.OVERWRITE_WITH_LATEST_PAYLOAD, "ts", True),
+        (config.OVERWRITE_NON_DEFAULTS_PAYLOAD, "ts", True),
+        (config.DEFAULT_PAYLOAD, None, True),
+        (config.DEFAULT_PAYLOAD, "ts", False),
+        (config.PARTIAL_UPDATE_PAYLOAD, "ts", False),
+        (config.PARTIAL_UPDATE_PAYLOAD, None, False),
+    ],
+)
+def test_merge_spec_is_commit_time(payload: str, ordering: str | None, commit_time: bool) -> None:
+    assert MergeSpec(payload, ordering).is_commit_time is commit_time
 
 
 def test_combine_default_payload_keeps_stored_row_with_greater_ordering() -> None:
