@@ -36,9 +36,10 @@ browser:
 # The suite's files run on TEST_WORKERS worker processes (pytest-xdist), each with its own
 # SparkSession and servers, a file's tests on one worker (--dist loadfile: its module fixtures are
 # shared); the Spark jobs of tests are small and latency-bound, so two workers keep two cores
-# busy. TEST_WORKERS=0 runs everything in this process.
+# busy. Files are handed out in collection order (tests/conftest.py puts the longest folders
+# first), not reordered by test count. TEST_WORKERS=0 runs everything in this process.
 TEST_WORKERS ?= 2
-PYTEST_WORKERS = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+PYTEST_WORKERS = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 test: $(STAMP) browser
 	$(PY) -m pytest -q $(PYTEST_WORKERS)

@@ -31,9 +31,16 @@ def _shared_dir() -> Path | None:
 
 SHARED = _shared_dir()
 
-# Folders by how long their files run, longest first: ``make test`` hands files to its workers in
-# collection order (pytest-xdist, ``--dist loadfile``), so the long ones start first and the short
-# unit files fill the gaps at the end instead of one worker finishing a long file alone.
+# The longest files, then folders by how long their files run: ``make test`` hands files to its
+# workers in collection order (pytest-xdist, ``--dist loadfile --no-loadscope-reorder``), so the
+# long ones start first and the short unit files fill the gaps at the end instead of one worker
+# finishing a long file alone.
+_LONGEST_FILES = (
+    "s3/test_s3_concurrency.py", "interop/test_corpus_read.py", "cluster/test_standalone.py",
+    "concurrency/test_two_writers.py", "cluster/test_connect.py", "property/test_cow_property.py",
+    "property/test_mor_property.py", "concurrency/test_two_dbt_builds.py", "s3/test_s3_faults.py",
+    "dbt/test_fresh_reads.py", "property/test_schema_evolution_property.py",
+)  # fmt: skip
 _LONGEST_FIRST = (
     "cluster", "s3", "concurrency", "property", "faults", "dbt", "interop", "integration", "cli",
     "unit",
@@ -41,12 +48,17 @@ _LONGEST_FIRST = (
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Orders the collected tests by :data:`_LONGEST_FIRST` (stable: a file keeps its order)."""
+    """Orders the collected tests by :data:`_LONGEST_FILES`, then :data:`_LONGEST_FIRST`
+    (stable: a file keeps its order)."""
 
-    def rank(item: pytest.Item) -> int:
+    def rank(item: pytest.Item) -> tuple[int, int]:
         parts = item.path.relative_to(REPO).parts
+        inside = "/".join(parts[1:]) if parts[0] == "tests" else ""
+        if inside in _LONGEST_FILES:
+            return 0, _LONGEST_FILES.index(inside)
         folder = parts[1] if len(parts) > 2 and parts[0] == "tests" else ""
-        return _LONGEST_FIRST.index(folder) if folder in _LONGEST_FIRST else len(_LONGEST_FIRST)
+        order = _LONGEST_FIRST.index(folder) if folder in _LONGEST_FIRST else len(_LONGEST_FIRST)
+        return 1, order
 
     items.sort(key=rank)
 
