@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -48,11 +49,11 @@ from engine.spark.jobs import (
 )
 from engine.spark.session import is_connect
 from engine.timeline.commit_metadata import HoodieWriteStat
-from engine.write.bucket_index import BucketTargets, bucket_ids
+from engine.write.bucket_index import BucketSpec, BucketTargets, bucket_ids
 from engine.write.grouping import groups_in_arrival_order
-from engine.write.handles import WriteContext
+from engine.write.handles import TaskInfo, WriteContext
 
-__all__ = ["write_bucketed"]
+__all__ = ["write_bucketed", "write_bucketed_locally"]
 
 _BUCKET_COLUMN = "__bucket"
 _TASK_BUCKETS = 1_000  # seqno/write-token numbers: task partition * this + group ordinal
@@ -71,16 +72,7 @@ def write_bucketed(
     bad_key = invalid_record_key_message(spec)
 
     def assign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            if pc.any(batch.column(BAD_KEY_COLUMN)).as_py():
-                raise RecordKeyError(bad_key)
-            _refuse_null_ordering(batch)
-            buckets = bucket_ids(
-                batch.column(RECORD_KEY_COLUMN), bucket_spec.hash_fields, bucket_spec.num_buckets
-            )
-            yield pa.RecordBatch.from_arrays(
-                [*batch.columns, buckets], names=[*batch.schema.names, _BUCKET_COLUMN]
-            )
+        return _assigned(batches, bucket_spec, bad_key)
 
     # the write is the batch's only job: a cache would only cost a job of its own (adaptive
     # execution materialises it first) and memory
@@ -105,6 +97,54 @@ def write_bucketed(
         )
     rows = run_job(written.collect)
     return [HoodieWriteStat.from_dict(json.loads(r["stat"])) for r in rows]
+
+
+def _assigned(
+    batches: Iterable[pa.RecordBatch], bucket_spec: BucketSpec, bad_key: str
+) -> Iterator[pa.RecordBatch]:
+    """Each batch with its records' buckets; a null or empty key, or a null ordering value
+    where the write combines, raises (the map stage fails before any file is written)."""
+    for batch in batches:
+        if pc.any(batch.column(BAD_KEY_COLUMN)).as_py():
+            raise RecordKeyError(bad_key)
+        _refuse_null_ordering(batch)
+        buckets = bucket_ids(
+            batch.column(RECORD_KEY_COLUMN), bucket_spec.hash_fields, bucket_spec.num_buckets
+        )
+        yield pa.RecordBatch.from_arrays(
+            [*batch.columns, buckets], names=[*batch.schema.names, _BUCKET_COLUMN]
+        )
+
+
+def write_bucketed_locally(
+    records: pa.Table,
+    targets: BucketTargets,
+    ctx: WriteContext,
+    spec: KeyGenSpec,
+    threads: int,
+) -> list[HoodieWriteStat]:
+    """The bucket-index write of ``records`` (keyed, with their check flags) in this process
+    (:mod:`engine.spark.local_runner`): every record's bucket and the same checks as the map
+    stage, before any file is written; then each (partition, bucket) written as a write task
+    writes it, ``threads`` at a time."""
+    bad_key = invalid_record_key_message(spec)
+    assigned = [_drop_flags(b) for b in _assigned(records.to_batches(), targets.spec, bad_key)]
+    if not assigned:
+        return []
+    table = pa.Table.from_batches(assigned)
+    groups = list(groups_in_arrival_order(table, PARTITION_PATH_COLUMN, _BUCKET_COLUMN))
+
+    def write(numbered: tuple[int, tuple[str, int, pa.Table]]) -> list[HoodieWriteStat]:
+        number, (partition, bucket, rows) = numbered
+        checkpoint("task.before_file")
+        task = TaskInfo(stage_id=0, task_attempt_id=number)
+        written = targets.write(rows, partition, bucket, number, ctx, task)
+        checkpoint("task.after_file")
+        return written
+
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(groups)))) as pool:
+        results = list(pool.map(write, enumerate(groups)))
+    return [stat for stats in results for stat in stats]
 
 
 def _one_partition(keyed: DataFrame) -> bool:

@@ -33,7 +33,7 @@ from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.bulk_insert import write_task_records
 from engine.write.handles import WriteContext
 
-__all__ = ["write_unrouted"]
+__all__ = ["task_records", "write_unrouted"]
 
 
 def write_unrouted(
@@ -47,12 +47,7 @@ def write_unrouted(
     and travel as they are.
     """
     checkpoint("write.before_files")
-    # the arrival order only orders duplicates a combining write keeps one of: not needed here
-    dropped = [FILE_ID_COLUMN, BAD_KEY_COLUMN, NULL_ORDERING_COLUMN, ARRIVAL_COLUMN]
-    keys_in_task = not spec.auto_keys
-    if keys_in_task:
-        dropped += [RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN]
-    records = tagged.drop(*dropped)
+    records, keygen = task_records(tagged, spec)
 
     def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         context = TaskContext.get()
@@ -63,10 +58,20 @@ def write_unrouted(
             current_task(),
             partition_id=partition_id,
             rows_per_file=rows_per_file,
-            keygen=spec if keys_in_task else None,
+            keygen=keygen,
         )
         if stats:
             yield pa.RecordBatch.from_pydict({"stat": [json.dumps(s.to_dict()) for s in stats]})
 
     rows = run_job(records.mapInArrow(write_partition, "stat string").collect)
     return [HoodieWriteStat.from_dict(json.loads(r["stat"])) for r in rows]
+
+
+def task_records(tagged: DataFrame, spec: KeyGenSpec) -> tuple[DataFrame, KeyGenSpec | None]:
+    """The columns a bulk_insert task reads, and the key generator it makes keys with (none
+    for auto-generated keys, which travel as they are)."""
+    # the arrival order only orders duplicates a combining write keeps one of: not needed here
+    dropped = [FILE_ID_COLUMN, BAD_KEY_COLUMN, NULL_ORDERING_COLUMN, ARRIVAL_COLUMN]
+    if spec.auto_keys:
+        return tagged.drop(*dropped), None
+    return tagged.drop(*dropped, RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN), spec

@@ -26,6 +26,7 @@ import io
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
+from typing import cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,17 +35,33 @@ from pyspark.sql import DataFrame, SparkSession
 from engine import config
 from engine.config import HoodieConfig
 from engine.errors import KeyMovedError, NullOrderingValueError, RecordKeyError
+from engine.faults import checkpoint
 from engine.fs.storage import Storage
 from engine.model.keygen import KeyGenSpec, invalid_record_key_message
+from engine.model.ordering import null_ordering_error
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
+from engine.runner import LocatedRecords
+from engine.spark import profile
+from engine.spark.bucket_write import write_bucketed_locally
+from engine.spark.bulk_write import task_records
 from engine.spark.jobs import BAD_KEY_COLUMN, NULL_ORDERING_COLUMN
+from engine.spark.profile import BatchProfile
 from engine.spark.runner import SparkRunner
 from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.write.bucket_index import BucketTargets
+from engine.write.bulk_insert import write_task_records
 from engine.write.global_index import cross_partition_duplicate
 from engine.write.handles import TaskInfo, WriteContext
+from engine.write.index import IndexSource, PartitionKeyRange
 from engine.write.partition_write import TASK_BUCKETS, PartitionTargets
 
-__all__ = ["LocalRunner", "estimated_bytes", "runner_for", "write_partitions_locally"]
+__all__ = [
+    "LocalRunner",
+    "estimated_bytes",
+    "profile_inserts_locally",
+    "runner_for",
+    "write_partitions_locally",
+]
 
 # the root node's size estimate in ``explain(mode="cost")``: "Statistics(sizeInBytes=16.6 MiB"
 _SIZE = re.compile(r"sizeInBytes=([0-9.E+]+)\s*([KMGTPE]i)?B")
@@ -125,6 +142,41 @@ class LocalRunner(SparkRunner):
         size = estimated_bytes(keyed)
         return size is not None and size < LONG_MAX and size <= self.max_bytes
 
+    def locate(
+        self, keyed: DataFrame, spec: KeyGenSpec, source: IndexSource | None
+    ) -> BatchProfile:
+        if source is not None or not self.fits(keyed):
+            return super().locate(keyed, spec, source)
+        columns = [RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN, BAD_KEY_COLUMN]
+        if NULL_ORDERING_COLUMN in keyed.columns:
+            columns.append(NULL_ORDERING_COLUMN)
+        return profile_inserts_locally(keyed.select(*columns).toArrow(), spec)
+
+    def write_unrouted(
+        self, located: LocatedRecords, ctx: WriteContext, rows_per_file: int, spec: KeyGenSpec
+    ) -> list[HoodieWriteStat]:
+        tagged = cast(profile.LocatedRecords, located).tagged
+        if not self.fits(tagged):
+            return super().write_unrouted(located, ctx, rows_per_file, spec)
+        checkpoint("write.before_files")
+        records, keygen = task_records(tagged, spec)
+        return write_task_records(
+            records.toArrow().to_batches(),
+            ctx,
+            TaskInfo(),
+            partition_id=0,
+            rows_per_file=rows_per_file,
+            keygen=keygen,
+        )
+
+    def write_bucketed(
+        self, keyed: DataFrame, targets: BucketTargets, ctx: WriteContext, spec: KeyGenSpec
+    ) -> list[HoodieWriteStat]:
+        if not self.fits(keyed):
+            return super().write_bucketed(keyed, targets, ctx, spec)
+        records = keyed.unpersist().toArrow()
+        return write_bucketed_locally(records, targets, ctx, spec, self._thread_count())
+
     def write_partitions(
         self, keyed: DataFrame, targets: PartitionTargets, ctx: WriteContext, spec: KeyGenSpec
     ) -> list[HoodieWriteStat]:
@@ -132,8 +184,30 @@ class LocalRunner(SparkRunner):
             return super().write_partitions(keyed, targets, ctx, spec)
         # read once: a cached copy (made for the two-job write's jobs) would cost a job to build
         records = keyed.unpersist().toArrow()
-        threads = self._threads or local_cores(self.spark) or 1
-        return write_partitions_locally(records, targets, ctx, spec, threads)
+        return write_partitions_locally(records, targets, ctx, spec, self._thread_count())
+
+    def _thread_count(self) -> int:
+        return self._threads or local_cores(self.spark) or 1
+
+
+def profile_inserts_locally(records: pa.Table, spec: KeyGenSpec) -> BatchProfile:
+    """The profile of a batch whose keys are not looked up (as
+    :func:`engine.spark.insert_profile.profile_inserts` makes it in Spark): records per touched
+    partition, and the same errors for a null or empty key or a null ordering value."""
+    if pc.any(records[BAD_KEY_COLUMN]).as_py():
+        raise RecordKeyError(invalid_record_key_message(spec))
+    if NULL_ORDERING_COLUMN in records.column_names:
+        nulls = records.filter(pc.fill_null(records[NULL_ORDERING_COLUMN], False))
+        if nulls.num_rows:
+            partition = pc.min(nulls[PARTITION_PATH_COLUMN]).as_py()
+            in_partition = nulls.filter(pc.equal(nulls[PARTITION_PATH_COLUMN], partition))
+            raise null_ordering_error(pc.min(in_partition[RECORD_KEY_COLUMN]).as_py(), partition)
+    counts = pc.value_counts(records[PARTITION_PATH_COLUMN]).to_pylist()
+    ranges = [
+        PartitionKeyRange(c["values"], int(c["counts"]), "", "")
+        for c in sorted(counts, key=lambda c: c["values"])
+    ]
+    return BatchProfile(ranges, indexed=False)
 
 
 def write_partitions_locally(

@@ -20,8 +20,12 @@ import threading
 import warnings
 from collections.abc import Mapping
 
+from pyspark import SparkContext
 from pyspark.errors import AnalysisException
+from pyspark.find_spark_home import _find_spark_home
 from pyspark.sql import SparkSession
+
+from engine.spark import class_archive
 
 QUIET_LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
 
@@ -37,6 +41,13 @@ LOCAL_DEFAULTS: Mapping[str, str] = {
     "spark.sql.python.filterPushdown.enabled": "true",
 }
 
+
+# Defaults of a session the adapter embeds (``method: session``) that dbt-spark's lacks: a dbt
+# process lives seconds, and the UI's web server costs about 0.4 s of every start.
+EMBEDDED_DEFAULTS: Mapping[str, str] = {"spark.ui.enabled": "false"}
+
+# one JVM launch at a time (dbt's warm-up thread and its first statement both ask for it)
+_LAUNCH_LOCK = threading.Lock()
 
 # what a Spark Connect server refused to set (static settings), tried once per process
 _REFUSED_BY_SERVER: set[str] = set()
@@ -54,12 +65,29 @@ def get_spark(conf: Mapping[str, str] | None = None, *, hive: bool = False) -> S
     settings = dict(conf or {})
     if is_connect(settings):
         return _connect_session(settings)
-    builder = SparkSession.builder
-    if hive:
-        builder = builder.enableHiveSupport()
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    return builder.getOrCreate()
+    return _launch({**EMBEDDED_DEFAULTS, **settings}, hive=hive)
+
+
+def _launch(settings: Mapping[str, str], *, hive: bool) -> SparkSession:
+    """``getOrCreate`` with ``settings``; a JVM it launches starts from the class-data archive
+    (:mod:`engine.spark.class_archive`), or writes one when it exits."""
+    with _LAUNCH_LOCK:
+        archive = None
+        if SparkContext._gateway is None:
+            spark_home = _find_spark_home()
+            archive = class_archive.plan(settings, spark_home)
+            if archive is not None:
+                settings = class_archive.with_archive(settings, spark_home, archive)
+        builder = SparkSession.builder
+        if hive:
+            builder = builder.enableHiveSupport()
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
+        proc = getattr(SparkContext._gateway, "proc", None)
+        if archive is not None and proc is not None:
+            class_archive.watch(archive, proc.pid)
+        return spark
 
 
 def is_connect(conf: Mapping[str, str] | None = None) -> bool:
@@ -144,9 +172,4 @@ def local_session(
     }
     if not hive:
         conf["spark.sql.catalogImplementation"] = "in-memory"
-    builder = SparkSession.builder
-    if hive:
-        builder = builder.enableHiveSupport()
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    return builder.getOrCreate()
+    return _launch(conf, hive=hive)

@@ -104,3 +104,25 @@ def warm_write_path(spark: SparkSession) -> bool:
         updates = rows.selectExpr("id", "p", "ts + 1 as ts")
         write_hudi(updates, path, {**options, hc.OPERATION.key: "upsert"})
     return True
+
+
+def train_class_archive() -> None:
+    """A session that loads what a dbt run's JVM loads (the Hive catalog, a Parquet write and
+    read), then exits: its JVM writes the class-data archive
+    (:func:`engine.spark.class_archive.prepare` runs it as ``python -m engine.spark.warmup
+    class-archive``)."""
+    from engine.spark.session import local_session
+
+    with tempfile.TemporaryDirectory(prefix="dbt-hudi-class-archive-") as work:
+        spark = local_session(work, hive=True, app_name="dbt-hudi-class-archive")
+        spark.sql("SHOW DATABASES").collect()
+        path = f"{work}/train"
+        spark.range(100).selectExpr("id", "cast(id as string) as name").write.parquet(path)
+        spark.read.parquet(path).groupBy("name").count().collect()
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] == ["class-archive"]:
+        train_class_archive()

@@ -60,7 +60,9 @@ def test_bulk_insert_writes_a_file_group_per_task_and_partition(
     path = tmp_path / "t"
     rows = _rows(60)
     df = spark.createDataFrame(rows, SCHEMA).repartition(2)
-    result = write_hudi(df, str(path), _options(table_type))
+    # Spark's tasks (a batch the driver writes is one writer: tests/integration/test_local_write)
+    in_tasks = {"hoodie.write.local.enabled": "false"}
+    result = write_hudi(df, str(path), _options(table_type, **in_tasks))
     files = _data_files(path)
     # no shuffle: each of the 2 tasks writes one file per partition path it reads
     assert len(files) == len(result.write_stats) == 6

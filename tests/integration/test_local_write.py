@@ -58,7 +58,7 @@ def _written(spark: SparkSession, path: Path, options: dict[str, Any]) -> dict[s
 
 @pytest.mark.parametrize("where", sorted(PATHS))
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
-@pytest.mark.parametrize("index", ["SIMPLE", "GLOBAL_SIMPLE"])
+@pytest.mark.parametrize("index", ["SIMPLE", "GLOBAL_SIMPLE", "BUCKET"])
 def test_upsert_rows_are_those_of_the_write_in_tasks(
     spark: SparkSession, tmp_path: Path, where: str, table_type: str, index: str
 ) -> None:
@@ -77,6 +77,31 @@ def test_upsert_rows_are_those_of_the_write_in_tasks(
     assert _rows(path) == sorted((k, dt, ts, v) for (k, dt), (ts, v) in oracle.items())
     stages = _stages(result)
     assert (stages == {0}) if where == "driver" else (0 not in stages and stages), stages
+
+
+@pytest.mark.parametrize("where", sorted(PATHS))
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_a_bulk_insert_is_profiled_and_written_where_asked(
+    spark: SparkSession, tmp_path: Path, where: str, table_type: str
+) -> None:
+    """A new table's first write (dbt's first run): written by the driver (stage 0 in every
+    write token) or by Spark's tasks, the same rows; a bad key refused before any file."""
+    path = tmp_path / "t"
+    table = {"hoodie.datasource.write.table.type": table_type}
+    opts = write_options("local", table, PATHS[where])
+    bulk = {**opts, "hoodie.datasource.write.operation": "bulk_insert"}
+    rows = [(f"k{i}", f"p{i % 4}", i, "a") for i in range(40)]
+    result = write_hudi(spark.createDataFrame(rows, SCHEMA), str(path), bulk)
+    assert _rows(path) == sorted(rows)
+    # a file group per partition the writer saw: the driver sees all, a task its share
+    groups = len(result.write_stats)
+    assert groups == 4 if where == "driver" else groups >= 4
+    stages = _stages(result)
+    assert (stages == {0}) if where == "driver" else (0 not in stages and stages), stages
+    bad = [("k0", "p0", 1, "a"), ("", "p1", 2, "b")]
+    with pytest.raises(RecordKeyError, match="recordKey value for field 'id'"):
+        write_hudi(spark.createDataFrame(bad, SCHEMA), str(tmp_path / "bad"), bulk)
+    assert not list((tmp_path / "bad").rglob("*.parquet"))
 
 
 @pytest.mark.parametrize("where", sorted(PATHS))
