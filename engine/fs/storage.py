@@ -177,7 +177,9 @@ class Storage:
         self._ensure_parent(rel)
         if isinstance(self.fs, pafs.LocalFileSystem):
             head, _, name = rel.strip("/").rpartition("/")
-            tmp = f"{head}/.{name}.{uuid.uuid4().hex}.tmp" if head else f".{name}.tmp"
+            # a name of its own: writers racing to write the same file each rename a whole one
+            unique = f".{name}.{uuid.uuid4().hex}.tmp"
+            tmp = f"{head}/{unique}" if head else unique
             with self.fs.open_output_stream(self.full_path(tmp)) as f:
                 f.write(data)
             self.fs.move(self.full_path(tmp), self.full_path(rel))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -126,6 +128,32 @@ def test_write_partition_metadata_depth_and_once(tmp_path) -> None:  # type: ign
     assert not write_partition_metadata(storage, "a=1/b=2", "20240101000000001")
     text = (tmp_path / "a=1" / "b=2" / ".hoodie_partition_metadata").read_text()
     assert "commitTime=20240101000000000" in text and "partitionDepth=2" in text
+
+
+@pytest.mark.parametrize("partition", ["", "dt=2024-01-01"])
+def test_writers_racing_on_one_partition_metafile_each_rename_a_whole_one(
+    tmp_path, partition: str
+) -> None:  # type: ignore[no-untyped-def]
+    """File groups of one partition written side by side (the driver-side bucket write) each
+    mark the partition: the table root's metafile included, no writer fails on another's
+    temporary file."""
+    storage = Storage(str(tmp_path))
+    barrier = threading.Barrier(8)
+
+    def mark(_: int) -> None:
+        barrier.wait()
+        storage.write_atomic(
+            f"{partition}/.hoodie_partition_metadata"
+            if partition
+            else ".hoodie_partition_metadata",
+            b"commitTime=1\n",
+        )
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(mark, range(8)))
+    root = tmp_path / partition if partition else tmp_path
+    assert (root / ".hoodie_partition_metadata").read_bytes() == b"commitTime=1\n"
+    assert not list(root.glob("*.tmp"))
 
 
 def test_timeline_load_corpus_overwrite_table(corpus_table) -> None:  # type: ignore[no-untyped-def]
