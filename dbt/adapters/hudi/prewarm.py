@@ -29,6 +29,9 @@ _WARMED: weakref.WeakSet[Any] = weakref.WeakSet()
 # set when a write starts: a warm-up still running then stops before its next step
 WRITE_STARTED = threading.Event()
 _LOCK = threading.Lock()
+# the tag of the warm-up's Spark jobs, and the sessions it runs them on now
+WARM_UP_TAG = "dbt-hudi-warm-up"
+_WARMING: list[Any] = []
 
 
 def dbt_command() -> str | None:
@@ -60,21 +63,65 @@ def warm_session(server_side_parameters: Mapping[str, str]) -> None:
         _WARMED.add(spark)
     with phase("warm-up: catalog"):
         spark.catalog.listDatabases()  # dbt's first statement lists them: the metastore opens here
-    if WRITE_STARTED.is_set():
-        return
-    with phase("warm-up: Python workers"):
-        tasks = warm_python_workers(spark)
-    logger.debug(f"Python workers warmed ({tasks} task(s))")
-    if WRITE_STARTED.is_set():
-        return
-    with phase("warm-up: write path"):
-        warm_write_path(spark)
+    with _LOCK:
+        if WRITE_STARTED.is_set():
+            return
+        _tag_jobs(spark)  # this thread's jobs: a write that starts interrupts them
+        _WARMING.append(spark)
+    try:
+        with phase("warm-up: Python workers"):
+            tasks = warm_python_workers(spark)
+        logger.debug(f"Python workers warmed ({tasks} task(s))")
+        if WRITE_STARTED.is_set():
+            return
+        with phase("warm-up: write path"):
+            warm_write_path(spark)
+    finally:
+        _untag_jobs(spark)
+        with _LOCK:
+            _WARMING.remove(spark)
 
 
 def note_write_started() -> None:
     """The run's first Hudi write has started: the warm-up's steps not yet begun are skipped
-    (they would only compete with the write for the machine's cores)."""
-    WRITE_STARTED.set()
+    and its Spark jobs still running are interrupted (on two cores, a warm-up job still
+    starting Python workers doubled a small write's time: the write needs the cores now)."""
+    with _LOCK:
+        WRITE_STARTED.set()
+        warming = list(_WARMING)
+    for spark in warming:
+        try:
+            _interrupt_jobs(spark)
+        except Exception as e:  # a warm-up only: the write goes on whatever happened to it
+            logger.debug(f"Spark warm-up not interrupted: {e}")
+
+
+def _classic(spark: Any) -> bool:
+    return not type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _tag_jobs(spark: Any) -> None:
+    """Tag the jobs this thread starts (Spark classic: the context's job tags, interrupting
+    the tasks' threads when cancelled; Spark Connect: the session's operation tags)."""
+    if _classic(spark):
+        spark.sparkContext.addJobTag(WARM_UP_TAG)
+        spark.sparkContext.setInterruptOnCancel(True)
+    else:
+        spark.addTag(WARM_UP_TAG)
+
+
+def _untag_jobs(spark: Any) -> None:
+    if _classic(spark):
+        spark.sparkContext.removeJobTag(WARM_UP_TAG)
+    else:
+        spark.removeTag(WARM_UP_TAG)
+
+
+def _interrupt_jobs(spark: Any) -> None:
+    if _classic(spark):
+        spark.sparkContext.cancelJobsWithTag(WARM_UP_TAG)
+    else:
+        spark.interruptTag(WARM_UP_TAG)
 
 
 def start_prewarm(server_side_parameters: Mapping[str, str]) -> threading.Thread | None:
