@@ -1,13 +1,15 @@
-"""Start Spark and warm its Python workers while dbt parses the project.
+"""Start Spark and warm what the first write runs on while dbt parses the project.
 
 Every ``dbt run`` is a fresh process: it starts a JVM and a SparkSession, and its first Hudi
-write starts the Python workers and imports the engine in them. None of that needs the
-project, so the adapter starts it in a background thread as soon as dbt registers it, for the
-commands that run SQL; dbt's parsing overlaps it. The thread also opens the session's catalog
-(the Hive metastore of an embedded session), which dbt's first statement needs. The
-connection's first statement asks for the same session (``SparkSession.builder.getOrCreate``
-waits for the one being built), and the first write finds its workers warm (over Spark
-Connect, the server's).
+write pays for cold code: on a local master the JVM's first Arrow collection and the driver's
+write modules (a small batch is written in the driver there), elsewhere the Python workers'
+start and the engine's imports in them. None of that needs the project, so the adapter starts
+it in a background thread as soon as dbt registers it, for the commands that run SQL; dbt's
+parsing overlaps it. The thread also opens the session's catalog (the Hive metastore of an
+embedded session), which dbt's first statement needs. The connection's first statement asks
+for the same session (``SparkSession.builder.getOrCreate`` waits for the one being built).
+On a local master the Python workers are not warmed: measured on two cores, their start still
+running when a small model wrote doubled its write (0.8 s to 1.6 s), and that write needs none.
 """
 
 from __future__ import annotations
@@ -29,9 +31,6 @@ _WARMED: weakref.WeakSet[Any] = weakref.WeakSet()
 # set when a write starts: a warm-up still running then stops before its next step
 WRITE_STARTED = threading.Event()
 _LOCK = threading.Lock()
-# the tag of the warm-up's Spark jobs, and the sessions it runs them on now
-WARM_UP_TAG = "dbt-hudi-warm-up"
-_WARMING: list[Any] = []
 
 
 def dbt_command() -> str | None:
@@ -46,11 +45,12 @@ def dbt_command() -> str | None:
 
 
 def warm_session(server_side_parameters: Mapping[str, str]) -> None:
-    """Build the process's session, open its catalog, warm its Python workers and its write
-    path (a throwaway write on a local master), once per session: in the order the run needs
-    them (dbt's first statement lists the catalog's databases; only the first write needs the
-    rest). Once a write has started (:func:`note_write_started`), the steps not yet begun are
-    skipped: on a loaded machine the warm-up can still be running when the model writes."""
+    """Build the process's session, open its catalog, then warm what the first write runs on,
+    once per session: on a local master the driver-side write (a throwaway table written and
+    deleted: a small batch never reaches a Python worker there), elsewhere the Python workers.
+    In the order the run needs them (dbt's first statement lists the catalog's databases).
+    Once a write has started (:func:`note_write_started`), the steps not yet begun are skipped:
+    the warm-up can still be running when the model writes."""
     from dbt.adapters.hudi.publish import get_session
     from dbt.adapters.hudi.timing import phase
     from engine import warm_python_workers, warm_write_path
@@ -63,65 +63,22 @@ def warm_session(server_side_parameters: Mapping[str, str]) -> None:
         _WARMED.add(spark)
     with phase("warm-up: catalog"):
         spark.catalog.listDatabases()  # dbt's first statement lists them: the metastore opens here
-    with _LOCK:
-        if WRITE_STARTED.is_set():
-            return
-        _tag_jobs(spark)  # this thread's jobs: a write that starts interrupts them
-        _WARMING.append(spark)
-    try:
-        with phase("warm-up: Python workers"):
-            tasks = warm_python_workers(spark)
-        logger.debug(f"Python workers warmed ({tasks} task(s))")
-        if WRITE_STARTED.is_set():
-            return
-        with phase("warm-up: write path"):
-            warm_write_path(spark)
-    finally:
-        _untag_jobs(spark)
-        with _LOCK:
-            _WARMING.remove(spark)
+    if WRITE_STARTED.is_set():
+        return
+    # a local master writes a dbt model's batch in the driver (no Python worker): warm that
+    with phase("warm-up: write path"):
+        local = warm_write_path(spark)
+    if local or WRITE_STARTED.is_set():
+        return
+    with phase("warm-up: Python workers"):  # a cluster's, or Spark Connect's server's
+        tasks = warm_python_workers(spark)
+    logger.debug(f"Python workers warmed ({tasks} task(s))")
 
 
 def note_write_started() -> None:
     """The run's first Hudi write has started: the warm-up's steps not yet begun are skipped
-    and its Spark jobs still running are interrupted (on two cores, a warm-up job still
-    starting Python workers doubled a small write's time: the write needs the cores now)."""
-    with _LOCK:
-        WRITE_STARTED.set()
-        warming = list(_WARMING)
-    for spark in warming:
-        try:
-            _interrupt_jobs(spark)
-        except Exception as e:  # a warm-up only: the write goes on whatever happened to it
-            logger.debug(f"Spark warm-up not interrupted: {e}")
-
-
-def _classic(spark: Any) -> bool:
-    return not type(spark).__module__.startswith("pyspark.sql.connect")
-
-
-def _tag_jobs(spark: Any) -> None:
-    """Tag the jobs this thread starts (Spark classic: the context's job tags, interrupting
-    the tasks' threads when cancelled; Spark Connect: the session's operation tags)."""
-    if _classic(spark):
-        spark.sparkContext.addJobTag(WARM_UP_TAG)
-        spark.sparkContext.setInterruptOnCancel(True)
-    else:
-        spark.addTag(WARM_UP_TAG)
-
-
-def _untag_jobs(spark: Any) -> None:
-    if _classic(spark):
-        spark.sparkContext.removeJobTag(WARM_UP_TAG)
-    else:
-        spark.removeTag(WARM_UP_TAG)
-
-
-def _interrupt_jobs(spark: Any) -> None:
-    if _classic(spark):
-        spark.sparkContext.cancelJobsWithTag(WARM_UP_TAG)
-    else:
-        spark.interruptTag(WARM_UP_TAG)
+    (they would only compete with the write for the machine's cores)."""
+    WRITE_STARTED.set()
 
 
 def start_prewarm(server_side_parameters: Mapping[str, str]) -> threading.Thread | None:
