@@ -686,7 +686,7 @@ COLD_WRITES = 3
 
 def cold_process(base: Path, data: Path, warm_up: bool) -> None:
     """``run.py --cold``: in this fresh process, start a session (timed apart), optionally warm
-    its Python workers as the dbt adapter does while dbt parses (timed apart), then upsert the
+    it as the dbt adapter does while dbt parses (timed apart), then upsert the
     batch COLD_WRITES times, each into a fresh copy of ``base``: the first write is the cold
     one. Prints one JSON line; every write verified through hudi-rs."""
     from dbt.adapters.hudi import timing  # noqa: F401  (imported before any write is timed)
@@ -700,8 +700,10 @@ def cold_process(base: Path, data: Path, warm_up: bool) -> None:
         from engine import warm_python_workers, warm_write_path
 
         t0 = time.perf_counter()
-        warm_python_workers(spark)  # what the dbt adapter's warm-up runs while dbt parses
-        warm_write_path(spark)
+        # what the dbt adapter's warm-up runs while dbt parses (dbt/adapters/hudi/prewarm.py):
+        # the driver-side write on a local master, else the Python workers
+        if not warm_write_path(spark):
+            warm_python_workers(spark)
         warmed = time.perf_counter() - t0
     writes, phases, verified = [], [], True
     for i in range(COLD_WRITES):
