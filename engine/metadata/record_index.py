@@ -399,7 +399,10 @@ def _numbered_slices(slices: list[MetadataSlice], mdt: Storage) -> list[Metadata
 
 
 def locate(
-    storage: Storage, data_timeline: Timeline, keys: Iterable[str]
+    storage: Storage,
+    data_timeline: Timeline,
+    keys: Iterable[str],
+    metadata_table: tuple[Storage, Timeline] | None = None,
 ) -> dict[str, RecordLocation] | None:
     """Where the record index says each of ``keys`` lives: the lookup of Hudi's
     ``RECORD_INDEX`` (``readRecordIndexLocationsWithKeys``).
@@ -409,13 +412,14 @@ def locate(
     DELETE_BLOCK removes the key). A key absent from the result is not in the table. The result
     is as of the last completed data instant of ``data_timeline``: call it before the writing
     instant's metadata blocks exist, or with a timeline on which that instant is not completed.
-    None when the table has no metadata table.
+    None when the table has no metadata table. ``metadata_table`` is the metadata table and its
+    timeline when the caller has opened them already (else they are opened here).
 
     Raises:
         HudiError: No committed ``record_index`` partition, its file groups are not numbered
             0..n-1, or a file of it does not decode.
     """
-    opened = open_metadata_table(storage)
+    opened = metadata_table or open_metadata_table(storage)
     if opened is None:
         return None
     mdt, timeline = opened
@@ -468,7 +472,7 @@ def located(storage: Storage, keys: Iterable[str]) -> dict[str, RecordLocation] 
         answers = _ANSWERS
         missing = [k for k in wanted if k not in answers.asked]
     if missing:
-        found = locate(storage, timeline, missing)
+        found = locate(storage, timeline, missing, opened)
         with _ANSWERS_LOCK:
             answers.asked.update(missing)
             if found is None or answers.found is None:
