@@ -30,6 +30,7 @@ __all__ = [
     "__version__",
     "compare_schemas",
     "deduce_writer_schema",
+    "explain_text",
     "get_spark",
     "parse_filter",
     "read_hudi",
@@ -61,6 +62,7 @@ _EXPORTS = {
     "parse_filter": "engine.read.filter",
     "SparkRunner": "engine.spark.runner",
     "get_spark": "engine.spark.session",
+    "explain_text": "engine.spark.explain",
     "QUIET_LOG4J": "engine.spark.session",
     "spark_table": "engine.spark.api",
     "spark_reads_natively": "engine.spark.api",
@@ -88,6 +90,7 @@ if TYPE_CHECKING:
     from engine.read.filter import parse_filter
     from engine.spark import register_data_source
     from engine.spark.api import read_hudi, spark_reads_natively, spark_table, write_hudi
+    from engine.spark.explain import explain_text
     from engine.spark.runner import SparkRunner
     from engine.spark.session import QUIET_LOG4J, get_spark
     from engine.spark.warmup import warm_python_workers, warm_write_path

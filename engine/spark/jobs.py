@@ -10,8 +10,6 @@ bucket plan, write context); no SparkSession travels. Two Spark jobs per write::
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -46,6 +44,7 @@ from engine.model.schema import (
     PARTITION_PATH_COLUMN,
     RECORD_KEY_COLUMN,
 )
+from engine.spark.explain import explain_text
 from engine.spark.partitioning import slot_values
 from engine.spark.schema import with_string_fields
 from engine.timeline.commit_metadata import HoodieWriteStat
@@ -252,10 +251,7 @@ def optimized_plan(df: DataFrame) -> str:
     """The optimized logical plan of ``df`` as Spark prints it (``DataFrame.explain``, public
     API: the same on a classic session and on Spark Connect; a temporary view would not do, as
     dropping it uncaches a cached batch)."""
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        df.explain(mode="extended")
-    text = out.getvalue()
+    text = explain_text(df, "extended")
     start = text.find("== Optimized Logical Plan ==")
     end = text.find("== Physical Plan ==")
     if start < 0:

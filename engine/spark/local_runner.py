@@ -21,8 +21,6 @@ distributed path.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -44,6 +42,7 @@ from engine.runner import LocatedRecords
 from engine.spark import profile
 from engine.spark.bucket_write import write_bucketed_locally
 from engine.spark.bulk_write import task_records
+from engine.spark.explain import explain_text
 from engine.spark.jobs import BAD_KEY_COLUMN, NULL_ORDERING_COLUMN
 from engine.spark.profile import BatchProfile
 from engine.spark.runner import SparkRunner
@@ -105,10 +104,7 @@ def local_cores(spark: SparkSession) -> int | None:
 def estimated_bytes(df: DataFrame) -> int | None:
     """Spark's optimizer estimate of ``df``'s size (the root of its cost plan, public API);
     ``None`` when the plan carries none."""
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        df.explain(mode="cost")
-    match = _SIZE.search(out.getvalue())
+    match = _SIZE.search(explain_text(df, "cost"))
     if match is None:
         return None
     return int(float(match.group(1)) * _UNITS[match.group(2)])

@@ -7,8 +7,6 @@ staged rows to the engine, publish the committed snapshot for downstream ``ref()
 
 from __future__ import annotations
 
-import contextlib
-import io
 import time
 from collections.abc import Iterable, Mapping
 from contextlib import nullcontext
@@ -37,6 +35,7 @@ from engine import (
     HudiTable,
     WriteOperation,
     WriteResult,
+    explain_text,
     spark_table,
 )
 from engine import config as hc
@@ -666,13 +665,11 @@ def _write(
 def _estimated_bytes(df: DataFrame) -> int | None:
     """Spark's size estimate of the batch (the root of ``explain(mode='cost')``: file sizes of
     the scans it reads, nothing runs); ``None`` when Spark gives none."""
-    out = io.StringIO()
     try:
-        with contextlib.redirect_stdout(out):
-            df.explain(mode="cost")
+        plan = explain_text(df, "cost")
     except Exception:  # an estimate only: the default bucket count then
         return None
-    return estimated_bytes(out.getvalue())
+    return estimated_bytes(plan)
 
 
 def _summary(
