@@ -224,9 +224,9 @@ def run_once(root: Path, model: str, round_: int, source: str | None) -> dict[st
     results = json.loads((root / "target" / "run_results.json").read_text())
     model_time = float(results["results"][0]["execution_time"])
     rows = breakdown(launch, exited, log, timing)
-    record = {"wall": exited - launch, "model": model_time, "load": load, "rows": rows}
-    print(json.dumps({"run": str(root.parent.name), "round": round_, **record}), flush=True)
-    return record
+    record = {"round": round_, "wall": exited - launch, "model": model_time, "load": load}
+    print(json.dumps({"run": str(root.parent.name), **record, "rows": rows}), flush=True)
+    return {**record, "rows": rows}
 
 
 def contenders() -> list[tuple[str, str, str | None]]:
@@ -345,7 +345,13 @@ def print_breakdown(results: dict[str, dict[str, Any]], which: str) -> None:
         print(f"| {'· ' * depth}{label.strip()} | {shown} |")
 
 
-NO_RUN: dict[str, Any] = {"wall": math.nan, "model": math.nan, "load": math.nan, "rows": {}}
+NO_RUN: dict[str, Any] = {
+    "round": 0,
+    "wall": math.nan,
+    "model": math.nan,
+    "load": math.nan,
+    "rows": {},
+}
 
 
 def from_log(log: Path) -> dict[str, dict[str, Any]]:
