@@ -172,6 +172,12 @@ def watch(archive: ClassArchive, jvm_pid: int) -> None:
     )
 
 
+def release(archive: ClassArchive) -> None:
+    """Give up a claim to write ``archive`` (the JVM did not start)."""
+    if archive.writing is not None:
+        archive.writing.unlink(missing_ok=True)
+
+
 def install(jvm_pid: int, writing: Path, final: Path, *, poll_seconds: float = 0.5) -> bool:
     """Wait for the JVM to exit, then rename its finished archive into place (or remove a
     half-written one). Returns whether an archive was installed."""

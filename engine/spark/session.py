@@ -83,7 +83,12 @@ def _launch(settings: Mapping[str, str], *, hive: bool) -> SparkSession:
             builder = builder.enableHiveSupport()
         for key, value in settings.items():
             builder = builder.config(key, value)
-        spark = builder.getOrCreate()
+        try:
+            spark = builder.getOrCreate()
+        except BaseException:
+            if archive is not None:
+                class_archive.release(archive)  # no JVM writes it: the next launch may
+            raise
         proc = getattr(SparkContext._gateway, "proc", None)
         if archive is not None and proc is not None:
             class_archive.watch(archive, proc.pid)

@@ -182,3 +182,11 @@ def test_stale_claims_and_long_unused_archives_are_removed(cache: Path, spark_ho
     fresh.writing.write_bytes(DYNAMIC_MAGIC)
     assert class_archive.install(_dead_pid(), fresh.writing, fresh.final)
     assert not unused.exists() and recent.exists() and fresh.final.exists()
+
+
+def test_a_claim_whose_jvm_never_started_is_given_up(cache: Path, spark_home: Path) -> None:
+    claim = class_archive.plan({}, str(spark_home))
+    assert claim is not None and claim.writing is not None
+    class_archive.release(claim)
+    again = class_archive.plan({}, str(spark_home))
+    assert again is not None and again.writing is not None
