@@ -43,6 +43,7 @@ from engine.spark.jobs import (
     CHEAP_PLAN_NODES,
     NULL_ORDERING_COLUMN,
     current_task,
+    in_threads,
     optimized_plan,
     plan_nodes,
     run_job,
@@ -143,7 +144,7 @@ def write_bucketed_locally(
         return written
 
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(groups)))) as pool:
-        results = list(pool.map(write, enumerate(groups)))
+        results = in_threads(pool, write, list(enumerate(groups)))
     return [stat for stats in results for stat in stats]
 
 

@@ -10,9 +10,11 @@ bucket plan, write context); no SparkSession travels. Two Spark jobs per write::
 
 from __future__ import annotations
 
+import contextvars
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import pyarrow as pa
@@ -86,6 +88,7 @@ _ERRORS: dict[str, type[HudiError]] = {
 }
 
 T = TypeVar("T")
+R = TypeVar("R")
 # task-side writer of one bucket: (records, bucket, write context, task) -> stat(s)
 GroupWriter = Callable[
     [pa.Table, Bucket, WriteContext, TaskInfo], HoodieWriteStat | list[HoodieWriteStat]
@@ -99,6 +102,13 @@ def current_task() -> TaskInfo:
         stage_id=context.stageId() if context else 0,
         task_attempt_id=context.taskAttemptId() if context else 0,
     )
+
+
+def in_threads(pool: ThreadPoolExecutor, work: Callable[[T], R], items: list[T]) -> list[R]:
+    """``work`` over ``items`` in ``pool``'s threads, each in a copy of the caller's context
+    (a warm-up's :func:`engine.faults.passed_by` holds in the threads it writes with)."""
+    futures = [pool.submit(contextvars.copy_context().run, work, item) for item in items]
+    return [f.result() for f in futures]
 
 
 def run_job(action: Callable[[], T]) -> T:

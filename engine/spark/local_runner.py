@@ -43,7 +43,7 @@ from engine.spark import profile
 from engine.spark.bucket_write import write_bucketed_locally
 from engine.spark.bulk_write import task_records
 from engine.spark.explain import explain_text
-from engine.spark.jobs import BAD_KEY_COLUMN, NULL_ORDERING_COLUMN
+from engine.spark.jobs import BAD_KEY_COLUMN, NULL_ORDERING_COLUMN, in_threads
 from engine.spark.profile import BatchProfile
 from engine.spark.runner import SparkRunner
 from engine.timeline.commit_metadata import HoodieWriteStat
@@ -241,7 +241,7 @@ def write_partitions_locally(
     if not partitions:
         return []
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(partitions)))) as pool:
-        results = list(pool.map(write, enumerate(partitions)))
+        results = in_threads(pool, write, list(enumerate(partitions)))
     return [stat for stats in results for stat in stats]
 
 

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from engine.faults import passed_by
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -98,7 +100,7 @@ def warm_write_path(spark: SparkSession) -> bool:
         hc.WRITE_TABLE_TYPE.key: "MERGE_ON_READ",
     }
     rows = spark.range(0, 4, 1, 1).selectExpr("id", "cast(id % 2 as string) as p", "id as ts")
-    with tempfile.TemporaryDirectory(prefix="dbt-hudi-warm-up-") as tmp:
+    with passed_by(), tempfile.TemporaryDirectory(prefix="dbt-hudi-warm-up-") as tmp:
         path = f"{tmp}/table"
         write_hudi(rows, path, {**options, hc.OPERATION.key: "bulk_insert"})
         updates = rows.selectExpr("id", "p", "ts + 1 as ts")

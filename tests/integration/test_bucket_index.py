@@ -103,6 +103,9 @@ def test_a_batch_in_one_partition_is_one_job_of_one_stage(spark, tmp_path: Path)
     mor = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
     write(spark, path, rows(range(30), 1, "a"), **mor)
     options = {**OPTIONS, **mor, "hoodie.datasource.write.operation": "upsert"}
+    # Spark's tasks: the driver-side write of a small batch runs no job of its own
+    # (tests/integration/test_local_write.py)
+    options["hoodie.write.local.enabled"] = "false"
     batch = spark.createDataFrame(rows(range(20, 40), 2, "b"), SCHEMA).coalesce(1)
     assert _jobs_and_stages(spark, lambda: write_hudi(batch, path, options)) == (1, 1)
     expected = {f"k{i}": ("b" if i >= 20 else "a") + str(i) for i in range(40)}

@@ -50,10 +50,10 @@ def test_a_write_reads_the_record_index_once_and_the_next_write_again(
     asked: list[list[str]] = []
     locate = record_index.locate
 
-    def counted(storage: Any, timeline: Timeline, keys: Any) -> Any:
+    def counted(storage: Any, timeline: Timeline, keys: Any, metadata_table: Any = None) -> Any:
         keys = list(keys)
         asked.append(sorted(keys))
-        return locate(storage, timeline, keys)
+        return locate(storage, timeline, keys, metadata_table)
 
     monkeypatch.setattr(record_index, "locate", counted)
     # updates in every partition, an insert in two
