@@ -36,6 +36,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.services.lock import pid_alive
+
 ENV = "DBT_HUDI_CLASS_ARCHIVE"
 OPTIONS_KEY = "spark.driver.extraJavaOptions"
 # the first four bytes of a finished dynamic archive (CDS_DYNAMIC_ARCHIVE_MAGIC, little-endian)
@@ -202,12 +204,8 @@ def _finished(path: Path) -> bool:
 
 def _alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie nobody reaped has exited: its archive is written)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_alive(pid):
         return False
-    except PermissionError:
-        return True
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:

@@ -51,9 +51,9 @@ def test_warm_write_path_leaves_nothing_behind(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_warm_up_stops_before_its_next_step_once_a_write_started(
-    spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _warm_up_steps(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, *, written: bool) -> list[str]:
+    """The steps a fresh warm-up of the test session logs (``written``: a write started
+    before it)."""
     import threading
     import weakref
 
@@ -63,24 +63,21 @@ def test_warm_up_stops_before_its_next_step_once_a_write_started(
     monkeypatch.setenv(timing.ENV, str(log))
     monkeypatch.setattr(prewarm, "_WARMED", weakref.WeakSet())
     monkeypatch.setattr(prewarm, "WRITE_STARTED", threading.Event())
-    prewarm.note_write_started()
+    if written:
+        prewarm.note_write_started()
     prewarm.warm_session({})
-    steps = [name for name, _, _ in timing.read_log(log)]
+    return [name for name, _, _ in timing.read_log(log)]
+
+
+def test_warm_up_stops_before_its_next_step_once_a_write_started(
+    spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steps = _warm_up_steps(tmp_path, monkeypatch, written=True)
     assert steps == ["warm-up: session start", "warm-up: catalog"]
 
 
 def test_a_local_master_warms_the_driver_side_write_not_the_python_workers(
     spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import threading
-    import weakref
-
-    from dbt.adapters.hudi import timing
-
-    log = tmp_path / "timing.jsonl"
-    monkeypatch.setenv(timing.ENV, str(log))
-    monkeypatch.setattr(prewarm, "_WARMED", weakref.WeakSet())
-    monkeypatch.setattr(prewarm, "WRITE_STARTED", threading.Event())
-    prewarm.warm_session({})
-    steps = [name for name, _, _ in timing.read_log(log)]
+    steps = _warm_up_steps(tmp_path, monkeypatch, written=False)
     assert steps == ["warm-up: session start", "warm-up: catalog", "warm-up: write path"]
