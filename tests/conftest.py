@@ -49,8 +49,9 @@ _LONGEST_FIRST = (
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Write the driver JVM's class-data archive before any test launches a JVM (the run's
-    sessions, the dbt and writer processes it starts): each then starts from it. Workers of a
-    parallel run wait for the one their controller writes."""
+    sessions, the dbt and writer processes it starts): each then starts from it. In a parallel
+    run the controller writes it; pytest-xdist starts the workers after this hook (its own
+    ``pytest_sessionstart`` is ``trylast``)."""
     from engine.spark import class_archive
 
     if not hasattr(session.config, "workerinput"):
@@ -115,10 +116,8 @@ def spark(
 ) -> Iterator[object]:
     """The one SparkSession of the test run (local[2], in-memory catalog, quiet)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from engine.spark import class_archive
     from engine.spark.session import local_session
 
-    class_archive.prepare()  # waits while the controller writes it
     work = tmp_path_factory.mktemp("spark")
     session = local_session(str(work), app_name="dbt-hudi-tests")
     # Shown past pytest's capture so a run's log tells how many sessions started (one).

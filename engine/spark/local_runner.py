@@ -32,7 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from engine import config
 from engine.config import HoodieConfig
-from engine.errors import KeyMovedError, NullOrderingValueError, RecordKeyError
+from engine.errors import KeyMovedError, RecordKeyError
 from engine.faults import checkpoint
 from engine.fs.storage import Storage
 from engine.model.keygen import KeyGenSpec, invalid_record_key_message
@@ -189,16 +189,8 @@ class LocalRunner(SparkRunner):
 def profile_inserts_locally(records: pa.Table, spec: KeyGenSpec) -> BatchProfile:
     """The profile of a batch whose keys are not looked up (as
     :func:`engine.spark.insert_profile.profile_inserts` makes it in Spark): records per touched
-    partition, and the same errors for a null or empty key or a null ordering value."""
-    if pc.any(records[BAD_KEY_COLUMN]).as_py():
-        raise RecordKeyError(invalid_record_key_message(spec))
-    if NULL_ORDERING_COLUMN in records.column_names:
-        nulls = records.filter(pc.fill_null(records[NULL_ORDERING_COLUMN], False))
-        if nulls.num_rows:
-            partition = pc.min(nulls[PARTITION_PATH_COLUMN]).as_py()
-            in_partition = nulls.filter(pc.equal(nulls[PARTITION_PATH_COLUMN], partition))
-            raise null_ordering_error(pc.min(in_partition[RECORD_KEY_COLUMN]).as_py(), partition)
-    counts = pc.value_counts(records[PARTITION_PATH_COLUMN]).to_pylist()
+    partition, after the checks the driver-side write makes (:func:`_checked`)."""
+    counts = pc.value_counts(_checked(records, spec)[PARTITION_PATH_COLUMN]).to_pylist()
     ranges = [
         PartitionKeyRange(c["values"], int(c["counts"]), "", "")
         for c in sorted(counts, key=lambda c: c["values"])
@@ -254,9 +246,6 @@ def _checked(records: pa.Table, spec: KeyGenSpec) -> pa.Table:
         nulls = records.filter(pc.fill_null(records[NULL_ORDERING_COLUMN], False))
         if nulls.num_rows:
             key = nulls[RECORD_KEY_COLUMN][0].as_py()
-            path = nulls[PARTITION_PATH_COLUMN][0].as_py()
-            raise NullOrderingValueError(
-                f"Ordering value is null for record key '{key}' (partition '{path}')"
-            )
+            raise null_ordering_error(key, nulls[PARTITION_PATH_COLUMN][0].as_py())
     flags = [c for c in (BAD_KEY_COLUMN, NULL_ORDERING_COLUMN) if c in records.column_names]
     return records.drop_columns(flags)
