@@ -113,6 +113,36 @@ class BloomFilterSpec:
         )
         return cls.of(cfg)
 
+    def continued(self, previous: BloomFilter, num_keys: int) -> BloomFilter | None:
+        """``previous`` (the filter of a file of ``num_keys`` rows) ready to take the keys of
+        rows appended after those, so that it ends as the filter this spec builds over all the
+        rows in order; ``None`` when it cannot: another type, size or hash count, or (dynamic)
+        a row layout this spec does not reach at ``num_keys`` keys (another row threshold or
+        maximum, or a count that is not the file's).
+
+        Why: a file group rewritten with its stored rows in place and new rows after them (an
+        upsert into a small file) would otherwise hash every stored key again.
+        """
+        if (
+            previous.filter_type != self.filter_type
+            or previous.vector_size != self.vector_size
+            or previous.num_hashes != self.num_hashes
+        ):
+            return None
+        if self.filter_type == BloomFilterType.SIMPLE:
+            previous.max_entries, previous.num_keys = self.max_entries, num_keys
+            return previous
+        state = _dynamic_state(num_keys, self.num_entries, self.max_entries)
+        if previous.rows_threshold != self.num_entries or (
+            len(previous.rows),
+            previous.current_entries,
+        ) != (state.rows, state.current_entries):
+            return None
+        previous.max_entries, previous.num_keys = self.max_entries, num_keys
+        previous._reached_max = state.reached_max
+        previous._next_row = state.next_row
+        return previous
+
     def new_filter(self) -> BloomFilter:
         """An empty filter of this spec, ready to take a file's keys."""
         return BloomFilter(
@@ -144,6 +174,9 @@ class BloomFilter:
         self.rows_threshold = rows_threshold
         self.max_entries = max_entries  # not serialized: a decoded filter takes no more keys
         self.current_entries = 0
+        # keys added (rows of the file it is built for); a decoded filter knows it only once
+        # continued (BloomFilterSpec.continued)
+        self.num_keys = 0
         self.rows: list[np.ndarray] = [np.zeros(vector_size, dtype=np.bool_)]
         self._reached_max = False
         self._next_row = 0
@@ -151,6 +184,7 @@ class BloomFilter:
     def add(self, keys: pa.Array | pa.ChunkedArray) -> None:
         """Add record keys (strings), as Hudi's writer adds each row's key."""
         positions = key_positions(keys, self.num_hashes, self.vector_size)
+        self.num_keys += len(positions)
         if self.filter_type == BloomFilterType.SIMPLE:
             self.rows[0][positions.ravel()] = True
             return
@@ -212,6 +246,33 @@ class BloomFilter:
         if self.filter_type == BloomFilterType.DYNAMIC_V0:
             entries[BLOOM_FILTER_TYPE_CODE_KEY.decode()] = self.filter_type.value
         return entries
+
+
+@dataclass(frozen=True)
+class _DynamicState:
+    rows: int
+    current_entries: int
+    reached_max: bool
+    next_row: int
+
+
+def _dynamic_state(num_keys: int, threshold: int, max_entries: int) -> _DynamicState:
+    """Where ``InternalDynamicBloomFilter`` stands after ``num_keys`` keys (the arithmetic of
+    :meth:`BloomFilter._dynamic_rows`, without bits): rows fill ``threshold`` keys each while
+    ``rows * threshold < max_entries``; the key finding the last row full after that goes to
+    row 0, and every later key to the rows in turn."""
+    rows, current = 1, 0
+    left = num_keys
+    while left:
+        if current < threshold:
+            take = min(left, threshold - current)
+            current += take
+            left -= take
+        elif rows * threshold < max_entries:
+            rows, current = rows + 1, 0
+        else:  # reached the maximum: this key to row 0, then the rows in turn
+            return _DynamicState(rows, current + left, True, left - 1)
+    return _DynamicState(rows, current, False, 0)
 
 
 def decode_footer_filter(footer: dict[bytes, bytes], where: str) -> BloomFilter | None:

@@ -51,6 +51,7 @@ __all__ = [
     "align_to_schema",
     "encode_parquet_file",
     "read_base_file",
+    "read_base_file_with_footer",
     "read_bloom_filter",
     "read_record_key_range",
     "table_arrow_schema",
@@ -125,6 +126,7 @@ def write_base_file(
     avro_schema_with_meta: str,
     bloom: BloomFilterSpec,
     compression: str = PARQUET_COMPRESSION_CODEC.default,
+    bloom_so_far: BloomFilter | None = None,
 ) -> int:
     """Write a new base file (never overwriting) and return its size in bytes.
 
@@ -135,6 +137,8 @@ def write_base_file(
         avro_schema_with_meta: Writer schema recorded in the footer.
         bloom: The bloom filter the footer carries (the write's options).
         compression: Parquet codec (``hoodie.parquet.compression.codec``).
+        bloom_so_far: A filter that already holds the keys of the first rows of ``table``
+            (:meth:`BloomFilterSpec.continued`); only the later rows' keys are hashed.
     """
     writer = BaseFileWriter(
         storage,
@@ -143,6 +147,7 @@ def write_base_file(
         avro_schema_with_meta=avro_schema_with_meta,
         bloom=bloom,
         compression=compression,
+        bloom_so_far=bloom_so_far,
     )
     with writer:
         writer.write(table)
@@ -162,6 +167,8 @@ class BaseFileWriter:
             from them unless ``dictionary`` names them; every later table has their schema.
         dictionary: The columns to dictionary-encode (``dictionary`` of an earlier writer of
             similar rows), instead of sampling ``first``.
+        bloom_so_far: The filter to go on filling, holding the keys of the first rows the
+            writer is given (as many as ``bloom_so_far.num_keys``), instead of an empty one.
     """
 
     def __init__(
@@ -174,11 +181,13 @@ class BaseFileWriter:
         bloom: BloomFilterSpec,
         compression: str = PARQUET_COMPRESSION_CODEC.default,
         dictionary: bool | list[str] | None = None,
+        bloom_so_far: BloomFilter | None = None,
     ) -> None:
         self._storage = storage
         self.rel_path = rel_path
         self._avro = avro_schema_with_meta
-        self._bloom = bloom.new_filter()
+        self._bloom = bloom.new_filter() if bloom_so_far is None else bloom_so_far
+        self._keys_held = 0 if bloom_so_far is None else bloom_so_far.num_keys
         self._min: str | None = None
         self._max: str | None = None
         self.num_rows = 0
@@ -199,7 +208,10 @@ class BaseFileWriter:
         lo, hi = _key_range(table)
         self._min = lo if self._min is None else min(self._min, lo)
         self._max = hi if self._max is None else max(self._max, hi)
-        self._bloom.add(table.column(RECORD_KEY_COLUMN))
+        held = min(self._keys_held, table.num_rows)
+        self._keys_held -= held
+        if held < table.num_rows:
+            self._bloom.add(table.column(RECORD_KEY_COLUMN).slice(held))
         self._writer.write_table(table.replace_schema_metadata(None), row_group_size=ROW_GROUP_ROWS)
         self.num_rows += table.num_rows
 
@@ -308,6 +320,17 @@ def read_base_file(storage: Storage, rel_path: str, columns: list[str] | None = 
     with storage.open_input(rel_path) as f:
         table = pq.read_table(f, columns=columns)
     return table.replace_schema_metadata(None)
+
+
+def read_base_file_with_footer(
+    storage: Storage, rel_path: str
+) -> tuple[pa.Table, dict[bytes, bytes]]:
+    """A base file's rows and its footer key/values, in one read (a rewrite of the file group
+    goes on filling the stored bloom filter instead of hashing every stored key again)."""
+    with storage.open_input(rel_path) as f:
+        table = pq.read_table(f)
+    footer = dict(table.schema.metadata or {})
+    return table.replace_schema_metadata(None), footer
 
 
 def read_record_key_range(storage: Storage, rel_path: str) -> tuple[str, str] | None:

@@ -39,6 +39,7 @@ columns), so a rewrite keeps their ``_hoodie_commit_time`` and ``_hoodie_commit_
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -107,19 +108,66 @@ class CombineResult:
     """Outcome of :func:`combine_with_stored`.
 
     Attributes:
-        unchanged: stored rows kept as they were (meta columns preserved).
+        stored: the stored rows the batch was combined with.
         changed: rows whose new version comes from the batch (incoming or merged); their meta
             columns are the incoming ones and a writer re-stamps them.
         num_updates: stored keys rewritten with a new version.
         num_inserts: keys written that had no stored row.
         num_deletes: stored rows removed.
+        kept: for each stored row, whether it stays as it is (one of :attr:`unchanged`).
+        replaces: for each row of ``changed``, the stored row it replaces (-1: an insert).
     """
 
-    unchanged: pa.Table
+    stored: pa.Table
     changed: pa.Table
     num_updates: int
     num_inserts: int
     num_deletes: int
+    kept: np.ndarray
+    replaces: np.ndarray
+
+    @classmethod
+    def appended(cls, stored: pa.Table, changed: pa.Table) -> CombineResult:
+        """``changed`` inserted after every stored row (a write that looks no key up)."""
+        return cls(
+            stored,
+            changed,
+            0,
+            changed.num_rows,
+            0,
+            np.ones(stored.num_rows, dtype=bool),
+            np.full(changed.num_rows, -1, dtype=np.int64),
+        )
+
+    @cached_property
+    def unchanged(self) -> pa.Table:
+        """The stored rows kept as they were (meta columns preserved)."""
+        return self.stored if self.kept.all() else self.stored.filter(pa.array(self.kept))
+
+    def merged_rows(self, changed: pa.Table) -> pa.Table:
+        """The rows of the merge, ``changed`` (the rows of :attr:`changed`, restamped) in
+        place of the stored ones they replace, in the order Hudi's merge handle writes them:
+        the stored rows in their order, an updated one replaced in place, a deleted one gone,
+        then the inserts as they arrived.
+
+        Why: a rewritten file whose stored keys keep their places keeps its bloom filter's rows
+        too (:meth:`engine.io.bloom_filter.BloomFilterSpec.continued`); and one ``take`` over
+        the stored rows costs less than filtering them first."""
+        updated = self.replaces >= 0
+        if not updated.any():
+            return pa.concat_tables([self.unchanged, changed]) if self.stored.num_rows else changed
+        n = self.stored.num_rows
+        slot = np.arange(n, dtype=np.int64)
+        slot[self.replaces[updated]] = n + np.nonzero(updated)[0]
+        removed = ~self.kept
+        removed[self.replaces[updated]] = False
+        order = np.concatenate([slot[~removed], n + np.nonzero(~updated)[0]])
+        return pa.concat_tables([self.stored, changed]).take(order)
+
+    @property
+    def keeps_stored_rows(self) -> bool:
+        """Whether :meth:`merged_rows` starts with every stored row's key in its place."""
+        return self.num_deletes == 0
 
 
 def _col(table: pa.Table, name: str) -> pa.Array:
@@ -310,25 +358,10 @@ def combine_with_stored(
         The rows to keep untouched, the rows to (re)write, and the counts of updates, inserts
         and deletes.
     """
-    m = incoming.num_rows
     idx = pc.index_in(_col(incoming, key_column), value_set=_col(stored, key_column))
     matched = pc.is_valid(idx)
     is_delete = delete_mask(incoming)
-    stored_newer = pa.array(np.zeros(m, dtype=bool))
-    inc_ord = _ordering(incoming, spec)
-    ordering_field = spec.ordering_field
-    if spec.is_event_time and inc_ord is not None and ordering_field in stored.column_names:
-        stored_ord = pc.take(_col(stored, str(ordering_field)), idx)
-        if stored_ord.type != inc_ord.type:
-            inc_ord = promote_array(inc_ord, stored_ord.type, str(ordering_field))
-        greater = pc.fill_null(pc.greater(stored_ord, inc_ord), False)
-        # a null incoming ordering value is the smallest
-        null_incoming = pc.and_(pc.is_null(inc_ord), pc.is_valid(stored_ord))
-        stored_newer = pc.or_(greater, null_incoming)
-        hard_unordered = pc.and_(
-            _bool_or_false(incoming, DELETE_RECORD_COLUMN), pc.is_null(inc_ord)
-        )
-        stored_newer = pc.and_(stored_newer, pc.invert(hard_unordered))
+    stored_newer = _stored_is_newer(stored, incoming, idx, spec)
     takes_effect = pc.and_(matched, pc.invert(stored_newer))
     deleted = pc.and_(takes_effect, is_delete)
     written = pc.and_(pc.invert(is_delete), pc.or_(pc.invert(matched), takes_effect))
@@ -337,18 +370,41 @@ def combine_with_stored(
     replaced = pc.filter(idx, takes_effect).to_numpy(zero_copy_only=False)
     keep = np.ones(stored.num_rows, dtype=bool)
     keep[replaced.astype(np.int64)] = False
-    unchanged = stored.filter(pa.array(keep))
 
     changed = incoming.filter(written)
+    replaces = pc.filter(idx, written)
     if spec.fills_nulls and changed.num_rows:
-        changed = _fill_from_stored(changed, stored, pc.filter(idx, written), key_column)
+        changed = _fill_from_stored(changed, stored, replaces, key_column)
     return CombineResult(
-        unchanged=unchanged,
+        stored=stored,
         changed=changed,
         num_updates=int(pc.sum(pc.cast(updated, pa.int64())).as_py() or 0),
         num_inserts=changed.num_rows - int(pc.sum(pc.cast(updated, pa.int64())).as_py() or 0),
         num_deletes=int(pc.sum(pc.cast(deleted, pa.int64())).as_py() or 0),
+        kept=keep,
+        replaces=pc.fill_null(replaces, -1).to_numpy(zero_copy_only=False).astype(np.int64),
     )
+
+
+def _stored_is_newer(
+    stored: pa.Table, incoming: pa.Table, idx: pa.Array, spec: MergeSpec
+) -> pa.Array:
+    """For each incoming record, whether the stored row it matches (``idx``) wins by the
+    ordering field (event-time payloads only): a greater stored value, or a null incoming one
+    (the smallest), except for a hard delete without ordering value."""
+    stored_newer = pa.array(np.zeros(incoming.num_rows, dtype=bool))
+    inc_ord = _ordering(incoming, spec)
+    ordering_field = spec.ordering_field
+    if not spec.is_event_time or inc_ord is None or ordering_field not in stored.column_names:
+        return stored_newer
+    stored_ord = pc.take(_col(stored, str(ordering_field)), idx)
+    if stored_ord.type != inc_ord.type:
+        inc_ord = promote_array(inc_ord, stored_ord.type, str(ordering_field))
+    greater = pc.fill_null(pc.greater(stored_ord, inc_ord), False)
+    null_incoming = pc.and_(pc.is_null(inc_ord), pc.is_valid(stored_ord))
+    stored_newer = pc.or_(greater, null_incoming)
+    hard_unordered = pc.and_(_bool_or_false(incoming, DELETE_RECORD_COLUMN), pc.is_null(inc_ord))
+    return pc.and_(stored_newer, pc.invert(hard_unordered))
 
 
 def _fill_from_stored(

@@ -25,15 +25,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.config import PARQUET_COMPRESSION_CODEC, WriteOperation
+from engine.errors import HudiError
 from engine.faults import checkpoint
 from engine.fs.filenames import format_base_file_name, make_write_token, partition_file_path
 from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
-from engine.io.bloom_filter import BloomFilterSpec
-from engine.io.parquet import align_to_schema, read_base_file, write_base_file
+from engine.io.bloom_filter import BloomFilter, BloomFilterSpec, decode_footer_filter
+from engine.io.parquet import align_to_schema, read_base_file_with_footer, write_base_file
 from engine.model.cdc_schema import SupplementalLoggingMode
 from engine.model.merge import (
     INTERNAL_COLUMNS,
+    CombineResult,
     MergeSpec,
     combine_with_stored,
     delete_mask,
@@ -112,9 +114,12 @@ def write_file_group(
     """
     started = time.monotonic()
     storage = Storage(ctx.base_path, ctx.s3)
+    footer: dict[bytes, bytes] = {}
+    rel_old = ""
     if bucket.base_file is not None:
         rel_old = partition_file_path(bucket.partition_path, bucket.base_file)
-        stored = align_to_schema(read_base_file(storage, rel_old), ctx.arrow_schema)
+        stored, footer = read_base_file_with_footer(storage, rel_old)
+        stored = align_to_schema(stored, ctx.arrow_schema)
     else:
         stored = ctx.arrow_schema.empty_table()
     merged = _merge_records(stored, records, ctx)
@@ -126,9 +131,12 @@ def write_file_group(
     file_name = format_base_file_name(bucket.file_id, write_token, ctx.instant_time)
     changed = stamp_commit(changed, ctx.instant_time, bucket.number)
     changed = stamp_operations(changed, stored.column(RECORD_KEY_COLUMN))
-    unchanged = merged.unchanged
-    out = pa.concat_tables([unchanged, changed]) if unchanged.num_rows else changed
-    out = stamp_file_name(out, file_name)
+    out = stamp_file_name(merged.merged_rows(changed), file_name)
+    bloom_so_far = (
+        _stored_filter(ctx.bloom, footer, stored.num_rows, rel_old)
+        if footer and merged.keeps_stored_rows
+        else None
+    )
 
     rel = partition_file_path(bucket.partition_path, file_name)
     create_marker(
@@ -146,6 +154,7 @@ def write_file_group(
         avro_schema_with_meta=ctx.avro_schema_with_meta,
         bloom=ctx.bloom,
         compression=ctx.compression,
+        bloom_so_far=bloom_so_far,
     )
     cdc_stats = _log_changes(storage, ctx, bucket, stored, merged, changed, out, write_token)
     elapsed = int((time.monotonic() - started) * 1000)
@@ -153,12 +162,25 @@ def write_file_group(
     return replace(stat, cdc_stats=cdc_stats) if cdc_stats else stat
 
 
+def _stored_filter(
+    spec: BloomFilterSpec, footer: dict[bytes, bytes], num_rows: int, where: str
+) -> BloomFilter | None:
+    """The stored file's bloom filter, to go on filling for a rewrite that keeps every stored
+    row in its place; ``None`` (the new file's filter is built from all its keys) when the
+    footer has none, an unreadable one, or one the write's options do not build."""
+    try:
+        previous = decode_footer_filter(footer, where)
+    except HudiError:
+        return None
+    return None if previous is None else spec.continued(previous, num_rows)
+
+
 def _log_changes(
     storage: Storage,
     ctx: WriteContext,
     bucket: Bucket,
     stored: pa.Table,
-    merged: _MergedRecords,
+    merged: CombineResult,
     changed: pa.Table,
     out: pa.Table,
     write_token: str,
@@ -191,7 +213,7 @@ def _log_changes(
 
 
 def _base_file_stat(
-    bucket: Bucket, rel: str, num_writes: int, merged: _MergedRecords, size: int, elapsed: int
+    bucket: Bucket, rel: str, num_writes: int, merged: CombineResult, size: int, elapsed: int
 ) -> HoodieWriteStat:
     return HoodieWriteStat.of_file(
         file_id=bucket.file_id,
@@ -208,26 +230,15 @@ def _base_file_stat(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _MergedRecords:
-    unchanged: pa.Table  # stored rows kept as they are
-    changed: pa.Table  # rows to (re)write, internal columns dropped
-    num_updates: int
-    num_inserts: int
-    num_deletes: int
-
-
-def _merge_records(stored: pa.Table, records: pa.Table, ctx: WriteContext) -> _MergedRecords:
-    """The incoming records against the file group's stored rows (payload rules)."""
+def _merge_records(stored: pa.Table, records: pa.Table, ctx: WriteContext) -> CombineResult:
+    """The incoming records against the file group's stored rows (payload rules); the
+    changed rows without the internal columns."""
     incoming, is_delete = prepare_incoming(records, ctx)
     if WriteOperation(ctx.operation).is_insert:
         # no index: records are appended; delete records have nothing to remove
-        changed = incoming.filter(pc.invert(is_delete))
-        counts = (0, changed.num_rows, 0)
-        unchanged = stored
+        result = CombineResult.appended(stored, incoming.filter(pc.invert(is_delete)))
     else:
         result = combine_with_stored(stored, incoming, ctx.merge_spec)
-        unchanged, changed = result.unchanged, result.changed
-        counts = (result.num_updates, result.num_inserts, result.num_deletes)
+    changed = result.changed
     changed = changed.drop_columns([c for c in INTERNAL_COLUMNS if c in changed.column_names])
-    return _MergedRecords(unchanged, changed, *counts)
+    return replace(result, changed=changed)

@@ -33,9 +33,15 @@ def _rows(ids: range, ts: int, tag: str) -> list[tuple[Any, ...]]:
 
 
 def _assert_footers(path: Path, spec: BloomFilterSpec) -> int:
-    """Every base file of the table: its filter is the one built from its keys, holds every
+    """:func:`_assert_footers_of` every base file of the table."""
+    return _assert_footers_of(
+        path, sorted(p for p in path.rglob("*.parquet") if ".hoodie" not in p.parts), spec
+    )
+
+
+def _assert_footers_of(path: Path, files: list[Path], spec: BloomFilterSpec) -> int:
+    """Each of the table's ``files``: its filter is the one built from its keys, holds every
     key, and the min/max keys are exact. Returns how many files were checked."""
-    files = sorted(p for p in path.rglob("*.parquet") if ".hoodie" not in p.parts)
     storage = Storage(str(path))
     for file in files:
         footer = pq.read_metadata(file).metadata
@@ -118,3 +124,59 @@ def test_merge_on_read_bucket_index_and_compaction_write_the_options_filter(
     bucket = tmp_path / "bucket"
     _write(spark, bucket, _rows(range(8), 1, "a"), **opts, **{"hoodie.index.type": "BUCKET"})
     assert _assert_footers(bucket, simple) >= 2
+
+
+def _latest_files(path: Path) -> list[Path]:
+    """The base files the table's last write made (their names end in its instant time)."""
+    files = [p for p in path.rglob("*.parquet") if ".hoodie" not in p.parts]
+    last = max(p.stem.rsplit("_", 1)[1] for p in files)
+    return sorted(p for p in files if p.stem.endswith(f"_{last}"))
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize("filter_type", ["DYNAMIC_V0", "SIMPLE"])
+def test_a_rewritten_file_group_keeps_its_rows_in_place_and_its_filter_is_hudis(
+    spark: Any, tmp_path: Path, table_type: str, filter_type: str
+) -> None:
+    """Upserts into small files rewrite each file group as Hudi's merge handle does: the stored
+    rows in their order (an update in place), then the inserts. The new file's filter goes on
+    from the stored one and is, byte for byte, the filter built from all its keys: with rows
+    growing and taking keys in turn (3 keys a row, at most 7), after a delete (built again),
+    and when the options change between writes (built again, with the new sizes)."""
+    path = tmp_path / "t"
+    tiny = {
+        "hoodie.datasource.write.table.type": table_type,
+        "hoodie.bloom.index.filter.type": filter_type,
+        "hoodie.index.bloom.num_entries": "3",
+        "hoodie.index.bloom.fpp": "0.3",
+        "hoodie.bloom.index.filter.dynamic.max.entries": "7",
+    }
+    spec = BloomFilterSpec(BloomFilterType(filter_type), num_entries=3, fpp=0.3, max_entries=7)
+    _write(spark, path, _rows(range(0, 12, 2), 1, "a"), **tiny)
+    expected = {f"k{i:03d}": f"a{i}" for i in range(0, 12, 2)}
+    for ts, ids in ((2, [2, 4, 13, 15, 17]), (3, [0, 8, 19, 21]), (4, [6, 10, 23])):
+        before = {
+            p.parent.name: pq.read_table(p, columns=[RECORD_KEY_COLUMN]).column(0).to_pylist()
+            for p in _latest_files(path)
+        }
+        _write(spark, path, [(f"k{i:03d}", f"p{i % 2}", ts, f"u{i}") for i in ids], **tiny)
+        expected.update({f"k{i:03d}": f"u{i}" for i in ids})
+        for file in _latest_files(path):
+            keys = pq.read_table(file, columns=[RECORD_KEY_COLUMN]).column(0).to_pylist()
+            stored = before.get(file.parent.name, [])
+            assert keys[: len(stored)] == stored, file.name  # stored rows in place
+        assert _assert_footers_of(path, _latest_files(path), spec) >= 1
+    assert _keys(path) == expected
+
+    deletes = {"hoodie.datasource.write.operation": "delete"}
+    _write(spark, path, [(f"k{i:03d}", f"p{i % 2}", 5, "") for i in (0, 13)], **tiny, **deletes)
+    assert _assert_footers_of(path, _latest_files(path), spec) >= 1
+    del expected["k000"], expected["k013"]
+    assert _keys(path) == expected
+
+    wider = {**tiny, "hoodie.index.bloom.num_entries": "4"}
+    _write(spark, path, [(f"k{i:03d}", f"p{i % 2}", 6, f"w{i}") for i in (2, 25, 27)], **wider)
+    expected.update({f"k{i:03d}": f"w{i}" for i in (2, 25, 27)})
+    four = BloomFilterSpec(BloomFilterType(filter_type), num_entries=4, fpp=0.3, max_entries=7)
+    assert _assert_footers_of(path, _latest_files(path), four) >= 1
+    assert _keys(path) == expected

@@ -198,6 +198,68 @@ def test_dynamic_rows_follow_hudis_state_machine_batch_after_batch(
         assert bf.might_contain(pa.array(keys)).all()
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    stored=st.integers(0, 30),
+    appended=st.lists(st.integers(0, 9), max_size=4),
+    filter_type=st.sampled_from(list(BloomFilterType)),
+    written_with=st.tuples(st.integers(1, 4), st.integers(1, 14)),
+    continued_with=st.tuples(st.integers(1, 4), st.integers(1, 14)),
+)
+def test_a_stored_files_filter_continued_is_the_filter_built_over_all_its_keys(
+    stored: int,
+    appended: list[int],
+    filter_type: BloomFilterType,
+    written_with: tuple[int, int],
+    continued_with: tuple[int, int],
+) -> None:
+    """A rewrite keeping a file's rows in place and appending others either goes on filling
+    the file's footer filter, ending with the bytes of the filter built over every key in
+    order, or refuses (other settings than the write's): never another filter."""
+    keys = [f"key-{i}" for i in range(stored + sum(appended))]
+
+    def spec(threshold_max: tuple[int, int]) -> BloomFilterSpec:
+        return BloomFilterSpec(filter_type, threshold_max[0], 0.1, threshold_max[1])
+
+    old = spec(written_with).new_filter()
+    if stored:
+        old.add(pa.array(keys[:stored]))
+    footer = {k.encode(): v.encode() for k, v in old.footer_entries().items()}
+    decoded = decode_footer_filter(footer, "f.parquet")
+    assert decoded is not None
+    new_spec = spec(continued_with)
+    continued = new_spec.continued(decoded, stored)
+    if written_with == continued_with:
+        assert continued is not None
+    if continued is None:
+        return
+    start = stored
+    for size in appended:
+        continued.add(pa.array(keys[start : start + size], pa.string()))
+        start += size
+    rebuilt = new_spec.new_filter()
+    if keys:
+        rebuilt.add(pa.array(keys))
+    assert continued.serialize() == rebuilt.serialize()
+    assert continued.num_keys == len(keys)
+
+
+def test_a_filter_of_other_sizes_or_type_is_not_continued() -> None:
+    spec = BloomFilterSpec(BloomFilterType.DYNAMIC_V0, 3, 0.1, 7)
+    keys = pa.array(["a", "b", "c", "d"])
+    for other in (
+        BloomFilterSpec(BloomFilterType.SIMPLE, 3, 0.1, 7),
+        BloomFilterSpec(BloomFilterType.DYNAMIC_V0, 4, 0.1, 7),
+        BloomFilterSpec(BloomFilterType.DYNAMIC_V0, 3, 0.01, 7),
+    ):
+        built = other.new_filter()
+        built.add(keys)
+        assert spec.continued(built, 4) is None
+    built = spec.new_filter()
+    built.add(keys)
+    assert spec.continued(built, 5) is None  # a count that is not the file's rows
+
+
 @pytest.mark.parametrize("filter_type", list(BloomFilterType))
 def test_false_positive_rate_on_absent_keys_is_within_the_configured_fpp(
     filter_type: BloomFilterType,

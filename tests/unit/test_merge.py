@@ -160,16 +160,24 @@ def to_table(rows: list[dict]) -> pa.Table:  # type: ignore[type-arg]
 
 
 @settings(max_examples=150, deadline=None)
-@given(payload=st.sampled_from(PAYLOADS), first=batch_rows, second=batch_rows)
-def test_merge_two_batches_agrees_with_row_model(payload: str, first: list, second: list) -> None:  # type: ignore[type-arg]
+@given(payload=st.sampled_from(PAYLOADS), first=batch_rows, second=batch_rows, third=batch_rows)
+def test_merge_batches_agrees_with_row_model_and_keeps_stored_rows_in_place(
+    payload: str,
+    first: list,  # type: ignore[type-arg]
+    second: list,  # type: ignore[type-arg]
+    third: list,  # type: ignore[type-arg]
+) -> None:
+    """Three batches merged as a file group is rewritten: the rows are the row model's, and in
+    the merge order the surviving stored keys keep their order ahead of the new ones."""
     spec = MergeSpec(payload, "ts")
     oracle = Oracle(payload, "ts", lambda r: (r["k"], ""), FIELDS)
-    oracle.apply(first, "upsert", "1")
-    oracle.apply(second, "upsert", "2")
+    batches = (("1", first), ("2", second), ("3", third))
+    for instant, batch in batches:
+        oracle.apply(batch, "upsert", instant)
 
     with_time = SCHEMA.append(pa.field("_t", pa.string()))
     stored = with_time.empty_table()
-    for instant, batch in (("1", first), ("2", second)):
+    for instant, batch in batches:
         incoming = to_table(batch).append_column("_t", pa.nulls(len(batch), pa.string()))
         result = combine_with_stored(stored, precombine(incoming, spec), spec)
         changed = result.changed.set_column(
@@ -177,7 +185,17 @@ def test_merge_two_batches_agrees_with_row_model(payload: str, first: list, seco
             "_t",
             pa.array([instant] * result.changed.num_rows, pa.string()),
         )
-        stored = pa.concat_tables([result.unchanged, changed])
+        before = stored.column(K).to_pylist()
+        stored = result.merged_rows(changed)
+        assert sorted(stored.column(K).to_pylist()) == sorted(
+            [*result.unchanged.column(K).to_pylist(), *changed.column(K).to_pylist()]
+        )
+        after = stored.column(K).to_pylist()
+        survivors = [k for k in before if k in after]
+        assert after[: len(survivors)] == survivors
+        assert len(survivors) == len(before) - result.num_deletes
+        if result.keeps_stored_rows:
+            assert after[: len(before)] == before
     actual = sorted((r["k"], r["ts"], r["v"], r["w"], r["_t"]) for r in stored.to_pylist())
     expected = sorted(
         (k, row["ts"], row["v"], row["w"], row["_hoodie_commit_time"])
