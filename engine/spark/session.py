@@ -43,8 +43,14 @@ LOCAL_DEFAULTS: Mapping[str, str] = {
 
 
 # Defaults of a session the adapter embeds (``method: session``) that dbt-spark's lacks: a dbt
-# process lives seconds, and the UI's web server costs about 0.4 s of every start.
-EMBEDDED_DEFAULTS: Mapping[str, str] = {"spark.ui.enabled": "false"}
+# process lives seconds, and the UI's web server costs about 0.4 s of every start; PySpark's
+# DataFrame debugging records the Python call site of every DataFrame and Column call, five
+# round trips to the JVM each (about 0.05 s of a write's planning), for error messages that
+# would name the engine's lines, never a dbt model's.
+EMBEDDED_DEFAULTS: Mapping[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
+}
 
 # one JVM launch at a time (dbt's warm-up thread and its first statement both ask for it)
 _LAUNCH_LOCK = threading.Lock()

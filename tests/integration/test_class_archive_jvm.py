@@ -19,6 +19,8 @@ from engine.spark.session import get_spark
 spark = get_spark({"spark.master": "local[1]", "spark.sql.catalogImplementation": "in-memory"})
 print("rows", spark.range(3).count())
 print("ui", spark.conf.get("spark.ui.enabled"))
+from pyspark.errors.utils import is_debugging_enabled
+print("call sites", is_debugging_enabled())
 print("options", spark.sparkContext.getConf().get("spark.driver.extraJavaOptions"))
 """
 
@@ -38,6 +40,7 @@ def test_a_launched_jvm_maps_spark_from_the_archive(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "rows 3" in done.stdout
     assert "ui false" in done.stdout  # an embedded session starts without the UI
+    assert "call sites False" in done.stdout  # nor PySpark's DataFrame debugging
     assert f"-XX:SharedArchiveFile={archive}" in done.stdout
     logs = "".join(p.read_text() for p in tmp_path.glob("load-*.log"))
     assert "org.apache.spark.SparkContext source: shared objects file (top)" in logs
