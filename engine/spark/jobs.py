@@ -317,26 +317,28 @@ def add_record_keys(
     generation) is persisted on first use, so the model's query runs once and the index lookup
     and the write see the same records. The caller unpersists it.
     """
-    source = df.drop(*[c for c in df.columns if c in HOODIE_META_COLUMNS])
+    meta = [c for c in df.columns if c in HOODIE_META_COLUMNS]
+    source = df.drop(*meta) if meta else df
     extra = [F.monotonically_increasing_id().alias(ARRIVAL_COLUMN)]
     if delete_records:
         extra.append(F.lit(True).alias(DELETE_RECORD_COLUMN))
     if null_ordering is not None:  # checked by the profile job, dropped before files are written
         extra.append(F.col(f"`{null_ordering}`").isNull().alias(NULL_ORDERING_COLUMN))
-    df = source.select("*", *extra)
     if spec.auto_keys:
-        return _auto_keyed(df, spec)
-    expressions = _expression_keys(df, spec)
+        return _auto_keyed(source.select("*", *extra), spec)
+    expressions = _expression_keys(source, spec)
     if expressions is not None:
         key, path, bad = expressions
-        keyed = df.select(
+        keyed = source.select(  # one projection: each one Spark analyses costs ~15 ms
             "*",
+            *extra,
             key.alias(RECORD_KEY_COLUMN),
             path.alias(PARTITION_PATH_COLUMN),
             bad.alias(BAD_KEY_COLUMN),
         )
         # the batch as given: the arrival ids added here are not deterministic themselves
         return keyed.persist(StorageLevel.MEMORY_AND_DISK) if _evaluate_once(source) else keyed
+    df = source.select("*", *extra)
     out_struct = with_string_fields(df.schema, (RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN))
 
     def keygen(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -169,6 +169,7 @@ def local_session(
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     conf = {
         **LOCAL_DEFAULTS,
+        **EMBEDDED_DEFAULTS,
         "spark.master": master,
         "spark.app.name": app_name,
         "spark.driver.memory": "2g",
