@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from engine.fs.properties import PROPERTIES_FILE, parse_properties_text
@@ -39,6 +40,13 @@ _COMPLETED_V2_RE = re.compile(r"^(\d+)_(\d+)\.(\w+)$")
 AVRO_MAGIC = b"Obj\x01"
 
 
+@lru_cache(maxsize=64)
+def _format_of(properties_text: str, where: str) -> TableFormat:
+    """The table format ``hoodie.properties`` text announces: parsed once per text (a write
+    asks for its timeline's layout about twenty times; the file is read each time)."""
+    return table_format(parse_properties_text(properties_text), where=where)
+
+
 @dataclass(frozen=True, slots=True)
 class TimelineLayout:
     """How one table lays out its active timeline."""
@@ -51,7 +59,7 @@ class TimelineLayout:
         if not storage.exists(PROPERTIES_FILE):
             return cls()
         text = storage.read_bytes(PROPERTIES_FILE).decode("latin-1")
-        return cls(table_format(parse_properties_text(text), where=storage.base_path))
+        return cls(_format_of(text, storage.base_path))
 
     @property
     def directory(self) -> str:
