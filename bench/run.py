@@ -697,12 +697,14 @@ def cold_process(base: Path, data: Path, warm_up: bool) -> None:
     session = time.perf_counter() - t0
     warmed = 0.0
     if warm_up:
-        from engine import warm_python_workers, warm_write_path
+        from engine import warm_arrow_scan, warm_python_workers, warm_write_path
 
         t0 = time.perf_counter()
         # what the dbt adapter's warm-up runs while dbt parses (dbt/adapters/hudi/prewarm.py):
         # the driver-side write on a local master, else the Python workers
-        if not warm_write_path(spark):
+        if warm_write_path(spark):
+            warm_arrow_scan(spark)
+        else:
             warm_python_workers(spark)
         warmed = time.perf_counter() - t0
     writes, phases, verified = [], [], True

@@ -38,6 +38,7 @@ __all__ = [
     "register_data_source",
     "spark_reads_natively",
     "spark_table",
+    "warm_arrow_scan",
     "warm_python_workers",
     "warm_write_path",
     "write_hudi",
@@ -69,6 +70,7 @@ _EXPORTS = {
     "write_hudi": "engine.spark.api",
     "read_hudi": "engine.spark.api",
     "register_data_source": "engine.spark",
+    "warm_arrow_scan": "engine.spark.warmup",
     "warm_python_workers": "engine.spark.warmup",
     "warm_write_path": "engine.spark.warmup",
 }
@@ -93,5 +95,5 @@ if TYPE_CHECKING:
     from engine.spark.explain import explain_text
     from engine.spark.runner import SparkRunner
     from engine.spark.session import QUIET_LOG4J, get_spark
-    from engine.spark.warmup import warm_python_workers, warm_write_path
+    from engine.spark.warmup import warm_arrow_scan, warm_python_workers, warm_write_path
     from engine.table import RUN_ID_KEY, RUN_NODE_KEY, HudiTable, WriteResult

@@ -17,6 +17,14 @@ four-row merge-on-read table twice (a bulk_insert, then an upsert whose updates 
 blocks) in a temporary directory and deletes it: the first real write runs as a later one.
 Elsewhere (a cluster, Spark Connect) a temporary directory of the driver is no place the
 executors can write, and their JVMs are warm already.
+
+Four rows leave the JVM's own hot loops interpreted: the first real batch's collection as Arrow
+(a Parquet scan, key expressions, the Arrow writer) then runs while the JIT compiles them, and
+the compiler's threads take the cores the write's threads want next. On a local master
+:func:`warm_arrow_scan` collects a Parquet scan of 30,000 rows of the common column types the
+same way. Measured on two cores (fresh processes, three pairs interleaved): the first 100k-row
+upsert after the warm-up took 1.68-1.74 s with it and 2.13-2.51 s without (the later ones
+1.19-1.48 s); the step itself takes 0.8-1.0 s, while dbt parses.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from engine.faults import passed_by
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["warm_python_workers", "warm_write_path"]
+__all__ = ["warm_arrow_scan", "warm_python_workers", "warm_write_path"]
 
 # the modules a write, compaction or read task unpickles its function from
 TASK_MODULES = (
@@ -105,6 +113,36 @@ def warm_write_path(spark: SparkSession) -> bool:
         write_hudi(rows, path, {**options, hc.OPERATION.key: "bulk_insert"})
         updates = rows.selectExpr("id", "p", "ts + 1 as ts")
         write_hudi(updates, path, {**options, hc.OPERATION.key: "upsert"})
+    return True
+
+
+ARROW_SCAN_ROWS = 30_000
+
+
+def warm_arrow_scan(spark: SparkSession) -> bool:
+    """On a local master, collect a Parquet scan of :data:`ARROW_SCAN_ROWS` rows (integers,
+    doubles, strings, with string expressions like a record key's) as Arrow, as a driver-side
+    write collects its batch; ``False`` (nothing run) elsewhere."""
+    if not _local_master(spark):
+        return False
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    n = ARROW_SCAN_ROWS
+    rows = pa.table(
+        {
+            "i": pa.array(np.arange(n, dtype=np.int32)),
+            "l": pa.array(np.arange(n, dtype=np.int64)),
+            "d": pa.array(np.arange(n, dtype=np.float64)),
+            "s": pa.array([f"value-{i}" for i in range(n)]),
+        }
+    )
+    with tempfile.TemporaryDirectory(prefix="dbt-hudi-warm-up-") as tmp:
+        pq.write_table(rows, f"{tmp}/rows.parquet")
+        scan = spark.read.parquet(tmp).selectExpr(
+            "*", "cast(l as string) as k", "concat('p=', s) as p", "s is null as flag"
+        )
+        scan.toArrow()
     return True
 
 

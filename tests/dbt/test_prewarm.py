@@ -1,6 +1,7 @@
 """The warm-up the adapter starts while dbt parses: one task per core imports the engine's task
-modules, and on a local master a throwaway write (deleted after) warms the write path; only
-commands that run SQL start it, in a daemon thread that never fails the run."""
+modules, and on a local master a throwaway write (deleted after) warms the write path and a
+Parquet scan collected as Arrow the JVM's batch collection; only commands that run SQL start
+it, in a daemon thread that never fails the run."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 
 from dbt.adapters.hudi import prewarm
-from engine import warm_python_workers, warm_write_path
+from engine import warm_arrow_scan, warm_python_workers, warm_write_path
 from engine.spark.warmup import TASK_MODULES
 
 pytestmark = [pytest.mark.spark]
@@ -49,6 +50,8 @@ def test_warm_write_path_leaves_nothing_behind(
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     assert warm_write_path(spark)  # the test session's master is local
     assert list(tmp_path.iterdir()) == []
+    assert warm_arrow_scan(spark)
+    assert list(tmp_path.iterdir()) == []
 
 
 def _warm_up_steps(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, *, written: bool) -> list[str]:
@@ -80,4 +83,9 @@ def test_a_local_master_warms_the_driver_side_write_not_the_python_workers(
     spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     steps = _warm_up_steps(tmp_path, monkeypatch, written=False)
-    assert steps == ["warm-up: session start", "warm-up: catalog", "warm-up: write path"]
+    assert steps == [
+        "warm-up: session start",
+        "warm-up: catalog",
+        "warm-up: write path",
+        "warm-up: Arrow scan",
+    ]

@@ -53,7 +53,7 @@ def warm_session(server_side_parameters: Mapping[str, str]) -> None:
     the warm-up can still be running when the model writes."""
     from dbt.adapters.hudi.publish import get_session
     from dbt.adapters.hudi.timing import phase
-    from engine import warm_python_workers, warm_write_path
+    from engine import warm_arrow_scan, warm_python_workers, warm_write_path
 
     with phase("warm-up: session start"):
         spark = get_session(server_side_parameters)
@@ -68,6 +68,9 @@ def warm_session(server_side_parameters: Mapping[str, str]) -> None:
     # a local master writes a dbt model's batch in the driver (no Python worker): warm that
     with phase("warm-up: write path"):
         local = warm_write_path(spark)
+    if local and not WRITE_STARTED.is_set():
+        with phase("warm-up: Arrow scan"):  # the JIT compiles the batch's collection now
+            warm_arrow_scan(spark)
     if local or WRITE_STARTED.is_set():
         return
     with phase("warm-up: Python workers"):  # a cluster's, or Spark Connect's server's
