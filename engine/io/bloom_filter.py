@@ -132,15 +132,14 @@ class BloomFilterSpec:
         if self.filter_type == BloomFilterType.SIMPLE:
             previous.max_entries, previous.num_keys = self.max_entries, num_keys
             return previous
-        state = _dynamic_state(num_keys, self.num_entries, self.max_entries)
+        state = _DynamicState().advance(num_keys, self.num_entries, self.max_entries)
         if previous.rows_threshold != self.num_entries or (
             len(previous.rows),
             previous.current_entries,
         ) != (state.rows, state.current_entries):
             return None
         previous.max_entries, previous.num_keys = self.max_entries, num_keys
-        previous._reached_max = state.reached_max
-        previous._next_row = state.next_row
+        previous._resume(state)
         return previous
 
     def new_filter(self) -> BloomFilter:
@@ -193,33 +192,22 @@ class BloomFilter:
             self.rows[row][positions[rows == row].ravel()] = True
 
     def _dynamic_rows(self, n: int) -> np.ndarray:
-        """The row each of the next ``n`` keys goes to, as ``InternalDynamicBloomFilter.add``
-        decides: the last row until it holds ``rows_threshold`` keys, then a new row while
-        ``rows * rows_threshold < max_entries``; past that the key that finds the last row full
-        goes to row 0 and every later key to the rows in turn (the count keeps growing)."""
+        """The row each of the next ``n`` keys goes to (:meth:`_DynamicState.advance`); rows
+        the keys open are added."""
         out = np.empty(n, dtype=np.int64)
-        i = 0
-        while i < n:
-            if self._reached_max:
-                out[i:] = (self._next_row + np.arange(n - i)) % len(self.rows)
-                self._next_row += n - i
-                self.current_entries += n - i
-                break
-            if self.current_entries >= self.rows_threshold:
-                if len(self.rows) * self.rows_threshold < self.max_entries:
-                    self.rows.append(np.zeros(self.vector_size, dtype=np.bool_))
-                    self.current_entries = 0
-                    continue
-                self._reached_max = True
-                out[i] = 0
-                self.current_entries += 1
-                i += 1
-                continue
-            take = min(n - i, self.rows_threshold - self.current_entries)
-            out[i : i + take] = len(self.rows) - 1
-            self.current_entries += take
-            i += take
+        self._resume(self._state().advance(n, self.rows_threshold, self.max_entries, out))
         return out
+
+    def _state(self) -> _DynamicState:
+        rows, current = len(self.rows), self.current_entries
+        return _DynamicState(rows, current, self._reached_max, self._next_row)
+
+    def _resume(self, state: _DynamicState) -> None:
+        """Stand where ``state`` says (a dynamic filter's rows only grow)."""
+        missing = state.rows - len(self.rows)
+        self.rows += [np.zeros(self.vector_size, dtype=np.bool_) for _ in range(missing)]
+        self.current_entries = state.current_entries
+        self._reached_max, self._next_row = state.reached_max, state.next_row
 
     def might_contain(self, keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
         """For each key, whether the filter may hold it (``mightContain``; never false for a
@@ -250,29 +238,51 @@ class BloomFilter:
 
 @dataclass(frozen=True)
 class _DynamicState:
-    rows: int
-    current_entries: int
-    reached_max: bool
-    next_row: int
+    """Where ``InternalDynamicBloomFilter`` stands: its rows, the keys counted in the current
+    one (``currentNbRecord``: it keeps counting past the maximum), whether ``rows *
+    threshold`` reached ``max_entries``, and then the row the next key goes to."""
 
+    rows: int = 1
+    current_entries: int = 0
+    reached_max: bool = False
+    next_row: int = 0
 
-def _dynamic_state(num_keys: int, threshold: int, max_entries: int) -> _DynamicState:
-    """Where ``InternalDynamicBloomFilter`` stands after ``num_keys`` keys (the arithmetic of
-    :meth:`BloomFilter._dynamic_rows`, without bits): rows fill ``threshold`` keys each while
-    ``rows * threshold < max_entries``; the key finding the last row full after that goes to
-    row 0, and every later key to the rows in turn."""
-    rows, current = 1, 0
-    left = num_keys
-    while left:
-        if current < threshold:
-            take = min(left, threshold - current)
-            current += take
-            left -= take
-        elif rows * threshold < max_entries:
-            rows, current = rows + 1, 0
-        else:  # reached the maximum: this key to row 0, then the rows in turn
-            return _DynamicState(rows, current + left, True, left - 1)
-    return _DynamicState(rows, current, False, 0)
+    def advance(
+        self, n: int, threshold: int, max_entries: int, out: np.ndarray | None = None
+    ) -> _DynamicState:
+        """The state after ``n`` more keys, as ``InternalDynamicBloomFilter.add`` decides (the
+        row of each key in ``out``, when given): the last row until it holds ``threshold``
+        keys, then a new row while ``rows * threshold < max_entries``; past that the key that
+        finds the last row full goes to row 0 and every later key to the rows in turn."""
+        rows, current, reached, next_row = (
+            self.rows,
+            self.current_entries,
+            self.reached_max,
+            self.next_row,
+        )
+        i = 0
+        while i < n:
+            if reached:
+                if out is not None:
+                    out[i:] = (next_row + np.arange(n - i)) % rows
+                next_row += n - i
+                current += n - i
+                break
+            if current < threshold:
+                take = min(n - i, threshold - current)
+                if out is not None:
+                    out[i : i + take] = rows - 1
+                current += take
+                i += take
+            elif rows * threshold < max_entries:
+                rows, current = rows + 1, 0
+            else:  # the maximum: this key to row 0, the later ones to the rows in turn
+                reached = True
+                if out is not None:
+                    out[i] = 0
+                current += 1
+                i += 1
+        return _DynamicState(rows, current, reached, next_row)
 
 
 def decode_footer_filter(footer: dict[bytes, bytes], where: str) -> BloomFilter | None:

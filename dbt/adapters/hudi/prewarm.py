@@ -47,7 +47,8 @@ def dbt_command() -> str | None:
 def warm_session(server_side_parameters: Mapping[str, str]) -> None:
     """Build the process's session, open its catalog, then warm what the first write runs on,
     once per session: on a local master the driver-side write (a throwaway table written and
-    deleted: a small batch never reaches a Python worker there), elsewhere the Python workers.
+    deleted: a small batch never reaches a Python worker there) and the JVM's Arrow collection
+    of a Parquet scan, elsewhere the Python workers.
     In the order the run needs them (dbt's first statement lists the catalog's databases).
     Once a write has started (:func:`note_write_started`), the steps not yet begun are skipped:
     the warm-up can still be running when the model writes."""
@@ -68,10 +69,12 @@ def warm_session(server_side_parameters: Mapping[str, str]) -> None:
     # a local master writes a dbt model's batch in the driver (no Python worker): warm that
     with phase("warm-up: write path"):
         local = warm_write_path(spark)
-    if local and not WRITE_STARTED.is_set():
-        with phase("warm-up: Arrow scan"):  # the JIT compiles the batch's collection now
-            warm_arrow_scan(spark)
-    if local or WRITE_STARTED.is_set():
+    if local:
+        if not WRITE_STARTED.is_set():
+            with phase("warm-up: Arrow scan"):  # the JIT compiles the batch's collection now
+                warm_arrow_scan(spark)
+        return
+    if WRITE_STARTED.is_set():
         return
     with phase("warm-up: Python workers"):  # a cluster's, or Spark Connect's server's
         tasks = warm_python_workers(spark)
