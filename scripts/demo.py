@@ -57,7 +57,6 @@ def _prepare(work: Path) -> tuple[Path, dict[str, str]]:
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    env.setdefault("SPARK_CONF_DIR", str(REPO / "engine" / "spark"))  # quiet log4j2.properties
     env["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
     return project, env
 

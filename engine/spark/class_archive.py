@@ -21,6 +21,17 @@ Spark 4 requires anyway): the first JVM that starts without an archive writes on
 * Only a JVM this process launches (``method: session``, a local or cluster master) is
   concerned; Spark Connect, an existing gateway (``PYSPARK_GATEWAY_PORT``) or options of the
   user's own about class-data sharing leave the launch as it is.
+* The JDK maps (and writes) an archive only when no directory on the class path holds files
+  ("Cannot have non-empty directory in paths", printed at every exit). ``spark-class`` puts
+  Spark's conf directory there (``SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``), which on a real
+  install holds ``spark-defaults.conf`` and ``log4j2.properties``. For a local master whose conf
+  directory has no ``spark-env.sh`` (a script the launch would have to source),
+  :func:`shareable_launch` hands the JVM the same configuration without the directory: its
+  files as one jar on the driver's class path (Hadoop's, Hive's and log4j's files are class
+  path resources), ``spark-defaults.conf``'s settings below the session's own (where
+  ``spark-submit`` would have put them), and an empty conf directory. Any other non-empty
+  directory on the class path (``HADOOP_CONF_DIR``, ``YARN_CONF_DIR``, ``SPARK_DIST_CLASSPATH``,
+  the driver's extra class path), or a cluster master, leaves class sharing off for the launch.
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ import shutil
 import subprocess
 import sys
 import time
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +52,15 @@ from engine.services.lock import pid_alive
 
 ENV = "DBT_HUDI_CLASS_ARCHIVE"
 OPTIONS_KEY = "spark.driver.extraJavaOptions"
+EXTRA_CLASSPATH_KEY = "spark.driver.extraClassPath"
+# the environment variables whose directories spark-class puts on the driver's class path
+CLASSPATH_VARIABLES = (
+    "SPARK_DIST_CLASSPATH",
+    "SPARK_CLASSPATH",
+    "SPARK_CONF_DIR",
+    "HADOOP_CONF_DIR",
+    "YARN_CONF_DIR",
+)
 # the first four bytes of a finished dynamic archive (CDS_DYNAMIC_ARCHIVE_MAGIC, little-endian)
 DYNAMIC_MAGIC = (0xF00BABA8).to_bytes(4, "little")
 # unknown options are ignored (another JVM), and the JVM's own notes on the archive stay quiet
@@ -79,18 +100,93 @@ def cache_dir(environ: Mapping[str, str] = os.environ) -> Path | None:
     return Path(base) / "dbt-hudi"
 
 
-def plan(conf: Mapping[str, str], spark_home: str) -> ClassArchive | None:
-    """The archive for a JVM this process is about to launch with ``conf``, if one applies:
-    the installed one, else a claim to write it (when no other JVM is writing it now)."""
-    if "PYSPARK_GATEWAY_PORT" in os.environ:
+@dataclass(frozen=True)
+class Launch:
+    """What a JVM launch is given: its settings and the environment variables it changes."""
+
+    conf: Mapping[str, str]
+    environ: Mapping[str, str]
+
+
+def shareable_launch(
+    conf: Mapping[str, str], spark_home: str, environ: Mapping[str, str] = os.environ
+) -> Launch | None:
+    """The launch of ``conf`` with no non-empty directory on the driver's class path (the
+    module notes), or ``None`` when there is none to be had: class sharing stays off."""
+    conf_dir = environ.get("SPARK_CONF_DIR") or os.path.join(spark_home, "conf")
+    defaults = _spark_defaults(spark_home, environ)
+    extra = conf.get(EXTRA_CLASSPATH_KEY, defaults.get(EXTRA_CLASSPATH_KEY, ""))
+    others = [
+        *extra.split(os.pathsep),
+        environ.get("HADOOP_CONF_DIR", ""),
+        environ.get("YARN_CONF_DIR", ""),
+        *environ.get("SPARK_DIST_CLASSPATH", "").split(os.pathsep),
+    ]
+    if any(_holds_files(path) for path in others):
+        return None
+    if not _holds_files(conf_dir):
+        return Launch(dict(conf), {})
+    master = conf.get("spark.master") or defaults.get("spark.master") or "local[*]"
+    directory = cache_dir(environ)
+    if not master.startswith("local") or os.path.exists(os.path.join(conf_dir, "spark-env.sh")):
+        return None
+    if directory is None:
+        return None
+    try:
+        empty = directory / "empty-conf"
+        empty.mkdir(parents=True, exist_ok=True)
+        jar = _conf_jar(Path(conf_dir), directory)
+    except OSError:
+        return None
+    settings = {**defaults, **conf}
+    settings[EXTRA_CLASSPATH_KEY] = os.pathsep.join(p for p in (extra, str(jar)) if p)
+    return Launch(settings, {"SPARK_CONF_DIR": str(empty)})
+
+
+def _holds_files(path: str) -> bool:
+    """A directory with entries (a class path entry the JDK refuses to share)."""
+    if not path or path.endswith("*") or not os.path.isdir(path):
+        return False
+    try:
+        with os.scandir(path) as entries:
+            return any(True for _ in entries)
+    except OSError:
+        return True
+
+
+def _conf_jar(conf_dir: Path, directory: Path) -> Path:
+    """The files of ``conf_dir`` as one jar in the cache, named by a digest of their names and
+    contents (a changed file makes a new jar, and so a new archive key)."""
+    files = sorted(p for p in conf_dir.rglob("*") if p.is_file())
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(f"{path.relative_to(conf_dir)}\0".encode())
+        digest.update(path.read_bytes())
+    jar = directory / f"conf-{digest.hexdigest()[:20]}.jar"
+    if not jar.is_file():
+        writing = jar.with_name(f"{jar.name}.{os.getpid()}.{time.time_ns()}.part")
+        with zipfile.ZipFile(writing, "w") as archive:
+            for path in files:
+                archive.write(path, str(path.relative_to(conf_dir)))
+        os.replace(writing, jar)
+    return jar
+
+
+def plan(
+    conf: Mapping[str, str], spark_home: str, environ: Mapping[str, str] = os.environ
+) -> ClassArchive | None:
+    """The archive for a JVM this process is about to launch with ``conf`` and ``environ``, if
+    one applies: the installed one, else a claim to write it (when no other JVM is writing it
+    now)."""
+    if "PYSPARK_GATEWAY_PORT" in environ:
         return None
     options = java_options_of(conf, spark_home)
     if any(flag in options for flag in USER_SHARING_OPTIONS):
         return None
-    directory = cache_dir()
+    directory = cache_dir(environ)
     if directory is None:
         return None
-    final = archive_path(directory, classpath_key(conf, spark_home, options))
+    final = archive_path(directory, classpath_key(conf, spark_home, options, environ))
     if final.is_file():
         _touch(final)
         return ClassArchive(final)
@@ -128,7 +224,12 @@ def with_archive(conf: Mapping[str, str], spark_home: str, archive: ClassArchive
     return {**conf, OPTIONS_KEY: f"{own} {archive.java_options()}".strip()}
 
 
-def classpath_key(conf: Mapping[str, str], spark_home: str, options: str) -> str:
+def classpath_key(
+    conf: Mapping[str, str],
+    spark_home: str,
+    options: str,
+    environ: Mapping[str, str] = os.environ,
+) -> str:
     """A digest of what decides whether an archive fits a JVM: the Java runtime, Spark's jars,
     the class path settings and the driver's Java options."""
     digest = hashlib.sha256()
@@ -141,9 +242,9 @@ def classpath_key(conf: Mapping[str, str], spark_home: str, options: str) -> str
         except OSError:
             continue
         digest.update(f"{path}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
-    digest.update(f"classpath={conf.get('spark.driver.extraClassPath', '')}\n".encode())
-    for name in ("SPARK_DIST_CLASSPATH", "SPARK_CLASSPATH", "SPARK_CONF_DIR"):
-        digest.update(f"{name}={os.environ.get(name, '')}\n".encode())
+    digest.update(f"classpath={conf.get(EXTRA_CLASSPATH_KEY, '')}\n".encode())
+    for name in CLASSPATH_VARIABLES:
+        digest.update(f"{name}={environ.get(name, '')}\n".encode())
     # -XX options may change the layout an archive needs (garbage collector, compressed
     # pointers); system properties (-D) do not, so a Derby home of its own keeps the archive
     vm_options = [o for o in options.split() if o.startswith("-XX:")]
@@ -264,9 +365,9 @@ def _jar_files(spark_home: str) -> list[Path]:
         return []
 
 
-def _spark_defaults(spark_home: str) -> dict[str, str]:
+def _spark_defaults(spark_home: str, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     """``spark-defaults.conf``'s settings (``key value`` lines), as ``spark-submit`` reads them."""
-    conf_dir = os.environ.get("SPARK_CONF_DIR") or os.path.join(spark_home, "conf")
+    conf_dir = environ.get("SPARK_CONF_DIR") or os.path.join(spark_home, "conf")
     settings: dict[str, str] = {}
     try:
         lines = Path(conf_dir, "spark-defaults.conf").read_text().splitlines()
@@ -290,7 +391,12 @@ def prepare(timeout: float = 300.0) -> Path | None:
     if directory is None:
         return None
     spark_home = _find_spark_home()
-    final = archive_path(directory, classpath_key({}, spark_home, java_options_of({}, spark_home)))
+    launch = shareable_launch({}, spark_home)
+    if launch is None:
+        return None
+    options = java_options_of(launch.conf, spark_home)
+    environ = {**os.environ, **launch.environ}
+    final = archive_path(directory, classpath_key(launch.conf, spark_home, options, environ))
     if not final.is_file() and not (directory.is_dir() and _being_written(final)):
         subprocess.run(
             [sys.executable, "-m", "engine.spark.warmup", "class-archive"],

@@ -18,7 +18,8 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from pyspark import SparkContext
 from pyspark.errors import AnalysisException
@@ -28,6 +29,12 @@ from pyspark.sql import SparkSession
 from engine.spark import class_archive
 
 QUIET_LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+FILE_LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-file.properties")
+# the system property naming the file FILE_LOG4J writes to
+SPARK_LOG_PROPERTY = "dbt_hudi.spark_log"
+# a logging configuration of the user's own, in the driver's options or Spark's conf directory
+_USER_LOG4J = ("log4j.configurationFile", "log4j2.configurationFile")
+_CONF_LOG4J_FILES = ("log4j2.properties", "log4j2.xml", "log4j2.yaml", "log4j2.json")
 
 # Settings for an embedded local session: quiet, small shuffles, no UI.
 LOCAL_DEFAULTS: Mapping[str, str] = {
@@ -61,36 +68,58 @@ _CONNECT_LOCK = threading.Lock()
 _STATIC_SETTING_ERRORS = ("CANNOT_MODIFY_STATIC_CONFIG", "CANNOT_MODIFY_CONFIG")
 
 
-def get_spark(conf: Mapping[str, str] | None = None, *, hive: bool = False) -> SparkSession:
+def get_spark(
+    conf: Mapping[str, str] | None = None, *, hive: bool = False, log_file: str | None = None
+) -> SparkSession:
     """Return the process's SparkSession, creating it with ``conf`` if none exists yet.
 
     ``hive`` asks for Hive support as dbt-spark does; over Spark Connect (``SPARK_REMOTE``,
     ``spark.remote``) the server's catalog is the one there is, and only the settings the server
-    accepts at runtime are sent (see the module notes).
+    accepts at runtime are sent (see the module notes). A JVM this call launches writes Spark's
+    own log lines to ``log_file`` when one is given (:func:`with_log_file`).
     """
     settings = dict(conf or {})
     if is_connect(settings):
         return _connect_session(settings)
-    return _launch({**EMBEDDED_DEFAULTS, **settings}, hive=hive)
+    return _launch({**EMBEDDED_DEFAULTS, **settings}, hive=hive, log_file=log_file)
 
 
-def _launch(settings: Mapping[str, str], *, hive: bool) -> SparkSession:
+def with_log_file(conf: Mapping[str, str], spark_home: str, log_file: str) -> dict[str, str]:
+    """``conf`` with Spark's own log lines going to ``log_file`` instead of the terminal, unless
+    the user configured logging (``-Dlog4j.configurationFile`` in the driver's options, or a
+    ``log4j2`` file in Spark's conf directory): a dbt command's terminal keeps dbt's lines, and
+    Spark's warnings (``Using an existing Spark session``...) stay where dbt's debug log is."""
+    own = class_archive.java_options_of(conf, spark_home)
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or os.path.join(spark_home, "conf")
+    if any(k in own for k in _USER_LOG4J) or any(
+        os.path.isfile(os.path.join(conf_dir, name)) for name in _CONF_LOG4J_FILES
+    ):
+        return dict(conf)
+    ours = f"-Dlog4j.configurationFile={FILE_LOG4J} -D{SPARK_LOG_PROPERTY}={log_file}"
+    return {**conf, class_archive.OPTIONS_KEY: f"{ours} {own}".strip()}
+
+
+def _launch(
+    settings: Mapping[str, str], *, hive: bool, log_file: str | None = None
+) -> SparkSession:
     """``getOrCreate`` with ``settings``; a JVM it launches starts from the class-data archive
     (:mod:`engine.spark.class_archive`), or writes one when it exits."""
     with _LAUNCH_LOCK:
         archive = None
+        environ: Mapping[str, str] = {}
         if SparkContext._gateway is None:
             spark_home = _find_spark_home()
-            archive = class_archive.plan(settings, spark_home)
-            if archive is not None:
-                settings = class_archive.with_archive(settings, spark_home, archive)
+            if log_file is not None:
+                settings = with_log_file(settings, spark_home, log_file)
+            archive, settings, environ = _with_class_archive(settings, spark_home)
         builder = SparkSession.builder
         if hive:
             builder = builder.enableHiveSupport()
         for key, value in settings.items():
             builder = builder.config(key, value)
         try:
-            spark = builder.getOrCreate()
+            with _launch_environment(environ):
+                spark = builder.getOrCreate()
         except BaseException:
             if archive is not None:
                 class_archive.release(archive)  # no JVM writes it: the next launch may
@@ -99,6 +128,35 @@ def _launch(settings: Mapping[str, str], *, hive: bool) -> SparkSession:
         if archive is not None and proc is not None:
             class_archive.watch(archive, proc.pid)
         return spark
+
+
+def _with_class_archive(
+    settings: Mapping[str, str], spark_home: str
+) -> tuple[class_archive.ClassArchive | None, Mapping[str, str], Mapping[str, str]]:
+    """The archive a launch maps or writes, with the settings and environment variables it
+    launches with; ``settings`` as they are when it uses none."""
+    launch = class_archive.shareable_launch(settings, spark_home)
+    if launch is None:
+        return None, settings, {}
+    archive = class_archive.plan(launch.conf, spark_home, {**os.environ, **launch.environ})
+    if archive is None:
+        return None, settings, {}
+    return archive, class_archive.with_archive(launch.conf, spark_home, archive), launch.environ
+
+
+@contextmanager
+def _launch_environment(environ: Mapping[str, str]) -> Iterator[None]:
+    """``environ`` set while pyspark launches the JVM (it passes its environment on)."""
+    saved = {name: os.environ.get(name) for name in environ}
+    os.environ.update(environ)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def is_connect(conf: Mapping[str, str] | None = None) -> bool:

@@ -1,5 +1,5 @@
 """hudi_mor: deltacommits, downstream ref() reads the merged snapshot (same and fresh process),
-compaction, and a view over a merge-on-read model refused at compile time."""
+compaction, and a view over a merge-on-read model reading its merged snapshot."""
 
 from __future__ import annotations
 
@@ -88,10 +88,18 @@ class TestHudiMor:
         assert spark.catalog.tableExists(name)
         assert spark_rows(spark, f"select * from {schema}.events_total", COLUMNS) == EXPECTED_V2
 
-    def test_hudi_mor_view_over_mor_model_compile_error(self, project: Any) -> None:
-        _, log = run_dbt_and_capture(["run", "-s", "events_view"], expect_pass=False)
-        assert "Compilation Error" in log and "events_view" in log
-        assert "Materialize 'events_view' as 'table'" in log
+    def test_hudi_mor_view_over_mor_model_reads_the_merged_snapshot(
+        self, project: Any, spark: Any
+    ) -> None:
+        from dbt.adapters.hudi.relation import HUDI_VIEWS, format_hudi_view_name
+        from dbt.adapters.hudi.views import ensure_hudi_views
+
+        schema = project.test_schema
+        run_dbt(["run", "-s", "events_view"])
+        name = format_hudi_view_name(schema, "events_view")
+        HUDI_VIEWS[name] = (schema, "events_view")
+        ensure_hudi_views([name], {})
+        assert spark_rows(spark, f"select * from `{name}`", ["id"]) == [(1,), (3,), (4,)]
 
     def test_hudi_compact_run_operation_catalog_table_exact(self, project: Any, spark: Any) -> None:
         schema = project.test_schema

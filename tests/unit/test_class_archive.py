@@ -190,3 +190,67 @@ def test_a_claim_whose_jvm_never_started_is_given_up(cache: Path, spark_home: Pa
     class_archive.release(claim)
     again = class_archive.plan({}, str(spark_home))
     assert again is not None and again.writing is not None
+
+
+def _conf_dir(tmp_path: Path, *files: str) -> Path:
+    conf = tmp_path / "site-conf"
+    conf.mkdir()
+    for name in files:
+        (conf / name).write_text("spark.dbt_hudi.marker from-defaults\n")
+    return conf
+
+
+def test_a_conf_dir_with_files_becomes_a_jar_and_its_defaults_settings(
+    cache: Path, spark_home: Path, tmp_path: Path
+) -> None:
+    conf = _conf_dir(tmp_path, "spark-defaults.conf", "log4j2.properties")
+    environ = {**os.environ, "SPARK_CONF_DIR": str(conf)}
+    launch = class_archive.shareable_launch(
+        {"spark.master": "local[2]", "spark.dbt_hudi.own": "1"}, str(spark_home), environ
+    )
+    assert launch is not None
+    empty = Path(launch.environ["SPARK_CONF_DIR"])
+    assert empty.is_dir() and not list(empty.iterdir())  # the JDK accepts an empty directory
+    jar = Path(launch.conf[class_archive.EXTRA_CLASSPATH_KEY])
+    import zipfile
+
+    with zipfile.ZipFile(jar) as archive:
+        assert sorted(archive.namelist()) == ["log4j2.properties", "spark-defaults.conf"]
+    assert launch.conf["spark.dbt_hudi.marker"] == "from-defaults"  # below the session's own
+    assert launch.conf["spark.dbt_hudi.own"] == "1"
+    # a changed file makes another jar, so another archive key
+    (conf / "log4j2.properties").write_text("rootLogger.level = warn\n")
+    again = class_archive.shareable_launch({"spark.master": "local[2]"}, str(spark_home), environ)
+    assert again is not None and again.conf[class_archive.EXTRA_CLASSPATH_KEY] != str(jar)
+
+
+@pytest.mark.parametrize(
+    ("case", "conf", "variables"),
+    [
+        ("spark-env.sh to source", {"spark.master": "local[2]"}, {}),
+        ("a cluster master", {"spark.master": "spark://127.0.0.1:7077"}, {}),
+        ("a Hadoop conf dir with files", {"spark.master": "local[2]"}, {"HADOOP_CONF_DIR": ""}),
+    ],
+)
+def test_a_class_path_directory_that_cannot_be_left_out_turns_sharing_off(
+    cache: Path,
+    spark_home: Path,
+    tmp_path: Path,
+    case: str,
+    conf: dict[str, str],
+    variables: dict[str, str],
+) -> None:
+    site = _conf_dir(tmp_path, "spark-defaults.conf", *(["spark-env.sh"] if "env" in case else []))
+    environ = {**os.environ, "SPARK_CONF_DIR": str(site)}
+    if "HADOOP_CONF_DIR" in variables:
+        environ["HADOOP_CONF_DIR"] = str(site)
+        environ["SPARK_CONF_DIR"] = str(tmp_path / "absent")
+    assert class_archive.shareable_launch(conf, str(spark_home), environ) is None, case
+
+
+def test_an_empty_or_missing_conf_dir_leaves_the_launch_as_it_is(
+    cache: Path, spark_home: Path
+) -> None:
+    conf = {"spark.master": "local[2]"}
+    launch = class_archive.shareable_launch(conf, str(spark_home), dict(os.environ))
+    assert launch == class_archive.Launch(conf, {})  # $SPARK_HOME/conf is empty

@@ -12,7 +12,8 @@ Before a statement runs, the connection registers the snapshot views of the merg
 models the statement names (see ``relation.py``), so SQL rendered in one process and run in a
 fresh one (``dbt run -s downstream_only``) reads the latest committed snapshot; and it
 re-registers the views of the Hudi sources it names (``sources.py``), so each statement reads
-the snapshot committed when it starts.
+the snapshot committed when it starts; the session views of ``view`` models over Hudi models
+(``views.py``) it names are registered, and the snapshots beneath them refreshed, likewise.
 
 With ``method: session`` every statement finds its session through the adapter's
 ``publish.get_session``, as dbt-spark's cursor does, except that over Spark Connect the
@@ -35,11 +36,12 @@ from dbt.adapters.spark.connections import (
     SparkCredentials,
 )
 
-from dbt.adapters.hudi.relation import SNAPSHOT_VIEW_PREFIX
+from dbt.adapters.hudi.relation import HUDI_VIEW_PREFIX, SNAPSHOT_VIEW_PREFIX
 from dbt.adapters.hudi.sources import SOURCE_VIEW_PREFIX
 
 _SNAPSHOT_VIEW_RE = re.compile(rf"`({re.escape(SNAPSHOT_VIEW_PREFIX)}[^`]+)`")
 _SOURCE_VIEW_RE = re.compile(rf"`({re.escape(SOURCE_VIEW_PREFIX)}[^`]+)`")
+_HUDI_VIEW_RE = re.compile(rf"`({re.escape(HUDI_VIEW_PREFIX)}[^`]+)`")
 # sessions the data source is registered in (a registration lasts as long as its session)
 _REGISTERED: weakref.WeakSet[Any] = weakref.WeakSet()
 _REGISTER_LOCK = threading.Lock()
@@ -101,14 +103,17 @@ class HudiConnectionManager(SparkConnectionManager):
     def add_query(self, sql: str, *args: Any, **kwargs: Any) -> tuple[Connection, Any]:
         names = set(_SNAPSHOT_VIEW_RE.findall(sql)) if SNAPSHOT_VIEW_PREFIX in sql else set()
         sources = set(_SOURCE_VIEW_RE.findall(sql)) if SOURCE_VIEW_PREFIX in sql else set()
-        if names or sources:
+        views = set(_HUDI_VIEW_RE.findall(sql)) if HUDI_VIEW_PREFIX in sql else set()
+        if names or sources or views:
             credentials = self.get_thread_connection().credentials
             if isinstance(credentials, HudiCredentials) and credentials.has_session:
                 from dbt.adapters.hudi.publish import ensure_snapshot_views, get_session
                 from dbt.adapters.hudi.sources import register_source_views
+                from dbt.adapters.hudi.views import ensure_hudi_views
 
-                ensure_snapshot_views(sorted(names), credentials.server_side_parameters)
+                params = credentials.server_side_parameters
+                ensure_snapshot_views(sorted(names), params)
                 if sources:
-                    spark = get_session(credentials.server_side_parameters)
-                    register_source_views(spark, sorted(sources))
+                    register_source_views(get_session(params), sorted(sources))
+                ensure_hudi_views(sorted(views), params)
         return super().add_query(sql, *args, **kwargs)

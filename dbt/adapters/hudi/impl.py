@@ -428,6 +428,25 @@ class HudiAdapter(SparkAdapter):
         return dict(published.__dict__)
 
     @available
+    def hudi_define_view(self, relation: HudiRelation, sql: str) -> dict[str, str] | None:
+        """A ``view`` model over Hudi models (``views.py``): its session view is registered, and
+        the catalog view's text and its ``TBLPROPERTIES`` clause, which keeps the session
+        view's definition, are returned (``text``, ``properties``); ``None`` for a view that
+        reads no Hudi model (dbt-spark's view as it is)."""
+        from dbt.adapters.hudi.views import define_view, reads_session_views
+
+        if not reads_session_views(sql):
+            return None
+        self.hudi_require_session()
+        text, properties = define_view(
+            str(relation.schema),
+            str(relation.identifier),
+            sql,
+            self._credentials.server_side_parameters,
+        )
+        return {"text": text, "properties": properties}
+
+    @available
     def hudi_persist_docs(
         self,
         relation: HudiRelation,

@@ -49,6 +49,8 @@ BASE_PATH_PROPERTY = "dbt_hudi.base_path"
 TABLE_TYPE_PROPERTY = "dbt_hudi.table_type"
 # a digest of the entry's columns and the two properties above: an unchanged entry is kept
 DEFINITION_PROPERTY = "dbt_hudi.definition"
+# the shape of the entry's query, part of the digest: an entry of an older shape is replaced
+ENTRY_FORMAT = 2
 
 _LOCK = threading.RLock()
 # snapshot view name -> (base path, timeline hash it was registered at), in this process
@@ -68,17 +70,34 @@ class PublishedTable:
 
 def get_session(server_side_parameters: Mapping[str, str] | None = None) -> SparkSession:
     """The process's SparkSession, built as dbt-spark's session cursor builds it (Hive support,
-    the profile's parameters); over Spark Connect only the settings the server accepts."""
+    the profile's parameters); over Spark Connect only the settings the server accepts. A JVM
+    it launches logs Spark's own lines to ``spark.log`` in dbt's log directory."""
     from engine import get_spark
 
-    return get_spark(server_side_parameters, hive=True)
+    return get_spark(server_side_parameters, hive=True, log_file=spark_log_file())
+
+
+def spark_log_file() -> str | None:
+    """``spark.log`` beside dbt's ``dbt.log`` (dbt's ``--log-path``), when dbt runs."""
+    import os
+
+    try:
+        from dbt.flags import get_flags
+
+        log_path = getattr(get_flags(), "LOG_PATH", None)  # type: ignore[no-untyped-call]
+    except Exception:  # dbt-core not driving this process (a library use of the adapter)
+        return None
+    if not log_path:
+        return None
+    os.makedirs(str(log_path), exist_ok=True)
+    return os.path.join(os.path.abspath(str(log_path)), "spark.log")
 
 
 def _quote_identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _quote_string(value: str) -> str:
+def quote_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
@@ -168,7 +187,9 @@ def publish(
 def _definition_digest(columns: StructType, properties: Mapping[str, str]) -> str:
     """What a catalog entry is made of, docs aside: its columns (names, types, nullability)
     and properties (base path, table type)."""
-    text = json.dumps([columns.jsonValue(), sorted(properties.items())], sort_keys=True)
+    text = json.dumps(
+        [ENTRY_FORMAT, columns.jsonValue(), sorted(properties.items())], sort_keys=True
+    )
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -214,32 +235,36 @@ def _catalog_view_sql(
     comments: Comments,
 ) -> str:
     """``CREATE OR REPLACE VIEW`` of the catalog entry: the columns (with their comments), the
-    properties, and a filter that fails every read that reaches a row (a filter, unlike a
-    projected column, cannot be pruned by ``count(*)``)."""
+    properties, and a query that fails every read (:func:`unreadable_select`)."""
     name = format_catalog_name(schema, identifier)
     column_comments = comments.columns or {}
     declared = ", ".join(
         _quote_identifier(f.name)
-        + (
-            f" COMMENT {_quote_string(column_comments[f.name])}"
-            if f.name in column_comments
-            else ""
-        )
+        + (f" COMMENT {quote_string(column_comments[f.name])}" if f.name in column_comments else "")
         for f in columns.fields
     )
-    selected = ", ".join(
-        f"CAST(NULL AS {f.dataType.simpleString()}) AS {_quote_identifier(f.name)}"
-        for f in columns.fields
-    )
-    assignments = ", ".join(
-        f"{_quote_string(k)} = {_quote_string(v)}" for k, v in properties.items()
-    )
-    comment = f" COMMENT {_quote_string(comments.table)}" if comments.table else ""
-    message = _quote_string(unreadable_message(f"{schema}.{identifier}", base_path))
+    assignments = ", ".join(f"{quote_string(k)} = {quote_string(v)}" for k, v in properties.items())
+    comment = f" COMMENT {quote_string(comments.table)}" if comments.table else ""
+    message = unreadable_message(f"{schema}.{identifier}", base_path)
     return (
         f"CREATE OR REPLACE VIEW {name} ({declared}){comment} TBLPROPERTIES ({assignments}) "
-        f"AS SELECT {selected} WHERE raise_error({message}) IS NULL"
+        f"AS {unreadable_select(columns, message)}"
     )
+
+
+def unreadable_select(columns: StructType, message: str) -> str:
+    """A query with ``columns`` whose every read fails with ``message``.
+
+    Each column is the error itself (cast to its type), so no predicate on a column folds to a
+    constant: a literal ``NULL`` column would let the optimizer answer ``WHERE id > 1`` with
+    zero rows without reading. The filter fails reads that project no column (``count(*)``).
+    """
+    error = f"raise_error({quote_string(message)})"
+    selected = ", ".join(
+        f"CAST({error} AS {f.dataType.simpleString()}) AS {_quote_identifier(f.name)}"
+        for f in columns.fields
+    )
+    return f"SELECT {selected} WHERE {error} IS NULL"
 
 
 def register_snapshot_view(

@@ -31,15 +31,26 @@ from dbt.adapters.hudi.sources import hudi_source_location, remember_source_view
 MOR_MATERIALIZATION = "hudi_mor"
 HUDI_MATERIALIZATIONS = ("hudi_upsert", "hudi_insert_overwrite", MOR_MATERIALIZATION)
 SNAPSHOT_VIEW_PREFIX = "hudi_snapshot__"
+HUDI_VIEW_PREFIX = "hudi_view__"
+# the materializations a view over a Hudi model can reach it through (their SQL is inlined)
+_PASS_THROUGH = ("view", "ephemeral")
 
 # view name -> (schema, identifier); filled while SQL is rendered, read before it runs
 SNAPSHOT_VIEWS: dict[str, tuple[str, str]] = {}
+# session name of a `view` model over Hudi models -> (schema, identifier); likewise
+HUDI_VIEWS: dict[str, tuple[str, str]] = {}
 _LOCK = threading.Lock()
 
 
 def format_snapshot_view_name(schema: str, identifier: str) -> str:
     """The session view name that stands for merge-on-read model ``schema.identifier``."""
     return f"{SNAPSHOT_VIEW_PREFIX}{schema}__{identifier}"
+
+
+def format_hudi_view_name(schema: str, identifier: str) -> str:
+    """The session view name that stands for ``view`` model ``schema.identifier`` over Hudi
+    models (see ``views.py``)."""
+    return f"{HUDI_VIEW_PREFIX}{schema}__{identifier}"
 
 
 def _config_value(relation_config: Any, key: str) -> Any:
@@ -66,6 +77,46 @@ def is_hudi_node(relation_config: Any) -> bool:
     return isinstance(file_format, str) and file_format.strip().lower() == "hudi"
 
 
+def _project_manifest() -> Any:
+    """The manifest dbt handed the hudi adapter of this process (its macro resolver), if any."""
+    try:
+        from dbt.adapters.factory import get_adapter_by_type
+
+        adapter = get_adapter_by_type("hudi")  # type: ignore[no-untyped-call]
+        return getattr(adapter, "_macro_resolver", None)
+    except Exception:  # no hudi adapter registered in this process
+        return None
+
+
+def reads_hudi(relation_config: Any, manifest: Any) -> bool:
+    """Whether a node's SQL reads a Hudi model or a Hudi source: directly, or through the views
+    and ephemeral models it selects from (their SQL reads the same session views)."""
+    nodes = getattr(manifest, "nodes", None) or {}
+    sources = getattr(manifest, "sources", None) or {}
+    seen: set[str] = set()
+    pending = [relation_config]
+    while pending:
+        depends_on = getattr(pending.pop(), "depends_on", None)
+        for unique_id in getattr(depends_on, "nodes", None) or ():
+            upstream = nodes.get(unique_id) or sources.get(unique_id)
+            if upstream is None or unique_id in seen:
+                continue
+            seen.add(unique_id)
+            if is_hudi_node(upstream) or hudi_source_location(upstream) is not None:
+                return True
+            if _materialized(upstream) in _PASS_THROUGH:
+                pending.append(upstream)
+    return False
+
+
+def _is_view_over_hudi(relation_config: Any) -> bool:
+    """A ``view`` model that reads Hudi models (``ref()`` renders its session view)."""
+    if _materialized(relation_config) != "view":
+        return False
+    manifest = _project_manifest()
+    return manifest is not None and reads_hudi(relation_config, manifest)
+
+
 def _running_node(relation_config: Any) -> bool:
     """Whether the calling thread runs this node now: dbt names a node's connection after its
     ``unique_id`` while it compiles and executes the node, and only then (the manifest's
@@ -84,14 +135,18 @@ def _running_node(relation_config: Any) -> bool:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class HudiRelation(SparkRelation):
-    """A Spark relation that knows whether it stands for a merge-on-read Hudi model.
+    """A Spark relation that knows whether it stands for a Hudi model's snapshot, or for a
+    ``view`` model over Hudi models.
 
     Attributes:
-        hudi_snapshot: render as the model's session snapshot view instead of the catalog
-            name (merge-on-read models only).
+        hudi_snapshot: render as the Hudi model's session snapshot view instead of the catalog
+            name.
+        hudi_view: render as the view model's session view (``views.py``) instead of the
+            catalog name.
     """
 
     hudi_snapshot: bool = False
+    hudi_view: bool = False
     hudi_source_location: str | None = None
 
     @classmethod
@@ -111,17 +166,21 @@ class HudiRelation(SparkRelation):
         is_this = not kwargs and _running_node(relation_config)
         if is_hudi_node(relation_config) and (is_ref or is_this):
             return cast(HudiRelation, relation.incorporate(hudi_snapshot=True))
+        if is_ref and _is_view_over_hudi(relation_config):
+            return cast(HudiRelation, relation.incorporate(hudi_view=True))
         return relation
 
     def incorporate(self, **kwargs: Any) -> Any:
         """dbt's ``incorporate``; a relation renamed from a snapshot relation (a temporary
-        relation ``make_temp_relation`` derives) is a plain name, not a snapshot view."""
+        relation ``make_temp_relation`` derives) is a plain name, not a session view."""
         path = kwargs.get("path")
         renamed = isinstance(path, Mapping) and path.get("identifier", self.identifier) != (
             self.identifier
         )
-        if self.hudi_snapshot and renamed and "hudi_snapshot" not in kwargs:
-            kwargs["hudi_snapshot"] = False
+        if renamed:
+            for flag in ("hudi_snapshot", "hudi_view"):
+                if getattr(self, flag) and flag not in kwargs:
+                    kwargs[flag] = False
         return super().incorporate(**kwargs)  # type: ignore[no-untyped-call]
 
     @property
@@ -135,11 +194,17 @@ class HudiRelation(SparkRelation):
                 self.schema or "", self.identifier, self.hudi_source_location
             )
             return str(self.quoted(name))  # type: ignore[no-untyped-call]
-        if not self.hudi_snapshot or not self.identifier:
+        if not self.identifier or not (self.hudi_snapshot or self.hudi_view):
             return super().render()
-        name = self.snapshot_view_name
-        with _LOCK:
-            SNAPSHOT_VIEWS[name] = (self.schema or "", self.identifier)
+        target = (self.schema or "", self.identifier)
+        if self.hudi_view:
+            name = format_hudi_view_name(*target)
+            with _LOCK:
+                HUDI_VIEWS[name] = target
+        else:
+            name = self.snapshot_view_name
+            with _LOCK:
+                SNAPSHOT_VIEWS[name] = target
         return str(self.quoted(name))  # type: ignore[no-untyped-call]
 
     def snapshot_relation(self) -> HudiRelation:
@@ -147,5 +212,5 @@ class HudiRelation(SparkRelation):
         return cast(HudiRelation, self.incorporate(hudi_snapshot=True))
 
     def catalog_relation(self) -> HudiRelation:
-        """This relation as its catalog table (for DDL, grants, docs)."""
-        return cast(HudiRelation, self.incorporate(hudi_snapshot=False))
+        """This relation as its catalog object (for DDL, grants, docs)."""
+        return cast(HudiRelation, self.incorporate(hudi_snapshot=False, hudi_view=False))

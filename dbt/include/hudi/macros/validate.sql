@@ -5,26 +5,30 @@
 {% endmacro %}
 
 
-{#- A persistent view cannot read a Hudi model: its snapshot is a session view (the files of a
-    Hudi snapshot change with every commit, so no catalog object lists them, see publish.py), and
-    Spark refuses persistent views over temporary objects. Fail before any DDL, saying what works
-    instead. -#}
+{#- A `view` model over Hudi models (views.py): a catalog view whose text reads the Hudi models'
+    catalog entries (refused outside dbt, naming how to read the table), and a session view of the
+    compiled SQL that ref() renders to, kept on the catalog view as a property. Any other view is
+    dbt-spark's. -#}
 {% macro hudi__create_view_as(relation, sql) -%}
-  {%- if 'hudi_snapshot__' in sql -%}
-    {%- do exceptions.raise_compiler_error(
-        "View model '" ~ relation.identifier ~ "' selects from a Hudi model. Spark cannot keep a "
-        ~ "persistent view over a Hudi snapshot (it is read by the engine in each session, at the "
-        ~ "latest commit). Materialize '" ~ relation.identifier ~ "' as 'table', 'incremental' or "
-        ~ "a hudi_* materialization (or 'ephemeral')."
-    ) -%}
+  {%- set defined = adapter.hudi_define_view(relation, sql) -%}
+  {%- if defined is none -%}
+    {{ spark__create_view_as(relation, sql) }}
+  {%- else -%}
+  create or replace view {{ relation }}
+  {% if config.persist_column_docs() -%}
+    {% set model_columns = model.columns %}
+    {% set query_columns = get_columns_in_query(sql) %}
+    (
+    {{ get_persist_docs_column_list(model_columns, query_columns) }}
+    )
+  {% endif %}
+  {{ comment_clause() }}
+  {%- set contract_config = config.get('contract') -%}
+  {%- if contract_config.enforced -%}
+    {{ get_assert_columns_equivalent(sql) }}
+  {%- endif %}
+  {{ defined['properties'] }}
+  as
+    {{ defined['text'] }}
   {%- endif -%}
-  {%- if 'hudi_source__' in sql -%}
-    {%- do exceptions.raise_compiler_error(
-        "View model '" ~ relation.identifier ~ "' selects from a Hudi source (external.file_format "
-        ~ "'hudi'). Spark cannot keep a persistent view over it (the source is read by the engine "
-        ~ "in each session, at its latest snapshot). Materialize '" ~ relation.identifier
-        ~ "' as 'table', 'incremental' or a hudi_* materialization (or 'ephemeral')."
-    ) -%}
-  {%- endif -%}
-  {{ spark__create_view_as(relation, sql) }}
 {%- endmacro %}
