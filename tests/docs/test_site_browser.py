@@ -201,19 +201,20 @@ def test_every_page_renders(browser: Browser, server: str, site: Path) -> None:
     assert plots == 4  # upserts, indexes, record index, dbt runs
 
 
+# the results, once the worker answered: "No matching documents" can show for a moment while the
+# worker still indexes, so only one that stays for 2 s counts
 SEARCH = """(async () => {
   const wait = ms => new Promise(r => setTimeout(r, ms));
-  for (let i = 0; i < 100; i++) {
-    const items = document.querySelectorAll('.md-search-result__item');
-    const meta = document.querySelector('.md-search-result__meta')?.textContent || '';
-    if (items.length || /no matching/i.test(meta)) {
-      return {meta, links: [...document.querySelectorAll('.md-search-result__link')]
-        .map(a => a.getAttribute('href'))};
-    }
+  const meta = () => document.querySelector('.md-search-result__meta')?.textContent || '';
+  let nothing = 0;
+  for (let i = 0; i < 150 && nothing < 20; i++) {
+    const links = [...document.querySelectorAll('.md-search-result__link')]
+      .map(a => a.getAttribute('href'));
+    if (links.length) return {meta: meta(), links};
+    nothing = /no matching/i.test(meta()) ? nothing + 1 : 0;
     await wait(100);
   }
-  return {meta: document.querySelector('.md-search-result__meta')?.textContent || '',
-          links: []};
+  return {meta: meta(), links: []};
 })()"""
 
 
@@ -223,6 +224,7 @@ def search(browser: Browser, server: str, term: str) -> dict[str, Any]:
     time.sleep(0.2)
     browser.call("Input.insertText", session=True, text=term)
     found: dict[str, Any] = browser.evaluate(SEARCH)
+    assert browser.evaluate("document.querySelector('.md-search__input').value") == term
     return found
 
 
