@@ -169,7 +169,7 @@ class HudiModelConfig:
         named, a ``unique_key``, and no partitioning or one by ``unique_key`` columns only (a
         bucket index finds a key in its own partition: a key that cannot change partition is
         unique in the table, as dbt means it). Measured: no index lookup at all, and inserts
-        go to log files like updates (README, "Coming from dbt-spark")."""
+        go to log files like updates (docs/performance.md, "hudi_mor's default index")."""
         if self.materialization != "hudi_mor" or hc.INDEX_TYPE.key in opts:
             return False
         if not self.record_key_fields or hc.TABLE_CDC_ENABLED.key in opts:
