@@ -26,7 +26,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
 
-from tests.cli.browser import Browser, find_browser
+from tests.cli.browser import Browser, headless
 
 pytestmark = pytest.mark.unit
 
@@ -67,15 +67,7 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    executable = find_browser()
-    if executable is None:
-        pytest.skip(
-            "no Chromium on this machine: `make browser` installs Debian's chromium package "
-            "(needs apt-get and root); the user guide is not rendered"
-        )
-    b = Browser(executable)
-    yield b
-    b.close()
+    yield from headless("the user guide")
 
 
 def pages(site: Path) -> list[str]:
