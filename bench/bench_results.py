@@ -27,16 +27,25 @@ def machine() -> str:
         memory = f", {pages / 2**30:.0f} GB"
     except (ValueError, OSError):
         pass
-    cpu = platform.processor() or platform.machine()
-    return f"{os.cpu_count()} cores{memory}, {cpu}, {platform.system()}"
+    return f"{os.cpu_count()} cores{memory}, {_cpu()}, {platform.system()}"
 
 
-def record(section: str, entry: str, figures: dict[str, Any]) -> None:
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def record(section: str, entry: str, figures: dict[str, Any], path: Path = RESULTS) -> None:
     """Replace ``section.entry`` of the results file with ``figures``, dated, machine named."""
-    data: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
     data.setdefault(section, {})[entry] = {
         "date": datetime.date.today().isoformat(),
         "machine": machine(),
         **figures,
     }
-    RESULTS.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
