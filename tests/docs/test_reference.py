@@ -241,3 +241,32 @@ def test_every_message_the_adapter_raises_is_quoted() -> None:
 def test_the_fragments_of_a_raise_are_found() -> None:
     source = 'def f(x):\n    raise DbtRuntimeError(f"Something {x} went wrong here")\n'
     assert raised_fragments(source) == ["Something", "went wrong here"]
+
+
+# ---- environment variables -------------------------------------------------------------------
+
+_ENV_READ = re.compile(
+    r"""(?:environ\.get\(|environ\[|getenv\()\s*['"]([A-Z][A-Z0-9_]+)['"]"""
+    r"""|^\w*ENV\w* = ['"]([A-Z][A-Z0-9_]+)['"]""",
+    flags=re.M,
+)
+# the fault-injection hooks of tests/faults: set by the tests, never by a user
+_TEST_ONLY_ENV = {"HUDI_FAULT_POINT", "HUDI_FAULT_PID", "HUDI_FAULT_COUNTER"}
+
+
+def env_read(sources: dict[str, str]) -> set[str]:
+    return {a or b for text in sources.values() for a, b in _ENV_READ.findall(text)}
+
+
+def test_every_environment_variable_read_is_documented() -> None:
+    files = [*(REPO / "engine").rglob("*.py"), *ADAPTER.glob("*.py")]
+    read = env_read({str(p): p.read_text() for p in files}) - _TEST_ONLY_ENV
+    assert {"SPARK_REMOTE", "DBT_HUDI_CLASS_ARCHIVE", "DBT_HUDI_TIMING"} <= read
+    page = (REPO / "docs" / "config-reference.md").read_text()
+    table = page.split("## Environment variables", 1)[1]
+    assert sorted(v for v in read if f"`{v}`" not in table) == []
+
+
+def test_the_environment_scan_finds_reads_and_constants() -> None:
+    source = 'x = os.environ.get("NEW_VAR")\nTIMING_ENV = "OTHER_VAR"\ny = os.getenv("THIRD")\n'
+    assert env_read({"a.py": source}) == {"NEW_VAR", "OTHER_VAR", "THIRD"}
