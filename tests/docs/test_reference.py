@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from dbt.adapters.hudi.guards import SPARK_CONFIGS
-from dbt.adapters.hudi.options import MODEL_CONFIGS
+from dbt.adapters.hudi.guards import SPARK_CONFIGS, GuardError, location_problem
+from dbt.adapters.hudi.options import MODEL_CONFIGS, ModelConfigError, parse_model_config
 from engine import config as hc
+from engine.fs.filenames import parse_base_file_name
+from engine.fs.properties import read_properties
+from engine.fs.storage import Storage
 from scripts import docs_reference as ref
 
 pytestmark = pytest.mark.unit
@@ -145,8 +149,6 @@ def test_hudi_keys_named_by_model_configs_exist() -> None:
 
 
 def test_allowed_values_are_accepted_and_others_refused() -> None:
-    from dbt.adapters.hudi.options import ModelConfigError, parse_model_config
-
     checked = 0
     for doc in MODEL_CONFIGS:
         if not doc.allowed or doc.name in ("materialized", "savepoint", "file_format"):
@@ -270,3 +272,37 @@ def test_every_environment_variable_read_is_documented() -> None:
 def test_the_environment_scan_finds_reads_and_constants() -> None:
     source = 'x = os.environ.get("NEW_VAR")\nTIMING_ENV = "OTHER_VAR"\ny = os.getenv("THIRD")\n'
     assert env_read({"a.py": source}) == {"NEW_VAR", "OTHER_VAR", "THIRD"}
+
+
+def _raised(make: Callable[[], object]) -> str:
+    try:
+        make()
+    except Exception as e:
+        return str(e)
+    raise AssertionError("no error raised")
+
+
+# the page's example for these classes is the very message the code raises for its values
+EXAMPLES: dict[str, Callable[[], object]] = {
+    "ConfigError": lambda: hc.parse_options({"hoodie.datasource.write.recordkey": "id"}),
+    "ModelConfigError": lambda: parse_model_config("orders", "hudi_upsert", {"payload": "latest"}),
+    "GuardError": lambda: _raise(
+        GuardError(
+            "orders",
+            "hudi_upsert",
+            [location_problem("/data/lake/analytics/orders", ["part-0000.parquet"])],
+        )
+    ),
+    "FileNameError": lambda: parse_base_file_name("part-00000.parquet"),
+    "TableNotFoundError": lambda: read_properties(Storage("/data/lake/analytics/orders")),
+}
+
+
+def _raise(error: Exception) -> None:
+    raise error
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_the_example_is_the_message_the_code_raises(name: str) -> None:
+    example = sections(TROUBLESHOOTING.read_text())[name].split("```text\n", 1)[1].split("\n```")[0]
+    assert example == _raised(EXAMPLES[name])
