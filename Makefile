@@ -7,7 +7,8 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: install test test-long demo demo-connect check bench bench-dbt java clean browser
+.PHONY: install test test-long demo demo-connect check bench bench-dbt java clean browser docs \
+	docs-serve
 
 java:
 	@$(PYTHON) scripts/check_java.py
@@ -16,7 +17,7 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) scripts/check_java.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev,connect]"
+	$(PY) -m pip install -q -e ".[dev,connect,docs]"
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -71,5 +72,15 @@ bench: $(STAMP)
 bench-dbt: $(STAMP)
 	$(PY) bench/dbt_latency.py
 
+# the user guide (mkdocs.yml, docs/): the config reference is generated from the code and the
+# performance plots from bench/results.json as it builds (scripts/mkdocs_hooks.py)
+docs: export NO_MKDOCS_2_WARNING := 1
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict --site-dir site
+
+docs-serve: export NO_MKDOCS_2_WARNING := 1
+docs-serve: $(STAMP)
+	$(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8000
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf site $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -83,6 +83,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench import bench_results  # noqa: E402
 from engine import config as hc  # noqa: E402
 from engine.config import WriteOperation  # noqa: E402
 
@@ -486,6 +487,7 @@ def upsert_section(bench: Bench, datasets: dict[str, tuple[Path, dict[str, Any]]
         contenders += [bench.spark_io(shape, data, meta), bench.delta_merge(shape, data, meta)]
         rounds(contenders)
         by_name = {c.name: c for c in contenders}
+        record_shape(shape, contenders)
         spark_s = by_name["spark-io"].median()
         delta_s = by_name["delta-merge"].median()
         for c in contenders:
@@ -510,6 +512,22 @@ def upsert_section(bench: Bench, datasets: dict[str, tuple[Path, dict[str, Any]]
                 f"{hudi_rss:.0f} / {spark_rss:.0f} MB | <= 1.0x | {state} |"
             )
     return [*lines, "", *TARGET_HEADER, *targets]
+
+
+def record_shape(shape: str, contenders: list[Contender]) -> None:
+    """The shape's medians into bench/results.json, which the user guide plots."""
+    rows, batch, _ = SHAPES[shape]
+    bench_results.record(
+        "upsert",
+        shape,
+        {
+            "rows": rows,
+            "batch": batch,
+            "reps": REPS,
+            "load": round(statistics.median(r["load"] for c in contenders for r in c.records), 1),
+            "seconds": {c.name: round(c.median(), 2) for c in contenders},
+        },
+    )
 
 
 TARGET_HEADER = [

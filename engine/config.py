@@ -135,35 +135,35 @@ def parse_list(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-def choice(*allowed: str, synonyms: Mapping[str, str] | None = None) -> Callable[[str], str]:
+@dataclass(frozen=True)
+class Choice(Generic[T]):
+    """Parser for an enum-like option: case-insensitive on ``allowed`` and synonyms, returning
+    the canonical value. ``allowed`` is what the config reference lists."""
+
+    allowed: tuple[str, ...]
+    canonical: Mapping[str, T]
+
+    def __call__(self, value: str) -> T:
+        try:
+            return self.canonical[value.strip().lower()]
+        except KeyError:
+            raise ValueError(f"expected one of {', '.join(self.allowed)}") from None
+
+
+def choice(*allowed: str, synonyms: Mapping[str, str] | None = None) -> Choice[str]:
     """Parser for an enum-like option: case-insensitive, returns the canonical spelling."""
     canonical = {a.lower(): a for a in allowed}
     for alias, target in (synonyms or {}).items():
         canonical[alias.lower()] = target
-
-    def parse(value: str) -> str:
-        try:
-            return canonical[value.strip().lower()]
-        except KeyError:
-            raise ValueError(f"expected one of {', '.join(allowed)}") from None
-
-    return parse
+    return Choice(tuple(allowed), canonical)
 
 
-def enum_choice(enum: type[E], synonyms: Mapping[str, E] | None = None) -> Callable[[str], E]:
+def enum_choice(enum: type[E], synonyms: Mapping[str, E] | None = None) -> Choice[E]:
     """Parser for an enum option: case-insensitive on the members' values and ``synonyms``."""
     canonical: dict[str, E] = {member.value.lower(): member for member in enum}
     for alias, target in (synonyms or {}).items():
         canonical[alias.lower()] = target
-    allowed = ", ".join(member.value for member in enum)
-
-    def parse(value: str) -> E:
-        try:
-            return canonical[value.strip().lower()]
-        except KeyError:
-            raise ValueError(f"expected one of {allowed}") from None
-
-    return parse
+    return Choice(tuple(member.value for member in enum), canonical)
 
 
 def _to_text(value: Any) -> str:
@@ -837,6 +837,10 @@ LOGFILE_TO_PARQUET_COMPRESSION_RATIO = _option(
 )
 
 
+LOG_BLOCK_FORMATS = ("avro", "parquet")
+_LOG_BLOCK_FORMAT = choice(*LOG_BLOCK_FORMATS)
+
+
 def parse_log_block_format(value: str) -> str:
     """``avro`` or ``parquet``; HFile blocks are refused (Hudi writes them for the metadata
     table only, whose files this engine never writes)."""
@@ -846,7 +850,7 @@ def parse_log_block_format(value: str) -> str:
             "hfile data blocks are written for the metadata table only; "
             "a data table's log blocks are avro or parquet"
         )
-    return choice("avro", "parquet")(lowered)
+    return _LOG_BLOCK_FORMAT(lowered)
 
 
 LOGFILE_DATA_BLOCK_FORMAT = _option(

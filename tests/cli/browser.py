@@ -14,8 +14,11 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
@@ -26,6 +29,22 @@ def find_browser() -> str | None:
         if path:
             return path
     return None
+
+
+def headless(what: str) -> Iterator[Browser]:
+    """A browser for a test fixture (closed after it), or the tests skipped saying that
+    ``what`` is not rendered when this machine has no Chromium."""
+    executable = find_browser()
+    if executable is None:
+        pytest.skip(
+            "no Chromium on this machine: `make browser` installs Debian's chromium package "
+            f"(needs apt-get and root); {what} is not rendered"
+        )
+    browser = Browser(executable)
+    try:
+        yield browser
+    finally:
+        browser.close()
 
 
 class Browser:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.cli import oracle
-from tests.cli.browser import Browser, find_browser
+from tests.cli.browser import Browser, headless
 from tests.cli.conftest import cli_json, run_cli
 
 COUNT_POINTS = """(() => {
@@ -39,15 +39,7 @@ COUNT_POINTS = """(() => {
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    executable = find_browser()
-    if executable is None:
-        pytest.skip(
-            "no Chromium on this machine: `make browser` installs Debian's chromium package "
-            "(needs apt-get and root); the report is not rendered"
-        )
-    b = Browser(executable)
-    yield b
-    b.close()
+    yield from headless("the report")
 
 
 def _render(browser: Browser, table: Path, tmp_path: Path) -> dict[str, Any]:

@@ -1,9 +1,8 @@
-"""The guards' rules on plain values (no JVM), and the README's config table kept complete."""
+"""The guards' rules on plain values (no JVM). That every config the adapter reads is documented
+is tests/docs/test_reference.py's concern."""
 
 from __future__ import annotations
 
-import ast
-import re
 from pathlib import Path
 
 import pytest
@@ -103,41 +102,3 @@ def test_location_refused_unless_absent_empty_or_a_hudi_table() -> None:
     assert "it holds _SUCCESS, a.csv, b.csv, c, d, ..." in problem
     file_problem = location_problem(path, None)
     assert file_problem is not None and "is a file, not a directory" in file_problem
-
-
-def _readme_config_table() -> set[str]:
-    """The first column of the README's model config table (``| `key` | ...`` rows)."""
-    text = (REPO / "README.md").read_text()
-    section = text.split("### Model configs", 1)[1].split("\n#", 1)[0]
-    return {
-        name
-        for cell in re.findall(r"^\| ([^|]+) \|", section, flags=re.MULTILINE)
-        for name in re.findall(r"`([a-z_]+)`", cell)
-    }
-
-
-def _configs_read_by_the_adapter() -> set[str]:
-    """Every ``config.get("key")`` in the adapter's modules: the configs a model can set."""
-    keys = set()
-    for module in sorted((REPO / "dbt" / "adapters" / "hudi").glob("*.py")):
-        for node in ast.walk(ast.parse(module.read_text())):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "get"
-                and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == "config"
-                and node.args
-                and isinstance(node.args[0], ast.Constant)
-                and isinstance(node.args[0].value, str)
-            ):
-                keys.add(node.args[0].value)
-    return keys
-
-
-def test_readme_config_table_lists_every_config_the_adapter_reads() -> None:
-    documented = _readme_config_table()
-    read = _configs_read_by_the_adapter()
-    assert {"unique_key", "hudi_options", "location"} <= read  # the scan finds them
-    missing = (read | set(SPARK_CONFIGS)) - documented
-    assert not missing, f"model configs missing from README's config table: {sorted(missing)}"

@@ -40,7 +40,7 @@ class SparkConfigRule:
 
 # Every model config dbt-spark reads (SparkConfig and its materializations), and what a Hudi
 # materialization does with it. "refused" keys are errors when set: Hudi would otherwise ignore
-# them silently. The README's "Coming from dbt-spark" table says the same.
+# them silently. docs/coming-from-dbt-spark.md says the same for users.
 SPARK_CONFIGS: Mapping[str, SparkConfigRule] = {
     "file_format": SparkConfigRule(
         "meaningful", "`hudi` (or dbt-spark's default `parquet`): base files are Parquet"

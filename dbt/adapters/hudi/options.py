@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dbt.adapters.hudi.guards import ModelProblems, spark_config_problems
+from dbt.adapters.hudi.guards import SPARK_CONFIGS, ModelProblems, spark_config_problems
 from dbt.adapters.hudi.schema_change import mode_options, option_conflicts
 from engine import IS_DELETED_COLUMN
 from engine import config as hc
@@ -169,7 +169,7 @@ class HudiModelConfig:
         named, a ``unique_key``, and no partitioning or one by ``unique_key`` columns only (a
         bucket index finds a key in its own partition: a key that cannot change partition is
         unique in the table, as dbt means it). Measured: no index lookup at all, and inserts
-        go to log files like updates (README, "Coming from dbt-spark")."""
+        go to log files like updates (docs/performance.md, "hudi_mor's default index")."""
         if self.materialization != "hudi_mor" or hc.INDEX_TYPE.key in opts:
             return False
         if not self.record_key_fields or hc.TABLE_CDC_ENABLED.key in opts:
@@ -523,3 +523,308 @@ def parse_model_config(
     if problems:
         raise ModelConfigError(model, materialization, problems)
     return cfg
+
+
+# ---------------------------------------------------------------------------------------------
+# the model config reference: every config a Hudi model (or a dbt-spark model, seed or snapshot
+# written as Hudi) reads, described once here; docs/config-reference.md is generated from it and
+# a test fails when a config the adapter reads has no entry
+
+
+@dataclass(frozen=True)
+class ModelConfigDoc:
+    """One model config as the reference page shows it (Markdown in every text field)."""
+
+    name: str
+    applies_to: str
+    values: str
+    default: str
+    hudi_keys: str
+    description: str
+    allowed: tuple[str, ...] = ()
+
+
+def _listed(values: Sequence[str]) -> str:
+    return ", ".join(f"`{v}`" for v in values)
+
+
+_INDEX_DESCRIPTION = (
+    "`SIMPLE` looks stored keys up in the record's partition; `GLOBAL_SIMPLE` in every "
+    "partition (a key that changes partition moves); `BLOOM` / `GLOBAL_BLOOM` are Hudi's bloom "
+    "indexes: the same lookups, reading only the files whose footer key range and bloom filter "
+    "may hold a key (`hoodie.bloom.index.prune.by.ranges`, and "
+    "`hoodie.bloom.index.update.partition.path` for the global one, in `hudi_options`); "
+    "`BUCKET` is Hudi's bucket index: the key's hash picks the file group, no lookup; "
+    "`RECORD_INDEX` is Hudi's record level index: a global index kept in the metadata table's "
+    "`record_index` partition, so a lookup reads the index entries of the batch's keys, not "
+    "every partition's key column. It needs `hudi_options={'hoodie.write.table.version': '9'}` "
+    "(or 8); on a partitioned model a key whose partition changes moves "
+    "(`hoodie.record.index.update.partition.path=true`, see "
+    "[the record index](table-services.md#the-record-index)). A continued table keeps the index "
+    "it was written with."
+)
+
+_INDEX_DEFAULT = (
+    "`GLOBAL_SIMPLE` with `hoodie.simple.index.update.partition.path=true` for partitioned "
+    "`hudi_upsert`/`hudi_mor` models with the default payload (see "
+    "[keys that change partition](materializations.md#keys-that-change-partition)); `BUCKET` "
+    "for a **new** `hudi_mor` table with a `unique_key`, unpartitioned or partitioned by "
+    "`unique_key` columns only (see "
+    "[hudi_mor's default index](performance.md#hudi_mors-default-index)); else Hudi's `SIMPLE`"
+)
+
+_DBT_SPARK_REFUSED = tuple(k for k, rule in SPARK_CONFIGS.items() if rule.verdict == "refused")
+
+MODEL_CONFIGS: tuple[ModelConfigDoc, ...] = (
+    ModelConfigDoc(
+        "materialized",
+        "Hudi models",
+        "the Hudi materialization",
+        "–",
+        "`hoodie.datasource.write.table.type` (kept as `hoodie.table.type`), "
+        "`hoodie.datasource.write.operation`",
+        "Which table a model writes and how each run writes it: `hudi_upsert` (copy-on-write, "
+        "upsert by `unique_key`), `hudi_mor` (merge-on-read, updates as log blocks, inline "
+        "compaction), `hudi_insert_overwrite` (copy-on-write, replaces the partitions the rows "
+        "touch). See [materializations](materializations.md).",
+        MATERIALIZATIONS,
+    ),
+    ModelConfigDoc(
+        "unique_key",
+        "Hudi models, `file_format='hudi'` models",
+        "column or list of columns (the record key); unique in the whole table",
+        "required for `hudi_upsert` and `hudi_mor`; without it a `hudi_insert_overwrite` table "
+        "is keyless (Hudi's auto-generated record keys `<instant>_<task>_<row>`, nothing "
+        "persisted)",
+        "`hoodie.datasource.write.recordkey.field` (kept as `hoodie.table.recordkey.fields`)",
+        "Several columns make a complex record key. See "
+        "[keys that change partition](materializations.md#keys-that-change-partition).",
+    ),
+    ModelConfigDoc(
+        "partition_by",
+        "Hudi models, `file_format='hudi'` models",
+        "column or list of columns",
+        "none (non-partitioned)",
+        "`hoodie.datasource.write.partitionpath.field` (kept as `hoodie.table.partition.fields`)",
+        "The partition path fields of the table.",
+    ),
+    ModelConfigDoc(
+        "precombine_key",
+        "Hudi models, `file_format='hudi'` models",
+        "column (the ordering field)",
+        "none",
+        "`hoodie.datasource.write.precombine.field` (kept as `hoodie.table.precombine.field`)",
+        "The latest version of a key wins by this field. A null value in a run that upserts is "
+        "refused before any file is written.",
+    ),
+    ModelConfigDoc(
+        "payload",
+        "Hudi models",
+        "`overwrite_latest`; `event_time` (keeps the stored row when it is newer); "
+        "`partial_update` (null fields keep stored values). The last two need `precombine_key`",
+        "`overwrite_latest`",
+        "`hoodie.datasource.write.payload.class`: "
+        + ", ".join(f"`{cls.rsplit('.', 1)[1]}`" for cls in PAYLOADS.values()),
+        "How an incoming record merges with the stored one.",
+        tuple(PAYLOADS),
+    ),
+    ModelConfigDoc(
+        "hive_style_partitioning",
+        "Hudi models",
+        "`true` (`order_date=2026-01-01/`), `false`",
+        "`true`",
+        "`hoodie.datasource.write.hive_style_partitioning`",
+        "Whether partition folders are named `field=value`.",
+        ("true", "false"),
+    ),
+    ModelConfigDoc(
+        "location",
+        "Hudi models",
+        "the table's full base path",
+        "`<hudi_base_path or warehouse>/<schema>/<alias>`",
+        "the table's base path",
+        "Refused when it is a file or a non-empty directory without `.hoodie/`. Set "
+        "`location` or `location_root`, not both.",
+    ),
+    ModelConfigDoc(
+        "location_root",
+        "Hudi models, `file_format='hudi'` models",
+        "a folder: the base path is `<location_root>/<alias>`",
+        "`<hudi_base_path or warehouse>/<schema>`",
+        "the table's base path",
+        "As dbt-spark's `location_root`; the same refusals as `location`.",
+    ),
+    ModelConfigDoc(
+        "on_schema_change",
+        "Hudi models, `file_format='hudi'` models",
+        "what a run may change in the table's schema, on top of Hudi's rules",
+        "`ignore`",
+        "`hoodie.write.set.null.for.missing.columns`, "
+        "`hoodie.datasource.write.schema.allow.auto.evolution.column.drop`, "
+        "`hoodie.datasource.write.reconcile.schema`",
+        "dbt's meaning, on every materialization; see "
+        "[schema changes](schema-changes.md#schema-changes-on_schema_change).",
+        ON_SCHEMA_CHANGE,
+    ),
+    ModelConfigDoc(
+        "compaction_delta_commits",
+        "`hudi_mor`",
+        "positive integer",
+        str(DEFAULT_COMPACTION_DELTA_COMMITS),
+        "`hoodie.compact.inline.max.delta.commits` (with `hoodie.compact.inline=true`)",
+        "Inline compaction runs every this many deltacommits.",
+    ),
+    ModelConfigDoc(
+        "overwrite_scope",
+        "`hudi_insert_overwrite`",
+        "what a run replaces: the partitions its rows touch, or the whole table",
+        "`partitions`",
+        "`hoodie.datasource.write.operation`: `insert_overwrite`, `insert_overwrite_table`",
+        "An unpartitioned model always replaces the whole table.",
+        OVERWRITE_SCOPES,
+    ),
+    ModelConfigDoc(
+        "index_type",
+        "Hudi models",
+        "Hudi's index types (case-insensitive)",
+        _INDEX_DEFAULT,
+        "`hoodie.index.type` (`BUCKET` persisted in `hoodie.properties`)",
+        _INDEX_DESCRIPTION,
+        INDEX_TYPES,
+    ),
+    ModelConfigDoc(
+        "buckets",
+        "Hudi models with `index_type='BUCKET'`",
+        "positive integer",
+        "Hudi's 4; for `hudi_mor`'s default bucket index one bucket per 128 MB of the first "
+        "run's batch (Spark's size estimate of the model's plan), at least 4, at most 256",
+        "`hoodie.bucket.index.num.buckets`",
+        "File groups per partition of the bucket index, fixed for the table's life.",
+    ),
+    ModelConfigDoc(
+        "hudi_options",
+        "Hudi models, `file_format='hudi'` models",
+        "a mapping of raw `hoodie.*` keys (see [Hudi keys](#hudi-keys) below)",
+        "`{}`",
+        "the keys themselves",
+        "Validated against the engine's options; a key that contradicts a config above (or the "
+        "materialization's operation and table type) is an error.",
+    ),
+    ModelConfigDoc(
+        "file_format",
+        "every model",
+        "`hudi`, or dbt-spark's default `parquet` (base files are Parquet); anything else is "
+        "an error on a Hudi model",
+        "`parquet`",
+        "–",
+        "On a dbt-spark `table`, `incremental`, seed or snapshot, `hudi` writes it with the "
+        "engine; see [dbt-spark's `file_format='hudi'`]"
+        "(coming-from-dbt-spark.md#dbt-sparks-file_formathudi).",
+        ("hudi", "parquet"),
+    ),
+    ModelConfigDoc(
+        "incremental_strategy",
+        "Hudi models, `file_format='hudi'` models",
+        "only the materialization's own: `merge` for `hudi_upsert` and `hudi_mor`, "
+        "`insert_overwrite` for `hudi_insert_overwrite`; anything else is an error",
+        "none",
+        "–",
+        "On a dbt-spark `incremental` model with `file_format='hudi'`: `merge`, "
+        "`insert_overwrite` or `append` (dbt-spark's default).",
+    ),
+    ModelConfigDoc(
+        "options",
+        "`file_format='hudi'` models (refused on Hudi models)",
+        "Hudi's Spark SQL table properties: `type` (`cow` | `mor`), `primaryKey`, "
+        "`preCombineField`, `payloadClass`, any `hoodie.*` key",
+        "`{}`",
+        "`hoodie.table.type`, `hoodie.table.recordkey.fields`, `hoodie.table.precombine.field`, "
+        "`hoodie.datasource.write.payload.class`",
+        "Kept in `hoodie.properties` on the first write; a later run that contradicts them is "
+        "an error. On a `hudi_*` model it is refused: `unique_key` for `primaryKey`, "
+        "`precombine_key` for `preCombineField`, the materialization for `type`, "
+        "`hudi_options` for `hoodie.*` keys.",
+    ),
+    ModelConfigDoc(
+        "grants",
+        "every model",
+        "dbt's grants",
+        "`{}`",
+        "–",
+        "Applied after the commit where the platform has `GRANT`; refused before anything runs "
+        "on Spark, whose SQL has none (with any catalog).",
+    ),
+    ModelConfigDoc(
+        "contract",
+        "every model",
+        "`{enforced: true}`",
+        "not enforced",
+        "–",
+        "dbt's check of the SELECT's column names and types against the YAML, before anything "
+        "runs (dbt's message); the table is written in the contract's column order. "
+        "Constraints are not enforced: a warning names each.",
+    ),
+    ModelConfigDoc(
+        "persist_docs",
+        "every model",
+        "dbt's `{relation: true, columns: true}`",
+        "`{}`",
+        "–",
+        "Table and column comments on the model's catalog entry (written where it is created, "
+        "after each commit).",
+    ),
+    ModelConfigDoc(
+        "savepoint",
+        "Hudi models",
+        "`true`, `false`",
+        "`false`",
+        "–",
+        "`true`: after the run's commit, a Hudi savepoint pins it (see [undo a bad run](undo.md)).",
+        ("true", "false"),
+    ),
+    ModelConfigDoc(
+        "column_types",
+        "seeds with `file_format: hudi`",
+        "dbt's: column -> type",
+        "`{}`",
+        "–",
+        "Columns typed as dbt-spark types them; each `dbt seed` writes a fresh table.",
+    ),
+    ModelConfigDoc(
+        "strategy",
+        "snapshots with `file_format='hudi'`",
+        "dbt's: `timestamp`, `check`",
+        "–",
+        "–",
+        "With dbt's meaning; the snapshot is a copy-on-write table keyed by `dbt_scd_id`.",
+    ),
+    ModelConfigDoc(
+        "snapshot_table_column_names",
+        "snapshots with `file_format='hudi'`",
+        "dbt's",
+        "dbt's",
+        "–",
+        "With dbt's meaning.",
+    ),
+    ModelConfigDoc(
+        "dbt_valid_to_current",
+        "snapshots with `file_format='hudi'`",
+        "dbt's",
+        "null",
+        "–",
+        "With dbt's meaning.",
+    ),
+    *(
+        ModelConfigDoc(
+            key,
+            "Hudi models (refused)",
+            "dbt-spark's",
+            "–",
+            "–",
+            f"A dbt-spark config a Hudi write cannot honour: set, it is an error "
+            f"saying what to use instead ({SPARK_CONFIGS[key].why}).",
+        )
+        for key in _DBT_SPARK_REFUSED
+        if key not in ("options", "incremental_strategy")
+    ),
+)
