@@ -1,8 +1,8 @@
 """``.hoodie/hoodie.properties`` and ``.hoodie_partition_metadata``: java.util.Properties text.
 
-Reading unescapes the way Java's ``Properties.load`` does (tables written by Hudi escape ``:`` and
-``=`` inside values). Writing keeps values plain: hudi-rs does not unescape, and Java's loader
-accepts unescaped ``:``/``=`` after the separator. The checksum (CRC32 of
+Reading follows Java's ``Properties.load`` (``javaproperties``): tables written by Hudi escape
+``:`` and ``=`` inside values. Writing keeps values plain: hudi-rs does not unescape, and Java's
+loader accepts unescaped ``:``/``=`` after the separator. The checksum (CRC32 of
 ``"<database>.<table>"``) is always the last line, as Java writes it.
 """
 
@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import zlib
 from collections.abc import Mapping
+
+import javaproperties
 
 from engine import config
 from engine.errors import ConfigError, TableNotFoundError
@@ -22,51 +24,10 @@ PROPERTIES_FILE = f"{METAFOLDER}/hoodie.properties"
 PARTITION_METAFILE = PARTITION_METAFILE_PREFIX
 
 
-def _unescape(text: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\" and i + 1 < len(text):
-            nxt = text[i + 1]
-            if nxt == "u" and i + 5 < len(text):
-                out.append(chr(int(text[i + 2 : i + 6], 16)))
-                i += 6
-                continue
-            out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(nxt, nxt))
-            i += 2
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
-
 def parse_properties_text(text: str) -> dict[str, str]:
-    """Parse java.util.Properties text (comments, escapes, ``=``/``:`` separators)."""
-    props: dict[str, str] = {}
-    logical: list[str] = []
-    for raw in text.splitlines():
-        line = raw.lstrip()
-        if not logical and (not line or line[0] in "#!"):
-            continue
-        # an odd number of trailing backslashes continues the line
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2 == 1:
-            logical.append(line[:-1])
-            continue
-        logical.append(line)
-        entry, logical = "".join(logical), []
-        i = 0
-        while i < len(entry):
-            if entry[i] == "\\":
-                i += 2
-                continue
-            if entry[i] in "=:":
-                break
-            i += 1
-        key, value = entry[:i].strip(), entry[i + 1 :].lstrip() if i < len(entry) else ""
-        props[_unescape(key)] = _unescape(value)
-    return props
+    """Parse java.util.Properties text by Java's rules (comments, escapes, continuation lines,
+    and a key ended by ``=``, ``:`` or white space)."""
+    return dict(javaproperties.loads(text))
 
 
 def table_checksum(database: str | None, table: str) -> int:

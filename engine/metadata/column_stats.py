@@ -44,6 +44,7 @@ from typing import Any
 
 import fastavro
 import pyarrow.parquet as pq
+import xxhash
 
 from engine import config
 from engine.errors import HudiError
@@ -80,7 +81,8 @@ _META_COLUMNS = frozenset(
     {*META_COLUMNS_ALWAYS_INDEXED, "_hoodie_commit_seqno", "_hoodie_file_name", "_hoodie_operation"}
 )
 _NON_PARTITIONED_ID = "."
-_HASH_SEED = 0xDABADABA - (1 << 32)  # a Java int, widened to long before hashing
+# a Java int widened to a long before hashing, as the unsigned 64 bits XXH64 takes
+_HASH_SEED = (0xDABADABA - (1 << 32)) & ((1 << 64) - 1)
 _WRAPPER_NS = "org.apache.hudi.avro.model."
 # Hudi 1.1's ValueType ordinals (the corpus shows NULL, BOOLEAN, LONG, STRING, DECIMAL, DATE and
 # TIMESTAMP_MICROS; the others follow the enum's order)
@@ -138,51 +140,11 @@ class ColumnStats:
 
 # ---- keys ---------------------------------------------------------------------------------------
 
-_M64 = (1 << 64) - 1
-_P1, _P2, _P3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
-_P4, _P5 = 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5
-
-
-def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (64 - r))) & _M64
-
-
-def _round(acc: int, lane: int) -> int:
-    return (_rotl((acc + lane * _P2) & _M64, 31) * _P1) & _M64
-
-
-def _xxh64(data: bytes, seed: int) -> int:
-    """XXH64 (lz4-java's ``XXHash64``, which ``HashID`` uses), as an unsigned 64-bit int."""
-    seed &= _M64
-    size, pos = len(data), 0
-    if size >= 32:
-        lanes = [(seed + _P1 + _P2) & _M64, (seed + _P2) & _M64, seed, (seed - _P1) & _M64]
-        while pos + 32 <= size:
-            words = struct.unpack_from("<4Q", data, pos)
-            lanes = [_round(v, w) for v, w in zip(lanes, words, strict=True)]
-            pos += 32
-        h = sum(_rotl(v, r) for v, r in zip(lanes, (1, 7, 12, 18), strict=True)) & _M64
-        for v in lanes:
-            h = ((h ^ _round(0, v)) * _P1 + _P4) & _M64
-    else:
-        h = (seed + _P5) & _M64
-    h = (h + size) & _M64
-    while pos + 8 <= size:
-        h = (_rotl(h ^ _round(0, struct.unpack_from("<Q", data, pos)[0]), 27) * _P1 + _P4) & _M64
-        pos += 8
-    if pos + 4 <= size:
-        h ^= (struct.unpack_from("<I", data, pos)[0] * _P1) & _M64
-        h = (_rotl(h, 23) * _P2 + _P3) & _M64
-        pos += 4
-    for byte in data[pos:]:
-        h = (_rotl(h ^ ((byte * _P5) & _M64), 11) * _P1) & _M64
-    h = ((h ^ (h >> 33)) * _P2) & _M64
-    h = ((h ^ (h >> 29)) * _P3) & _M64
-    return h ^ (h >> 32)
-
 
 def _id64(text: str) -> str:
-    return base64.b64encode(struct.pack(">Q", _xxh64(text.encode(), _HASH_SEED))).decode()
+    # XXH64 as lz4-java's ``XXHash64`` computes it (``HashID``), unsigned
+    digest = xxhash.xxh64_intdigest(text.encode(), _HASH_SEED)
+    return base64.b64encode(struct.pack(">Q", digest)).decode()
 
 
 def column_stats_key(column: str, partition_path: str, file_name: str) -> str:

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -47,6 +46,8 @@ import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+import javaproperties
 
 from engine.services.lock import pid_alive
 
@@ -72,8 +73,6 @@ WRITING_GRACE_SECONDS = 6 * 3600.0
 # an archive of another class path unused this long is removed when a new one is installed
 UNUSED_DAYS = 30
 _OFF = frozenset({"off", "0", "false", "no"})
-# a java.util.Properties line: the key ends at the first '=', ':' or blank
-_PROPERTY = re.compile(r"([^\s=:]+)\s*[=:\s]\s*(.*)")
 
 
 @dataclass(frozen=True)
@@ -368,16 +367,12 @@ def _jar_files(spark_home: str) -> list[Path]:
 def _spark_defaults(spark_home: str, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     """``spark-defaults.conf``'s settings (``key value`` lines), as ``spark-submit`` reads them."""
     conf_dir = environ.get("SPARK_CONF_DIR") or os.path.join(spark_home, "conf")
-    settings: dict[str, str] = {}
     try:
-        lines = Path(conf_dir, "spark-defaults.conf").read_text().splitlines()
+        text = Path(conf_dir, "spark-defaults.conf").read_text(encoding="utf-8")
     except OSError:
-        return settings
-    for line in lines:
-        found = _PROPERTY.match(line.strip())
-        if found and not found.group(1).startswith(("#", "!")):
-            settings[found.group(1)] = found.group(2).strip()
-    return settings
+        return {}
+    # Spark loads it with java.util.Properties and trims each value
+    return {key: value.strip() for key, value in javaproperties.loads(text).items()}
 
 
 def prepare(timeout: float = 300.0) -> Path | None:
