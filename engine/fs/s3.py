@@ -11,13 +11,17 @@ places, in Hadoop S3A's order of precedence, and every task builds its own pyarr
    ``fs.s3a.access.key``, ``fs.s3a.secret.key``, ``fs.s3a.session.token``,
    ``fs.s3a.path.style.access``, ``fs.s3a.connection.ssl.enabled``), and Hudi's AWS keys
    (``hoodie.aws.access.key``, ``hoodie.aws.secret.key``, ``hoodie.aws.session.token``);
-2. the environment: ``AWS_ENDPOINT_URL_S3``/``AWS_ENDPOINT_URL``, ``AWS_REGION``/
-   ``AWS_DEFAULT_REGION``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``;
-3. the AWS profile (``AWS_PROFILE``, else ``default``) in ``~/.aws/credentials`` and
-   ``~/.aws/config`` (``AWS_SHARED_CREDENTIALS_FILE``, ``AWS_CONFIG_FILE``).
+2. below those, the AWS SDK's own resolution, botocore's: credentials from its provider chain
+   (the environment's ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN``,
+   the profile's keys in ``~/.aws/credentials`` and ``~/.aws/config``, assume-role, SSO,
+   ``credential_process``, ...), the region from ``AWS_REGION``/``AWS_DEFAULT_REGION`` or the
+   profile, the endpoint from ``AWS_ENDPOINT_URL_S3``/``AWS_ENDPOINT_URL`` or the profile's
+   ``endpoint_url``; the profile is ``AWS_PROFILE`` (else ``default``), its files
+   ``AWS_SHARED_CREDENTIALS_FILE`` and ``AWS_CONFIG_FILE``.
 
-Settings left unresolved stay unset, so each task falls back to the AWS SDK's own chain
-(instance profiles, container roles) on its host.
+The chain's host-bound providers (an EC2 instance profile, an ECS/EKS container role) are left
+to each task: what the driver's host may assume is not what a task's host may, so settings left
+unresolved stay unset and each task's SDK resolves them on its own host.
 
 ``s3://`` and ``s3a://`` name the same objects; :func:`canonical_uri` gives the one spelling the
 engine writes into the table's metadata and hands to Spark (``s3a://``, the scheme Hadoop's S3A
@@ -26,16 +30,18 @@ connector serves), whichever spelling the user gave.
 
 from __future__ import annotations
 
-import configparser
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
 from engine import config
 from engine.errors import ConfigError
+
+if TYPE_CHECKING:
+    import botocore.session
 
 __all__ = [
     "S3_SCHEMES",
@@ -54,6 +60,8 @@ _HADOOP_PREFIX = "spark.hadoop."
 HOODIE_AWS_ACCESS_KEY = config.AWS_ACCESS_KEY.key
 HOODIE_AWS_SECRET_KEY = config.AWS_SECRET_KEY.key
 HOODIE_AWS_SESSION_TOKEN = config.AWS_SESSION_TOKEN.key
+# botocore's providers of the driver host's own identity, left to each task's host
+_HOST_BOUND_PROVIDERS = ("container-role", "iam-role")
 
 
 def is_s3_uri(path: str) -> bool:
@@ -150,25 +158,55 @@ def _env(*names: str) -> str | None:
     return None
 
 
-def _profile() -> dict[str, str]:
-    """The AWS profile's keys from the shared credentials and config files."""
-    name = os.environ.get("AWS_PROFILE") or os.environ.get("AWS_DEFAULT_PROFILE") or "default"
-    home = os.path.expanduser("~")
-    found: dict[str, str] = {}
-    config_file = os.environ.get("AWS_CONFIG_FILE") or os.path.join(home, ".aws", "config")
-    creds_file = os.environ.get("AWS_SHARED_CREDENTIALS_FILE") or os.path.join(
-        home, ".aws", "credentials"
+def _aws_session() -> botocore.session.Session:
+    """botocore's session of the environment's profile, without the host-bound credential
+    providers (the module notes). Imported here: botocore takes half a second to import, and
+    only a table on S3 needs it."""
+    import botocore.session
+
+    session = botocore.session.Session()
+    resolver = session.get_component("credential_provider")
+    for host_bound in _HOST_BOUND_PROVIDERS:
+        if resolver.get_provider(host_bound) is not None:
+            resolver.remove(host_bound)
+    return session
+
+
+@dataclass(frozen=True)
+class _SdkSettings:
+    """What the AWS SDK resolves below the options: credentials, region, endpoint."""
+
+    access_key: str | None = None
+    secret_key: str | None = None
+    token: str | None = None
+    region: str | None = None
+    endpoint_url: str | None = None
+
+
+def _sdk_settings() -> _SdkSettings:
+    """Credentials, region and endpoint as botocore resolves them.
+
+    Raises:
+        ConfigError: the named profile does not exist, or an AWS file or credential source is
+            malformed.
+    """
+    import botocore.exceptions
+
+    try:
+        session = _aws_session()
+        scoped = session.get_scoped_config()
+        credentials = session.get_credentials()
+        region = session.get_config_variable("region")
+    except botocore.exceptions.BotoCoreError as e:
+        raise ConfigError(f"Cannot resolve the AWS profile's settings: {e}") from None
+    frozen = credentials.get_frozen_credentials() if credentials is not None else None
+    return _SdkSettings(
+        access_key=frozen.access_key if frozen else None,
+        secret_key=frozen.secret_key if frozen else None,
+        token=frozen.token if frozen else None,
+        region=_env("AWS_REGION") or _str(region),
+        endpoint_url=_str(scoped.get("endpoint_url")),
     )
-    section = name if name == "default" else f"profile {name}"
-    for path, wanted in ((config_file, section), (creds_file, name)):
-        parser = configparser.RawConfigParser()
-        try:
-            parser.read(path)
-        except configparser.Error as e:
-            raise ConfigError(f"Cannot parse the AWS file {path}: {e}") from None
-        if parser.has_section(wanted):
-            found.update({k: v.strip() for k, v in parser.items(wanted)})
-    return found
 
 
 def _parse_bool(key: str, text: str | None) -> bool | None:
@@ -180,13 +218,13 @@ def _parse_bool(key: str, text: str | None) -> bool | None:
     return lowered == "true"
 
 
-def _endpoint(options: Mapping[str, Any], profile: Mapping[str, str]) -> tuple[str | None, str]:
+def _endpoint(options: Mapping[str, Any], sdk: _SdkSettings) -> tuple[str | None, str]:
     """(host[:port], scheme) of the endpoint; ``fs.s3a.connection.ssl.enabled`` picks the
     scheme of an endpoint given without one."""
     raw = (
         _option(options, "endpoint")
         or _env("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
-        or profile.get("endpoint_url")
+        or sdk.endpoint_url
     )
     ssl = _parse_bool("fs.s3a.connection.ssl.enabled", _option(options, "connection.ssl.enabled"))
     scheme = "https" if ssl is None or ssl else "http"
@@ -202,14 +240,14 @@ def _endpoint(options: Mapping[str, Any], profile: Mapping[str, str]) -> tuple[s
 
 def resolve_s3_settings(options: Mapping[str, Any] | None = None) -> S3Settings:
     """The S3 settings from ``options`` (write/read options and the Spark session's
-    configuration), the environment and the AWS profile, in that order (see the module doc).
+    configuration), then the AWS SDK's resolution (see the module doc).
 
     Raises:
         ConfigError: a malformed endpoint or boolean, or an access key without its secret.
     """
     options = options or {}
-    profile = _profile()
-    endpoint, scheme = _endpoint(options, profile)
+    sdk = _sdk_settings()
+    endpoint, scheme = _endpoint(options, sdk)
     given_key = _option(options, "access.key") or _str(options.get(HOODIE_AWS_ACCESS_KEY))
     given_secret = _option(options, "secret.key") or _str(options.get(HOODIE_AWS_SECRET_KEY))
     if bool(given_key) != bool(given_secret):
@@ -224,18 +262,9 @@ def resolve_s3_settings(options: Mapping[str, Any] | None = None) -> S3Settings:
     if given_key:
         token = _option(options, "session.token") or _str(options.get(HOODIE_AWS_SESSION_TOKEN))
         access, secret = given_key, given_secret
-    elif _env("AWS_ACCESS_KEY_ID") and _env("AWS_SECRET_ACCESS_KEY"):
-        access, secret = _env("AWS_ACCESS_KEY_ID"), _env("AWS_SECRET_ACCESS_KEY")
-        token = _env("AWS_SESSION_TOKEN")
     else:
-        access = profile.get("aws_access_key_id")
-        secret = profile.get("aws_secret_access_key")
-        token = profile.get("aws_session_token")
-    region = (
-        _option(options, "endpoint.region")
-        or _env("AWS_REGION", "AWS_DEFAULT_REGION")
-        or profile.get("region")
-    )
+        access, secret, token = sdk.access_key, sdk.secret_key, sdk.token
+    region = _option(options, "endpoint.region") or sdk.region
     path_style = _parse_bool("fs.s3a.path.style.access", _option(options, "path.style.access"))
     return S3Settings(
         endpoint=endpoint,

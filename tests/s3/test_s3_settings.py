@@ -127,3 +127,35 @@ def test_storage_pickles_with_its_settings_not_its_filesystem() -> None:
     copy = pickle.loads(pickle.dumps(Storage("s3://bucket/t", settings)))
     assert copy.s3 == settings and copy.root == "bucket/t"
     assert "'s'" not in repr(copy.s3)
+
+
+def test_the_sdk_chain_runs_a_profiles_credential_process(
+    monkeypatch: pytest.MonkeyPatch, clean_env: Path
+) -> None:
+    """Below the fs.s3a.* keys, credentials come from the AWS SDK's chain: here a profile's
+    ``credential_process``, which a hand-written reader of the two files never ran."""
+    import json
+    import sys
+
+    script = clean_env / "issue_credentials.py"
+    issued = {"Version": 1, "AccessKeyId": "proc-key", "SecretAccessKey": "proc-secret"}
+    script.write_text(f"print({json.dumps(json.dumps({**issued, 'SessionToken': 'proc-tok'}))})")
+    (clean_env / "config").write_text(
+        f"[profile ci]\nregion = eu-north-1\ncredential_process = {sys.executable} {script}\n"
+    )
+    monkeypatch.setenv("AWS_PROFILE", "ci")
+    s = resolve_s3_settings()
+    assert (s.access_key, s.secret_key, s.session_token, s.region) == (
+        "proc-key",
+        "proc-secret",
+        "proc-tok",
+        "eu-north-1",
+    )
+
+
+def test_a_missing_profile_is_an_error_naming_it(
+    monkeypatch: pytest.MonkeyPatch, clean_env: Path
+) -> None:
+    monkeypatch.setenv("AWS_PROFILE", "nowhere")
+    with pytest.raises(ConfigError, match="nowhere"):
+        resolve_s3_settings()
