@@ -4,18 +4,22 @@ Pictures where people would rather look than read: commits over time (rows and b
 size of every latest base file per partition against ``hoodie.parquet.small.file.limit`` and
 ``hoodie.parquet.max.file.size``, and log files per file group; then the health findings, the
 partitions and the timeline as tables. Charts are plotly figures; plotly.js (shipped inside the
-plotly package) is inlined once, so the page needs no network.
+plotly package) is inlined once, so the page needs no network. The page is a jinja2 template
+(``templates/report.html.j2``) that escapes every value it prints.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import html
 import webbrowser
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import jinja2
+from markupsafe import Markup
 
 from engine import inspect
 from engine.cli import render
@@ -29,22 +33,38 @@ from engine.cli.tables import (
 __all__ = ["CHART_IDS", "add_report_parser", "build_report"]
 
 CHART_IDS = ("chart-commits", "chart-file-sizes", "chart-log-files")
-_CSS = """
-body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; }
-table { border-collapse: collapse; font-size: 0.85em; }
-th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #ddd; text-align: left; }
-td.n { text-align: right; font-variant-numeric: tabular-nums; }
-.error { color: #b00020; font-weight: bold; } .warning { color: #a05a00; } .info { color: #06c; }
-.healthy { color: #1b7f3b; font-weight: bold; } code { background: #f4f4f4; padding: 0 0.3em; }
-.note { color: #666; }
-"""
+TEMPLATE = "report.html.j2"
 
 
-def _figure_html(fig: Any, div_id: str) -> str:
+@dataclass(frozen=True)
+class _RowsTable:
+    """A table of the page: the columns the terminal tables use, and each row's cells as
+    those columns format them."""
+
+    columns: Sequence[render.Column]
+    rows: list[list[str]]
+
+
+def _rows_table(columns: Sequence[render.Column], rows: Iterable[Any]) -> _RowsTable:
+    cells = [[c.fmt(values.get(c.key)) for c in columns] for values in map(render.plain, rows)]
+    return _RowsTable(columns, cells)
+
+
+def _template() -> jinja2.Template:
+    """The page's template; every value it prints is escaped, charts and plotly.js are marked
+    safe where they are made."""
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("engine.cli", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    return environment.get_template(TEMPLATE)
+
+
+def _figure_html(fig: Any, div_id: str) -> Markup:
     import plotly.io as pio
 
-    return str(
+    return Markup(
         pio.to_html(
             fig,
             include_plotlyjs=False,
@@ -149,43 +169,6 @@ def _log_files_figure(groups: Sequence[inspect.FileGroupRow]) -> Any:
     return fig
 
 
-def _rows_table(columns: Sequence[render.Column], rows: Iterable[Any]) -> str:
-    """An HTML table of ``rows`` with the columns (and formats) the terminal tables use."""
-    head = "".join(f"<th>{html.escape(c.header)}</th>" for c in columns)
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f"<td{' class=n' if c.justify == 'right' else ''}>"
-            f"{html.escape(c.fmt(values.get(c.key)))}</td>"
-            for c in columns
-        )
-        + "</tr>"
-        for values in (render.plain(r) for r in rows)
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _health_html(report: inspect.HealthReport) -> str:
-    if not report.findings:
-        findings = '<p class="healthy">healthy: nothing to act on</p>'
-    else:
-        items = "".join(
-            f'<tr><td class="{html.escape(f.severity)}">{html.escape(f.severity)}</td>'
-            f"<td>{html.escape(f.check)}</td><td>{html.escape(f.subject)}</td>"
-            f"<td>{html.escape(f.message)}</td><td><code>{html.escape(f.fix)}</code></td></tr>"
-            for f in report.findings
-        )
-        findings = (
-            "<table><thead><tr><th>severity</th><th>check</th><th>subject</th><th>finding</th>"
-            f"<th>fix</th></tr></thead><tbody>{items}</tbody></table>"
-        )
-    facts = _rows_table(
-        (render.Column("fact", "fact"), render.Column("value", "value", render.text)),
-        ({"fact": k, "value": v} for k, v in report.facts.items()),
-    )
-    return f"{findings}<h2>Facts</h2>{facts}"
-
-
 def build_report(table: inspect.InspectedTable) -> str:
     """The HTML page of ``table`` (a complete document; plotly.js inlined)."""
     from plotly.offline import get_plotlyjs
@@ -196,31 +179,28 @@ def build_report(table: inspect.InspectedTable) -> str:
     sizes = inspect.base_file_sizes(table)
     limit = inspect.small_file_limit(table)
     max_size = int(health.facts.get("max_file_size") or 0)
-    log_chart = (
-        _figure_html(_log_files_figure(groups), CHART_IDS[2])
-        if table.info.is_mor
-        else f'<p class="note" id="{CHART_IDS[2]}">copy-on-write table: no log files</p>'
+    facts = _rows_table(
+        (render.Column("fact", "fact"), render.Column("value", "value", render.text)),
+        ({"fact": k, "value": v} for k, v in health.facts.items()),
     )
-    partitions = _rows_table(PARTITION_COLUMNS, inspect.partitions(table))
-    timeline = _rows_table(TIMELINE_COLUMNS, rows[-200:])
-    title = f"{table.info.table_name}: Hudi table report"
-    generated = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>{_CSS}</style>
-<script>{get_plotlyjs()}</script>
-</head><body>
-<h1>{html.escape(title)}</h1>
-<p>{html.escape(table.base_path)} · {html.escape(table.info.table_type)} · table version
-{table.table_version} · generated {generated}</p>
-<h2>Health</h2>{_health_html(health)}
-<h2>Commits</h2>{_figure_html(_commits_figure(rows), CHART_IDS[0])}
-<h2>File sizes</h2>{_figure_html(_file_sizes_figure(sizes, limit, max_size), CHART_IDS[1])}
-<h2>Log files</h2>{log_chart}
-<h2>Partitions</h2>{partitions}
-<h2>Timeline</h2>{timeline}
-</body></html>
-"""
+    return _template().render(
+        title=f"{table.info.table_name}: Hudi table report",
+        base_path=table.base_path,
+        table_type=table.info.table_type,
+        table_version=table.table_version,
+        generated=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        plotly_js=Markup(get_plotlyjs()),
+        findings=health.findings,
+        facts=facts,
+        commits_chart=_figure_html(_commits_figure(rows), CHART_IDS[0]),
+        file_sizes_chart=_figure_html(_file_sizes_figure(sizes, limit, max_size), CHART_IDS[1]),
+        log_files_chart=(
+            _figure_html(_log_files_figure(groups), CHART_IDS[2]) if table.info.is_mor else None
+        ),
+        log_files_chart_id=CHART_IDS[2],
+        partitions=_rows_table(PARTITION_COLUMNS, inspect.partitions(table)),
+        timeline=_rows_table(TIMELINE_COLUMNS, rows[-200:]),
+    )
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
