@@ -214,7 +214,7 @@ def search(browser: Browser, server: str, term: str) -> dict[str, Any]:
     browser.open(server)
     browser.evaluate("document.querySelector('.md-search__input').focus()")
     time.sleep(0.2)
-    browser.call("Input.insertText", session=True, text=term)
+    browser.insert_text(term)
     found: dict[str, Any] = browser.evaluate(SEARCH)
     assert browser.evaluate("document.querySelector('.md-search__input').value") == term
     return found
