@@ -19,7 +19,7 @@ instant that never completes never shows, and the next writer rolls its deltacom
 from __future__ import annotations
 
 import datetime as dt
-import time
+import math
 from functools import cache
 from pathlib import Path
 
@@ -41,6 +41,7 @@ from engine.io.logfile import (
 from engine.metadata.partitions import Cell, GroupCells
 from engine.metadata.record_index_writer import delete_records
 from engine.metadata.slices import METADATA_TABLE_PATH
+from engine.polling import poll
 from engine.timeline.commit_metadata import SCHEMA_KEY, HoodieCommitMetadata, HoodieWriteStat
 from engine.timeline.instant import Action, new_instant_time
 from engine.timeline.timeline import complete, create_requested, transition_to_inflight
@@ -107,8 +108,7 @@ def new_metadata_instant_time(after: str | None) -> str:
     """A new instant time of a metadata table service, later than ``after``; returns once the
     clock has passed it, so no data instant created afterwards takes the same time."""
     instant_time = new_instant_time(after)
-    while new_instant_time() <= instant_time:
-        time.sleep(0.001)
+    poll(lambda: new_instant_time() > instant_time, seconds=math.inf, every=0.001)
     return instant_time
 
 

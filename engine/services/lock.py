@@ -43,6 +43,7 @@ from engine.config import HoodieConfig
 from engine.errors import ConfigError, LockTimeoutError
 from engine.fs.properties import METAFOLDER
 from engine.fs.storage import Storage
+from engine.polling import poll
 from engine.services.storage_lock import ConditionalWriteLock, boto3_available
 
 LOCK_FILE = f"{METAFOLDER}/lock"
@@ -88,18 +89,19 @@ def take_guard(path: str, deadline: float) -> int:
 
 
 def _flock_until(fd: int, path: str, deadline: float) -> None:
-    while True:
+    def take() -> bool:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
+            return True
         except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise LockTimeoutError(
-                    f"Timed out waiting for the table lock's guard {path}: a process taking or "
-                    "releasing the lock holds it (stopped?); raise "
-                    f"{config.LOCK_WAIT_TIME_MS.key} or end that process"
-                ) from None
-            time.sleep(_GUARD_POLL_SECONDS)
+            return False
+
+    if not poll(take, seconds=deadline - time.monotonic(), every=_GUARD_POLL_SECONDS):
+        raise LockTimeoutError(
+            f"Timed out waiting for the table lock's guard {path}: a process taking or "
+            "releasing the lock holds it (stopped?); raise "
+            f"{config.LOCK_WAIT_TIME_MS.key} or end that process"
+        )
 
 
 def _same_file(fd: int, path: str) -> bool:
@@ -188,16 +190,19 @@ class TableLock:
         if self._conditional is not None:
             self._acquire_conditional(self._conditional, deadline)
             return
-        while not self._try_take(deadline):
-            if time.monotonic() >= deadline:
-                owner = self._read_owner()
-                raise LockTimeoutError(
-                    f"Timed out after {self.wait_ms} ms waiting for the lock of table "
-                    f"{self.storage.base_path} ({self.storage.full_path(LOCK_FILE)} held by "
-                    f"host {owner.get('host')!r} pid {owner.get('pid')!r}); raise "
-                    f"{config.LOCK_WAIT_TIME_MS.key} or remove the file if its holder is gone"
-                )
-            time.sleep(_POLL_SECONDS)
+        took = poll(
+            lambda: self._try_take(deadline),
+            seconds=deadline - time.monotonic(),
+            every=_POLL_SECONDS,
+        )
+        if not took:
+            owner = self._read_owner()
+            raise LockTimeoutError(
+                f"Timed out after {self.wait_ms} ms waiting for the lock of table "
+                f"{self.storage.base_path} ({self.storage.full_path(LOCK_FILE)} held by "
+                f"host {owner.get('host')!r} pid {owner.get('pid')!r}); raise "
+                f"{config.LOCK_WAIT_TIME_MS.key} or remove the file if its holder is gone"
+            )
         self._held = 1
 
     def _try_take(self, deadline: float) -> bool:
@@ -221,16 +226,14 @@ class TableLock:
         return _held_guard(self.storage.full_path(GUARD_FILE), deadline)
 
     def _acquire_conditional(self, lock: ConditionalWriteLock, deadline: float) -> None:
-        while not lock.try_acquire():
-            if time.monotonic() >= deadline:
-                owner, _ = lock.owner()
-                raise LockTimeoutError(
-                    f"Timed out after {self.wait_ms} ms waiting for the lock of table "
-                    f"{self.storage.base_path} ({lock.location} held by host "
-                    f"{owner.get('host')!r} pid {owner.get('pid')!r} until "
-                    f"{owner.get('expiration')!r}); raise {config.LOCK_WAIT_TIME_MS.key}"
-                )
-            time.sleep(_POLL_SECONDS)
+        if not poll(lock.try_acquire, seconds=deadline - time.monotonic(), every=_POLL_SECONDS):
+            owner, _ = lock.owner()
+            raise LockTimeoutError(
+                f"Timed out after {self.wait_ms} ms waiting for the lock of table "
+                f"{self.storage.base_path} ({lock.location} held by host "
+                f"{owner.get('host')!r} pid {owner.get('pid')!r} until "
+                f"{owner.get('expiration')!r}); raise {config.LOCK_WAIT_TIME_MS.key}"
+            )
         self._held = 1
 
     def release(self) -> None:

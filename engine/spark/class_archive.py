@@ -49,6 +49,7 @@ from pathlib import Path
 
 import javaproperties
 
+from engine.polling import poll
 from engine.services.lock import pid_alive
 
 ENV = "DBT_HUDI_CLASS_ARCHIVE"
@@ -283,9 +284,7 @@ def release(archive: ClassArchive) -> None:
 def install(jvm_pid: int, writing: Path, final: Path, *, poll_seconds: float = 0.5) -> bool:
     """Wait for the JVM to exit, then rename its finished archive into place (or remove a
     half-written one). Returns whether an archive was installed."""
-    deadline = time.monotonic() + WRITING_GRACE_SECONDS
-    while _alive(jvm_pid) and time.monotonic() < deadline:
-        time.sleep(poll_seconds)
+    poll(lambda: not _alive(jvm_pid), seconds=WRITING_GRACE_SECONDS, every=poll_seconds)
     if _alive(jvm_pid) or not _finished(writing):
         writing.unlink(missing_ok=True)
         return False
@@ -401,9 +400,7 @@ def prepare(timeout: float = 300.0) -> Path | None:
             timeout=timeout,
             check=False,
         )
-    deadline = time.monotonic() + timeout
-    while not final.is_file() and _being_written(final) and time.monotonic() < deadline:
-        time.sleep(0.5)
+    poll(lambda: final.is_file() or not _being_written(final), seconds=timeout, every=0.5)
     return final if final.is_file() else None
 
 
