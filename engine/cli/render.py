@@ -8,7 +8,6 @@ a terminal and plain (wide, no escape codes) in a pipe or a file.
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +24,6 @@ __all__ = [
     "Column",
     "console",
     "emit",
-    "health_text",
     "plain",
     "print_health",
     "print_json",
@@ -158,10 +156,3 @@ def print_health(report: HealthReport, *, out: Console | None = None) -> None:
         fix = Text("      fix: ")
         fix.append(f.fix, style="bold")
         emit(target, fix, soft=True)
-
-
-def health_text(report: HealthReport, width: int = 160) -> str:
-    """The health view as plain text (for logs, e.g. dbt's)."""
-    buffer = io.StringIO()
-    print_health(report, out=Console(file=buffer, width=width, color_system=None, no_color=True))
-    return buffer.getvalue()

@@ -7,7 +7,13 @@ table, times, settings), :mod:`.timeline` (instants and commits), :mod:`.layout`
 file groups), :mod:`.schema`, :mod:`.health`.
 """
 
-from engine.inspect.health import Finding, HealthReport, health, metadata_table_state
+from engine.inspect.health import (
+    Finding,
+    HealthReport,
+    health,
+    health_text,
+    metadata_table_state,
+)
 from engine.inspect.layout import (
     FileGroupRow,
     PartitionRow,
@@ -49,6 +55,7 @@ __all__ = [
     "commit_detail",
     "file_groups",
     "health",
+    "health_text",
     "human_bytes",
     "instant_epoch",
     "instant_row",

@@ -52,6 +52,24 @@ class HealthReport:
         return not any(f.severity in ("error", "warning") for f in self.findings)
 
 
+def health_text(report: HealthReport) -> str:
+    """The health view as plain text, for logs (dbt's ``hudi_health``): the table and its
+    facts, then every finding with the command that fixes it. ``dbt-hudi health`` shows the
+    same on a terminal, styled."""
+    lines = [
+        f"{report.table_name} ({report.table_type}, table version {report.table_version}) "
+        f"at {report.base_path}"
+    ]
+    width = max((len(key) for key in report.facts), default=0)
+    lines += [f"  {key.ljust(width)}  {value}" for key, value in report.facts.items()]
+    if not report.findings:
+        return "\n".join([*lines, "healthy: nothing to act on"]) + "\n"
+    lines.append(f"{len(report.findings)} finding(s)")
+    for f in report.findings:
+        lines += [f"  [{f.severity}] {f.check} ({f.subject}): {f.message}", f"      fix: {f.fix}"]
+    return "\n".join(lines) + "\n"
+
+
 def _age(now: float, epoch: float) -> str:
     seconds = max(0, int(now - epoch))
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):

@@ -217,13 +217,12 @@ def test_metadata_table_lagging_the_data_table_is_an_error(cow_table: Path, tmp_
 
 
 def test_health_text_names_every_fix(troubled_cow: Path, tmp_path: Path) -> None:
-    from engine.cli.render import health_text
     from engine.inspect import health as inspect_health
-    from engine.inspect import open_table
+    from engine.inspect import health_text, open_table
 
     path = _copy(troubled_cow, tmp_path)
     report = inspect_health(open_table(str(path), {"hoodie.cleaner.commits.retained": "1"}))
-    text = health_text(report, width=400)
+    text = health_text(report)
     assert f"{len(report.findings)} finding(s)" in text and "\x1b[" not in text
     for finding in report.findings:
         assert finding.fix in text and finding.check in text

@@ -158,7 +158,8 @@ def test_no_spark_internals() -> None:
 def test_adapter_and_cli_use_the_public_api_only() -> None:
     """The adapter and the dbt-hudi command see the engine as ``engine`` (the facade and the
     entry points), ``engine.config`` (option keys), ``engine.errors`` and ``engine.inspect``
-    (what a table holds and its health); the command's own modules are its own."""
+    (what a table holds and its health); the command's own modules are its own, and the adapter
+    never reaches into them."""
     public = {"engine", "engine.config", "engine.errors", "engine.inspect"}
     offenders = []
     for module, path in MODULES.items():
@@ -166,7 +167,8 @@ def test_adapter_and_cli_use_the_public_api_only() -> None:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("engine"):
-                if node.module not in public and not node.module.startswith("engine.cli"):
+                own = module.startswith("engine.cli") and node.module.startswith("engine.cli")
+                if node.module not in public and not own:
                     offenders.append(f"{module}: from {node.module} import ...")
             elif isinstance(node, ast.Import):
                 offenders += [

@@ -62,14 +62,15 @@ def table_health(base_path: str, options: Mapping[str, Any] | None = None) -> di
         ``healthy``, ``findings`` (check, severity, subject, message, fix), ``facts`` and
         ``text``: the view as plain text for the log.
     """
-    from engine.cli.render import health_text, plain
-    from engine.inspect import health, open_table
+    import dataclasses
+
+    from engine.inspect import health, health_text, open_table
 
     storage_options = spark_table(base_path).storage_options
     report = health(open_table(base_path, options, storage_options))
     return {
         "healthy": report.healthy,
-        "findings": plain(report.findings),
+        "findings": [dataclasses.asdict(f) for f in report.findings],
         "facts": report.facts,
         "text": health_text(report),
     }
