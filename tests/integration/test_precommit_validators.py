@@ -169,6 +169,41 @@ def test_every_validator_named_and_replace_writes(spark, tmp_path) -> None:  # t
     assert rows(spark, path) == state - {("k9", "d1", "z")}
 
 
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_every_operation_is_audited_on_version_8(spark, tmp_path, table_type) -> None:  # type: ignore[no-untyped-def]
+    """insert, bulk_insert, insert_overwrite_table and delete_partition: each refused by a
+    wrong count of its staged snapshot, then committed with the right one."""
+    path = tmp_path / "t"
+    base = base_options(table_type, 8)
+    write(spark, path, [("k0", "d1", 1, "a0"), ("k1", "d2", 1, "a1")], base)
+    state = rows(spark, path)
+    steps: list[tuple[str, list[tuple[Any, ...]], int, Rows, dict[str, str]]] = [
+        ("insert", [("k2", "d1", 2, "a2")], 3, {("k2", "d1", "a2")}, {}),
+        ("bulk_insert", [("k3", "d3", 2, "a3")], 4, {("k3", "d3", "a3")}, {}),
+        (
+            "delete_partition",
+            [],
+            2,
+            set(),
+            {"hoodie.datasource.write.partitions.to.delete": "d1"},
+        ),
+        ("insert_overwrite_table", [("k9", "d9", 3, "z")], 1, {("k9", "d9", "z")}, {}),
+    ]
+    for operation, data, count, added, extra in steps:
+        options = {**base, "hoodie.datasource.write.operation": operation, **extra}
+        wrong = validated(SINGLE, f"select count(*) from <TABLE_NAME>#{count + 1}", **options)
+        message = refused(spark, path, data, wrong, state)
+        assert f"expected {count + 1}, found {count}" in message, operation
+        right = validated(SINGLE, f"select count(*) from <TABLE_NAME>#{count}", **options)
+        write(spark, path, data, right)
+        if operation == "delete_partition":
+            state = {r for r in state if r[1] != "d1"}
+        elif operation == "insert_overwrite_table":
+            state = set()
+        state = state | added
+        assert rows(spark, path) == state, operation
+
+
 def test_first_write_is_audited_against_an_empty_table(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The first write's before-state is empty, and, as in Hudi, an empty before-state is
     found in any after-state: equality passes, inequality refuses. A refused first write
