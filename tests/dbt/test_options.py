@@ -317,7 +317,8 @@ def test_hudi_audit_becomes_hudis_validator_keys_and_audit_before_publish_parses
         "select count(*) from <TABLE_NAME> where id is null#0;q#1"
     )
     assert opts[hc.PRECOMMIT_INEQUALITY_SQL_QUERIES.key] == "select count(*) from <TABLE_NAME>"
-    assert parse_model_config("o", "hudi_upsert", {"unique_key": "id"}).audit_before_publish is False
+    plain = parse_model_config("o", "hudi_upsert", {"unique_key": "id"})
+    assert plain.audit_before_publish is False and not plain.audit_options
 
 
 def test_hudi_audit_problems_reported() -> None:
