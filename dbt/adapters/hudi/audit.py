@@ -35,6 +35,7 @@ from typing import Any
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.hudi.relation import format_snapshot_view_name
+from dbt.adapters.hudi.timing import phase
 from engine import StagedSnapshot
 from engine.errors import PreCommitValidationError
 
@@ -115,12 +116,13 @@ def audit_hook(
 
     def hook(snapshot: StagedSnapshot) -> None:
         staged_view = f"{STAGED_VIEW_PREFIX}{next(_COUNTER)}__{schema}__{identifier}"
-        staged = snapshot.after()
-        staged.createOrReplaceTempView(staged_view)
-        try:
-            results = [(t, run_sql(t.query(snapshot_view, staged_view))[0]) for t in tests]
-        finally:
-            staged.sparkSession.catalog.dropTempView(staged_view)
+        with phase("write: audit tests"):
+            staged = snapshot.after()
+            staged.createOrReplaceTempView(staged_view)
+            try:
+                results = [(t, run_sql(t.query(snapshot_view, staged_view))[0]) for t in tests]
+            finally:
+                staged.sparkSession.catalog.dropTempView(staged_view)
         failed = []
         for test, (failures, should_warn, should_error) in results:
             if test.severity == "error" and should_error:
