@@ -204,6 +204,33 @@ def test_every_operation_is_audited_on_version_8(spark, tmp_path, table_type) ->
         assert rows(spark, path) == state, operation
 
 
+def test_refused_write_leaves_no_change_record(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A CDC table: the CDC query from the last commit returns nothing after a refusal, and
+    the changes of the next, passing write only."""
+    path = tmp_path / "t"
+    base = base_options("COPY_ON_WRITE", 9, **{"hoodie.table.cdc.enabled": "true"})
+    write(spark, path, [("k0", "d1", 1, "a0")], base)
+    last = spark_table(str(path), spark).latest_completion_time()
+    changes = {
+        "hoodie.datasource.query.type": "incremental",
+        "hoodie.datasource.query.incremental.format": "cdc",
+        "hoodie.datasource.read.begin.instanttime": last,
+    }
+    update = [("k0", "d1", 2, "b0")]
+    refused(
+        spark,
+        path,
+        update,
+        validated(SINGLE, "select count(*) from <TABLE_NAME>#2", **base),
+        rows(spark, path),
+    )
+    assert read_hudi(spark, str(path), changes).count() == 0
+    assert not list(path.rglob(".*.cdc"))  # the refused write's change log was rolled back
+    write(spark, path, update, validated(SINGLE, "select count(*) from <TABLE_NAME>#1", **base))
+    [change] = read_hudi(spark, str(path), changes).collect()
+    assert change["op"] == "u"
+
+
 def test_first_write_is_audited_against_an_empty_table(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The first write's before-state is empty, and, as in Hudi, an empty before-state is
     found in any after-state: equality passes, inequality refuses. A refused first write
