@@ -117,8 +117,9 @@ def audit_hook(
     def hook(snapshot: StagedSnapshot) -> None:
         staged_view = f"{STAGED_VIEW_PREFIX}{next(_COUNTER)}__{schema}__{identifier}"
         with phase("write: audit tests"):
-            staged = snapshot.after()
-            staged.createOrReplaceTempView(staged_view)
+            with phase("write: audit staged snapshot"):  # planned, not read: lazy
+                staged = snapshot.after()
+                staged.createOrReplaceTempView(staged_view)
             try:
                 results = [(t, run_sql(t.query(snapshot_view, staged_view))[0]) for t in tests]
             finally:
