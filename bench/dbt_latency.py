@@ -22,6 +22,13 @@ steps, the engine's jobs).
     BENCH_DBT_BEFORE=/tmp/old python bench/dbt_latency.py  # also the Hudi models on an older
                                                            # checkout (git archive REV), interleaved
     BENCH_DBT_BEFORE_MODELS=hudi_upsert                    # which models run on it too
+    BENCH_DBT_MODELS=hudi_upsert,hudi_upsert_audited       # only these contenders (and the
+                                                           # anchor)
+
+``hudi_upsert_audited`` is ``hudi_upsert`` with ``audit_before_publish``: the model's two tests
+(``unique`` and ``not_null`` on ``id``, declared for both) run on the staged snapshot before the
+commit; the summary compares it with ``hudi_upsert`` (the issue's bound: the tests' own queries
+plus 10 %).
     python bench/dbt_latency.py --summarize out.txt       # the tables of a run's output
 """
 
@@ -55,6 +62,8 @@ MODEL_GOAL = 1.2  # a Hudi model's time against dbt-spark's incremental, first a
 WALL_GOAL = 0.9  # the whole dbt run's wall time against the same project on dbt-spark
 BEFORE = os.environ.get("BENCH_DBT_BEFORE")
 BEFORE_MODELS = os.environ.get("BENCH_DBT_BEFORE_MODELS", "hudi_upsert,hudi_mor").split(",")
+ONLY = [m for m in os.environ.get("BENCH_DBT_MODELS", "").split(",") if m]
+AUDITED, UNAUDITED = "hudi_upsert_audited", "hudi_upsert"
 ROWS = 1_000
 CHANGED = 100
 PROJECT = """
@@ -88,12 +97,25 @@ from (select explode(sequence(1, {ROWS})) as id)
 MODELS = {
     "hudi_upsert": "{{ config(materialized='hudi_upsert', unique_key='id', precombine_key='ts') }}",
     "hudi_mor": "{{ config(materialized='hudi_mor', unique_key='id', precombine_key='ts') }}",
+    AUDITED: (
+        "{{ config(materialized='hudi_upsert', unique_key='id', precombine_key='ts', "
+        "audit_before_publish=true) }}"
+    ),
     "dbt_spark_incremental": (
         "{{ config(materialized='incremental', file_format='parquet', "
         "incremental_strategy='insert_overwrite') }}"
     ),
 }
 ANCHOR = "dbt_spark_incremental"
+# the same tests for the audited model and the one it is compared with (dbt run runs neither's)
+TESTS_YML = """
+version: 2
+models:
+  - name: {model}
+    columns:
+      - name: id
+        data_tests: [unique, not_null]
+"""
 
 
 def _events(log: Path) -> list[dict[str, Any]]:
@@ -186,7 +208,7 @@ def _model_rows(
     for label, start, end in sorted([*statements, *adapter], key=lambda p: p[1]):
         if label.startswith("warm-up:"):
             continue
-        nested = label.startswith(("engine:", "publish:"))
+        nested = label.startswith(("engine:", "publish:", "write: audit"))
         _add(rows, ("      " if nested else "  ") + label, end - start)
         spent += 0.0 if nested else end - start
     rows["  dbt, Jinja, the rest"] = model - spent
@@ -233,7 +255,7 @@ def run_once(root: Path, model: str, round_: int, source: str | None) -> dict[st
 def contenders() -> list[tuple[str, str, str | None]]:
     """(label, model, checkout): the Hudi models, each also on ``BENCH_DBT_BEFORE``'s checkout
     when set (its adapter and engine, this bench's harness), then the anchor."""
-    hudi = [m for m in MODELS if m != ANCHOR]
+    hudi = [m for m in MODELS if m != ANCHOR and (not ONLY or m in ONLY)]
     found: list[tuple[str, str, str | None]] = []
     for model in hudi:
         found.append((model, model, None))
@@ -255,6 +277,8 @@ def project(label: str, model: str, base: Path) -> Path:
         PROFILE.format(work=work, metastore=metastore, adapter=adapter, extra=extra)
     )
     (root / "models" / f"{model}.sql").write_text(MODELS[model] + BODY)
+    if model in (UNAUDITED, AUDITED):
+        (root / "models" / "schema.yml").write_text(TESTS_YML.format(model=model))
     return root
 
 
@@ -332,6 +356,25 @@ def print_summary(results: dict[str, dict[str, Any]]) -> None:
         )
 
 
+def print_audit_cost(results: dict[str, dict[str, Any]]) -> None:
+    """The audited model against the unaudited one: the model time it adds, the part of it the
+    audit's tests took (reading the staged snapshot and the tests' queries), and the rest as a
+    share of the unaudited model time (the bound: 10 %)."""
+    if AUDITED not in results or UNAUDITED not in results:
+        return
+    print(f"\n{AUDITED} vs {UNAUDITED} (model time, medians):")
+    for which in ("first", "next"):
+        audited, plain = results[AUDITED], results[UNAUDITED]
+        added = audited[f"{which}_model"] - plain[f"{which}_model"]
+        tests = audited[f"{which}_rows"].get("      write: audit tests", 0.0)
+        rest = (added - tests) / plain[f"{which}_model"]
+        print(
+            f"- {which} runs: +{added:.2f} s, of which the audit's tests {tests:.2f} s; "
+            f"beyond them {rest:+.1%} of {UNAUDITED}'s {plain[f'{which}_model']:.2f} s "
+            f"({'within' if rest <= 0.10 else 'NOT within'} 10 %)"
+        )
+
+
 def print_breakdown(results: dict[str, dict[str, Any]], which: str) -> None:
     """One table: a row per phase, a column per contender (seconds)."""
     models = list(results)
@@ -369,6 +412,7 @@ def main() -> int:
     if len(sys.argv) == 3 and sys.argv[1] == "--summarize":
         results = from_log(Path(sys.argv[2]))
         print_summary(results)
+        print_audit_cost(results)
         print_breakdown(results, "first")
         print_breakdown(results, "next")
         return 0
@@ -382,6 +426,7 @@ def main() -> int:
     finally:
         shutil.rmtree(base, ignore_errors=True)
     print_summary(results)
+    print_audit_cost(results)
     print_breakdown(results, "first")
     print_breakdown(results, "next")
     record(results)

@@ -24,11 +24,14 @@ __all__ = [
     "HudiTable",
     "SchemaChange",
     "SparkRunner",
+    "StagedSnapshot",
     "TableType",
+    "ValidatorKind",
     "WriteOperation",
     "WriteResult",
     "__version__",
     "compare_schemas",
+    "configured_checks",
     "deduce_writer_schema",
     "explain_text",
     "get_spark",
@@ -59,6 +62,9 @@ _EXPORTS = {
     "SchemaChange": "engine.model.schema_evolution",
     "compare_schemas": "engine.model.schema_evolution",
     "deduce_writer_schema": "engine.model.schema_evolution",
+    "StagedSnapshot": "engine.write.precommit",
+    "ValidatorKind": "engine.write.precommit",
+    "configured_checks": "engine.write.precommit",
     "read_table": "engine.read.arrow",
     "parse_filter": "engine.read.filter",
     "SparkRunner": "engine.spark.runner",
@@ -97,3 +103,4 @@ if TYPE_CHECKING:
     from engine.spark.session import QUIET_LOG4J, get_spark
     from engine.spark.warmup import warm_arrow_scan, warm_python_workers, warm_write_path
     from engine.table import RUN_ID_KEY, RUN_NODE_KEY, HudiTable, WriteResult
+    from engine.write.precommit import StagedSnapshot, ValidatorKind, configured_checks

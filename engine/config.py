@@ -1065,6 +1065,35 @@ COMMITMETA_KEY_PREFIX = _option(
     "Write options whose key starts with this prefix are added, key and value as given, to the "
     "commit's extraMetadata (how a consumer keeps its checkpoint in its own commits).",
 )
+# ---- pre-commit validators (write-audit-publish) --------------------------------------------
+
+VALIDATOR_TABLE_VARIABLE = "<TABLE_NAME>"
+PRECOMMIT_VALIDATORS = _option(
+    "hoodie.precommit.validators",
+    parse_list,
+    EMPTY,
+    "Comma-separated class names of the validators run before a write commits (Hudi's "
+    "org.apache.hudi.client.validator.SqlQuery{Equality,Inequality,SingleResult}"
+    "PreCommitValidator); a failing one rolls the write back.",
+)
+PRECOMMIT_EQUALITY_SQL_QUERIES = _optional(
+    "hoodie.precommit.validators.equality.sql.queries",
+    parse_str,
+    "Queries (separated by ';') whose result must be the same before and after the commit; "
+    "<TABLE_NAME> stands for the table.",
+)
+PRECOMMIT_INEQUALITY_SQL_QUERIES = _optional(
+    "hoodie.precommit.validators.inequality.sql.queries",
+    parse_str,
+    "Queries (separated by ';') whose result must change with the commit; <TABLE_NAME> stands "
+    "for the table.",
+)
+PRECOMMIT_SINGLE_VALUE_SQL_QUERIES = _optional(
+    "hoodie.precommit.validators.single.value.sql.queries",
+    parse_str,
+    "Queries 'query#expected' (separated by ';') run on the table as the commit leaves it; "
+    "each must return one value whose text is the expected one.",
+)
 QUERY_INCREMENTAL_FORMAT = _option(
     "hoodie.datasource.query.incremental.format",
     choice("latest_state", "cdc"),

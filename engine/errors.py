@@ -73,3 +73,9 @@ class LockTimeoutError(HudiError):
 
 class QueryError(HudiError):
     """A read option or filter is malformed, or the table cannot be read by this engine."""
+
+
+class PreCommitValidationError(HudiError):
+    """A pre-commit validator (``hoodie.precommit.validators``) or an audit of the staged
+    snapshot refused the write: its instant was rolled back, nothing of it is visible. The
+    message names each failed validator, its query, and the values expected and found."""

@@ -42,6 +42,8 @@ KILL_POINTS = (
     "file.mid_write",  # a base file's rows written, footer not yet (a torn file)
     "task.after_file",  # a file group's file complete
     "write.before_commit",  # every data file written, completed instant not yet
+    "audit.before_queries",  # pre-commit audit begun, no query run yet
+    "audit.after_queries",  # pre-commit audit: every query run, verdict not yet acted on
     "metadata.after_deltacommit",  # metadata table deltacommit completed, data instant not yet
     "metadata.compaction_before_complete",  # metadata base file written, its commit not yet
     "commit.after_complete",  # completed instant written, markers not yet removed

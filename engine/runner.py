@@ -16,6 +16,7 @@ that Spark does the work, so the same write and compaction code runs unchanged o
                   and writes its file groups)
     compaction  runner.compact (one task per file slice)
     read        runner.read (a query plan as the runner's data frame)
+    audit       runner.validate (Hudi's SQL pre-commit checks on the staged snapshot)
 
 A runner's record handles (``incoming``, ``keyed``, ``tagged``) are opaque to the engine: it only
 hands them back to the runner that made them.
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from engine.write.handles import TaskInfo, WriteContext
     from engine.write.index import IndexSource, PartitionKeyRange
     from engine.write.partition_write import PartitionTargets
+    from engine.write.precommit import CheckFailure, SqlCheck
 
 __all__ = [
     "BatchProfile",
@@ -203,6 +205,14 @@ class Runner(Protocol):
 
     def read(self, plan: QueryPlan) -> Any:
         """The rows of a query plan as the runner's data frame."""
+        ...
+
+    def validate(
+        self, before: QueryPlan | None, after: QueryPlan, checks: Sequence[SqlCheck]
+    ) -> list[CheckFailure]:
+        """Run Hudi's SQL pre-commit checks (:mod:`engine.write.precommit`) with
+        ``<TABLE_NAME>`` standing for the rows of ``before`` (none: an empty table) and
+        ``after``, visible to this runner only; the checks that failed."""
         ...
 
 

@@ -24,7 +24,7 @@ the write transaction; the data work runs on the table's runner (:mod:`engine.ru
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
 from typing import Any, Literal
@@ -69,6 +69,7 @@ from engine.services.savepoint import (
 )
 from engine.timeline.instant import Action, Instant
 from engine.timeline.timeline import Timeline
+from engine.write.precommit import AuditHook
 from engine.write.rollback import rollback_failed_writes, rollback_instant, rollback_last_commit
 from engine.write.transaction import WriteResult, WriteTransaction
 
@@ -288,19 +289,29 @@ class HudiTable:
 
     # ---- write and read ----------------------------------------------------------------------
 
-    def write(self, data: Any, options: Mapping[str, Any] | None = None) -> WriteResult:
+    def write(
+        self,
+        data: Any,
+        options: Mapping[str, Any] | None = None,
+        *,
+        audit: Sequence[AuditHook] = (),
+    ) -> WriteResult:
         """Write ``data`` (the runner's records, e.g. a Spark DataFrame) with a Hudi operation
         (``hoodie.datasource.write.operation``); the table is created by its first write.
+        ``audit`` hooks see the staged snapshot before the commit
+        (:mod:`engine.write.precommit`), as the ``hoodie.precommit.validators`` do.
 
         Raises:
             ConfigError: an unknown/malformed option, or one contradicting the table.
             RecordKeyError: a record key is null or empty (nothing is committed).
             SchemaError: the data does not fit the table schema.
+            PreCommitValidationError: a validator or audit hook refused the write (rolled
+                back).
         """
         props = self.properties() if self.exists else None
         cfg = resolve_options(props, options, self.base_path)
         runner = runner_for_write(self.runner, cfg)
-        return WriteTransaction(self.storage, cfg, props, runner).run(data)
+        return WriteTransaction(self.storage, cfg, props, runner, audit).run(data)
 
     def read(self, options: Mapping[str, Any] | None = None) -> Any:
         """The table's rows for a query (``hoodie.datasource.query.type``, ``as.of.instant``,

@@ -331,8 +331,14 @@ def _payload_class(props: Mapping[str, str], table_type: TableType) -> str:
 # ---- planning -----------------------------------------------------------------------------------
 
 
-def plan_query(base_path: str | Storage, query: ReadQuery | None = None) -> QueryPlan:
+def plan_query(
+    base_path: str | Storage, query: ReadQuery | None = None, *, timeline: Timeline | None = None
+) -> QueryPlan:
     """Plan ``query`` on the table at ``base_path``: which slices, which instants.
+
+    ``timeline`` resolves the plan against a timeline other than the stored one: the staged
+    timeline of a pre-commit audit (:mod:`engine.write.precommit`), in which the write's
+    inflight instant reads as completed (such a query lists storage, never the metadata table).
 
     Raises:
         TableNotFoundError: no table at ``base_path``.
@@ -341,7 +347,7 @@ def plan_query(base_path: str | Storage, query: ReadQuery | None = None) -> Quer
     query = query or ReadQuery()
     storage = base_path if isinstance(base_path, Storage) else Storage(base_path)
     table = load_table_info(storage)
-    timeline = Timeline.load(storage)
+    timeline = timeline if timeline is not None else Timeline.load(storage)
     if query.as_of is not None or query.query_type == "incremental":
         timeline = timeline.with_history()
     avro_schema = timeline.latest_schema() or _prop(table.properties, config.CREATE_SCHEMA)

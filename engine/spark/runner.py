@@ -28,6 +28,7 @@ from engine.spark import (
     insert_profile,
     jobs,
     partition_write,
+    precommit,
     profile,
     reader,
 )
@@ -39,6 +40,7 @@ from engine.write.bucketing import BucketPlan
 from engine.write.handles import WriteContext, write_file_group
 from engine.write.index import IndexSource
 from engine.write.partition_write import PartitionTargets
+from engine.write.precommit import CheckFailure, SqlCheck
 
 __all__ = ["SparkBatch", "SparkRunner"]
 
@@ -135,3 +137,10 @@ class SparkRunner:
 
     def read_changes(self, base_path: str | Storage, begin: str, end: str | None) -> DataFrame:
         return reader.read_changes(self.spark, base_path, begin, end)
+
+    def validate(
+        self, before: QueryPlan | None, after: QueryPlan, checks: Sequence[SqlCheck]
+    ) -> list[CheckFailure]:
+        after_df = self.read(after)
+        before_df = self.read(before) if before is not None else None
+        return precommit.run_checks(self.spark, before_df, after_df, checks)

@@ -13,6 +13,9 @@
     execute    [look the keys up again if a write completed since the lookup] ──►
                the chosen job (routed: strategy.execute): <t>.<action>.inflight, partition
                metafiles, the files on the runner
+    audit      [pre-commit validators and audit hooks on the staged snapshot, the inflight
+               instant merged over the current one (:mod:`engine.write.precommit`); a
+               refusal rolls the instant back]
     commit     lock: strategy.replaced (replacecommits) ──► conflict check ──► metadata table
                deltacommit <t> ──► <t>.<action> (the commit point) ──► markers removed; unlock
     services   lock: inline compaction, clean, archive (:mod:`engine.services.inline`); then
@@ -27,6 +30,7 @@ index (:class:`engine.write.index.KeyIndex`) only chooses the write job.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -58,7 +62,7 @@ from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteSta
 from engine.timeline.instant import Action, new_instant_time
 from engine.timeline.timeline import Timeline, create_requested
 from engine.write.cdc import check_cdc_options
-from engine.write.commit import build_commit_metadata, commit_write
+from engine.write.commit import build_commit_metadata, commit_write, remove_unreported_files
 from engine.write.commit_schema import commit_schema
 from engine.write.conflict import check_write_conflicts, rollback_on_error
 from engine.write.copy_on_write import CopyOnWriteWrite
@@ -68,6 +72,7 @@ from engine.write.index import IndexSource, KeyIndex
 from engine.write.merge_on_read import MergeOnReadWrite
 from engine.write.pipeline import choose_job, one_job_targets, run_write_job, tag_batch
 from engine.write.plan import PreparedRecords, WriteJob, WriteJobKind
+from engine.write.precommit import AuditHook, audit_write, configured_checks
 from engine.write.replace import (
     DeletePartitionWrite,
     InsertOverwriteWrite,
@@ -134,6 +139,8 @@ class WriteTransaction:
         cfg: Table properties merged with the write options.
         props: The persisted table properties; ``None`` when the write creates the table.
         runner: Runs the data work; a write of records, and an inline compaction, need one.
+        audit: Hooks given the staged snapshot before the commit; one raising
+            :class:`~engine.errors.PreCommitValidationError` refuses the write.
     """
 
     def __init__(
@@ -142,8 +149,10 @@ class WriteTransaction:
         cfg: HoodieConfig,
         props: dict[str, str] | None,
         runner: Runner | None,
+        audit: Sequence[AuditHook] = (),
     ) -> None:
         self.storage = storage
+        self.audit_hooks = tuple(audit)
         self.cfg = cfg
         self.props = props
         self._runner = runner
@@ -201,6 +210,7 @@ class WriteTransaction:
                 kind = records.job if records is not None else WriteJobKind.ROUTED
                 stats = run_write_job(kind, job, self.strategy)
                 checkpoint("write.before_commit")
+                self._audit(job, stats)
                 self._commit(job, stats)
         finally:
             if records is not None:
@@ -247,6 +257,7 @@ class WriteTransaction:
                     f"the write to {self.storage.base_path} is refused"
                 )
         validate_service_options(self.cfg)
+        configured_checks(self.cfg)  # misconfigured validators refuse the write up front
         check_metadata_options(self.cfg, self.props)
         payload = self.cfg.get(config.WRITE_PAYLOAD_CLASS) or self.cfg.get(config.PAYLOAD_CLASS)
         check_index_options(self.cfg, str(payload))
@@ -366,6 +377,25 @@ class WriteTransaction:
         records.profile.release()
         records.source = replace(source, timeline=started.timeline)
         records.profile = self.runner.locate(records.keyed, records.spec, records.source)
+
+    # ---- audit: the staged snapshot checked before the commit --------------------------------
+
+    def _audit(self, job: WriteJob, stats: list[HoodieWriteStat]) -> None:
+        """Run the pre-commit validators and audit hooks on the staged snapshot (the commit
+        metadata the commit would write, over the current timeline); nothing when none is
+        configured."""
+        if not self.audit_hooks and not self.cfg.get(config.PRECOMMIT_VALIDATORS):
+            return
+        remove_unreported_files(self.storage, job.instant_time, stats)  # as the commit does
+        metadata = build_commit_metadata(
+            stats,
+            schema=job.commit_schema,
+            operation=self.operation,
+            replaced=self.strategy.replaced(self.storage, job, stats),
+            extra=self.commit_extra_metadata(),
+        )
+        staged = (job.instant_time, self.strategy.action, metadata)
+        audit_write(self.storage, self._runner, self.cfg, staged, self.audit_hooks)
 
     # ---- commit: conflict check, completed instant ------------------------------------------
 

@@ -292,3 +292,50 @@ def test_the_default_bucket_count_follows_the_first_batch() -> None:
         batch_bytes=estimated_bytes(plan),
     )
     assert opts[hc.BUCKET_INDEX_NUM_BUCKETS.key] == "12"
+
+
+def test_hudi_audit_becomes_hudis_validator_keys_and_audit_before_publish_parses() -> None:
+    cfg = parse_model_config(
+        "orders",
+        "hudi_upsert",
+        {
+            "unique_key": "id",
+            "audit_before_publish": True,
+            "hudi_audit": {
+                "single_value": ["select count(*) from <TABLE_NAME> where id is null#0", "q#1;"],
+                "inequality": "select count(*) from <TABLE_NAME>",
+            },
+        },
+    )
+    assert cfg.audit_before_publish is True
+    opts = cfg.write_options(table_name="orders", database=None, operation="upsert")
+    assert opts[hc.PRECOMMIT_VALIDATORS.key] == (
+        "org.apache.hudi.client.validator.SqlQuerySingleResultPreCommitValidator,"
+        "org.apache.hudi.client.validator.SqlQueryInequalityPreCommitValidator"
+    )
+    assert opts[hc.PRECOMMIT_SINGLE_VALUE_SQL_QUERIES.key] == (
+        "select count(*) from <TABLE_NAME> where id is null#0;q#1"
+    )
+    assert opts[hc.PRECOMMIT_INEQUALITY_SQL_QUERIES.key] == "select count(*) from <TABLE_NAME>"
+    plain = parse_model_config("o", "hudi_upsert", {"unique_key": "id"})
+    assert plain.audit_before_publish is False and not plain.audit_options
+
+
+def test_hudi_audit_problems_reported() -> None:
+    with pytest.raises(ModelConfigError) as e:
+        parse_model_config(
+            "orders",
+            "hudi_upsert",
+            {
+                "unique_key": "id",
+                "audit_before_publish": "maybe",
+                "hudi_audit": {"single_value": "select 1", "sometimes": "x", "equality": []},
+                "hudi_options": {"hoodie.precommit.validators": ""},
+            },
+        )
+    text = str(e.value)
+    assert "audit_before_publish" in text
+    assert "'sometimes' is not one of single_value, equality, inequality" in text
+    assert "equality: expected a query or a list of queries" in text
+    assert "Invalid query format 'select 1'" in text
+    assert "also set in hudi_options" in text

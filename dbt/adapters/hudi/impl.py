@@ -8,7 +8,7 @@ staged rows to the engine, publish the committed snapshot for downstream ``ref()
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, cast
 
@@ -258,6 +258,7 @@ class HudiAdapter(SparkAdapter):
         (``file_format='hudi'`` models, see ``spark_compat.py``); ``invocation`` (dbt's
         ``invocation_id`` and the model's ``unique_id``) goes to the commit's extraMetadata.
         """
+        from dbt.adapters.hudi.changes import take_checkpoints
         from dbt.adapters.hudi.undo import run_metadata, savepoint_after_write
 
         note_write_started()
@@ -278,8 +279,6 @@ class HudiAdapter(SparkAdapter):
             table.runner = timed_runner(table.runner)
             if table.exists and not full_refresh:
                 _check_table_type(cfg, table)
-        from dbt.adapters.hudi.changes import take_checkpoints
-
         checkpoints = take_checkpoints((str(relation.schema), str(relation.identifier)))
         with phase("write: engine write"):
             result, operation = _write(
@@ -290,6 +289,7 @@ class HudiAdapter(SparkAdapter):
                 full_refresh=full_refresh,
                 extra_options={**checkpoints, **run_metadata(invocation)},
                 operation=operation,
+                audit=self._audit_hooks(cfg, relation, invocation),
             )
         with phase("write: savepoint"):
             savepoint_after_write(table, result.instant_time, config, invocation)
@@ -300,6 +300,35 @@ class HudiAdapter(SparkAdapter):
         summary = _summary(result, operation, published, time.monotonic() - started)
         logger.debug(f"hudi_write {relation}: {summary}")
         return summary
+
+    def _audit_hooks(
+        self, cfg: HudiModelConfig, relation: Any, invocation: Mapping[str, Any] | None
+    ) -> list[Any]:
+        """``audit_before_publish``: the model's data tests, compiled now, as the engine's audit
+        hook on the staged snapshot (``audit.py``); none without the config."""
+        if not cfg.audit_before_publish:
+            return []
+        from dbt.adapters.hudi.audit import audit_hook, model_tests
+
+        model_id = (invocation or {}).get("unique_id")
+        manifest = getattr(self, "_macro_resolver", None)
+        if not model_id or manifest is None:
+            raise DbtRuntimeError(
+                f"audit_before_publish of model '{cfg.model}' needs the project's manifest and "
+                "the model's unique_id; nothing was written"
+            )
+        with phase("write: compile audit tests"):
+            tests = model_tests(manifest, self.config, str(model_id))
+        if not tests:
+            logger.warning(f"audit_before_publish: model '{cfg.model}' has no data test to run")
+            return []
+
+        def run_sql(sql: str) -> list[tuple[Any, ...]]:
+            _, table = self.execute(sql, fetch=True)
+            return [tuple(row) for row in table.rows]
+
+        schema, identifier = str(relation.schema), str(relation.identifier)
+        return [audit_hook(cfg.model, schema, identifier, tests, run_sql)]
 
     # ---- dbt-spark's file_format='hudi' ------------------------------------------------------
 
@@ -649,11 +678,13 @@ def _write(
     full_refresh: bool,
     extra_options: Mapping[str, str] | None = None,
     operation: str | None = None,
+    audit: Sequence[Any] = (),
 ) -> tuple[WriteResult, WriteOperation]:
     """Write the model, its columns reconciled with a continued table's; ``full_refresh``
     recreates the table (restored if the write fails). ``extra_options`` (checkpoints of
     ``hudi_changes``) go to the commit's extraMetadata; ``operation`` overrides the
-    materialization's operation on a continued table."""
+    materialization's operation on a continued table; ``audit`` hooks see the staged snapshot
+    before the commit (``audit.py``)."""
     with table.recreate() if full_refresh else nullcontext(False) as recreated:
         continued = table.exists and not recreated
         chosen = (
@@ -674,7 +705,7 @@ def _write(
         if continued:
             df = _reconcile_columns(cfg, table, df, options)
         try:
-            return table.write(df, options), chosen
+            return table.write(df, options, audit=audit), chosen
         except HudiError as e:
             raise DbtRuntimeError(
                 f"Hudi {chosen} of model '{relation.identifier}' failed: {e}"

@@ -21,6 +21,11 @@ Mapping (Hudi's own keys live in ``engine.config``)::
                                      GLOBAL_BLOOM | BUCKET | RECORD_INDEX
     buckets                       -> hoodie.bucket.index.num.buckets (index_type='BUCKET' only)
     hudi_options (dict)           -> raw hoodie.* keys, parsed by engine.config
+    audit_before_publish (bool)   -> the model's data tests run on the staged snapshot before
+                                     the commit (the adapter's audit hook; docs/audit.md)
+    hudi_audit (dict)             -> Hudi's pre-commit validators: single_value, equality,
+                                     inequality, each a query or a list of queries ->
+                                     hoodie.precommit.validators and their .sql.queries
     (default)                     -> partitioned hudi_upsert / hudi_mor models with the default
                                      payload: hoodie.index.type=GLOBAL_SIMPLE with
                                      hoodie.simple.index.update.partition.path=true (a unique_key
@@ -40,7 +45,7 @@ from typing import Any, Literal
 
 from dbt.adapters.hudi.guards import SPARK_CONFIGS, ModelProblems, spark_config_problems
 from dbt.adapters.hudi.schema_change import mode_options, option_conflicts
-from engine import IS_DELETED_COLUMN
+from engine import IS_DELETED_COLUMN, ValidatorKind, configured_checks
 from engine import config as hc
 from engine.config import TableType, WriteOperation
 from engine.errors import HudiError
@@ -95,6 +100,8 @@ class HudiModelConfig:
     hudi_options: Mapping[str, str] = field(default_factory=dict)
     index_type: str | None = None
     buckets: int | None = None
+    audit_before_publish: bool = False
+    audit_options: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def table_type(self) -> TableType:
@@ -132,7 +139,7 @@ class HudiModelConfig:
         applies to; ``batch_bytes`` estimates its batch). ``table_index``: the index type a
         continued table persists (a bucket-index table does): no default then, the table's own
         setting applies."""
-        opts: dict[str, str] = dict(self.hudi_options)
+        opts: dict[str, str] = {**self.hudi_options, **self.audit_options}
         opts[hc.TABLE_NAME.key] = table_name
         if database:
             opts[hc.DATABASE_NAME.key] = database
@@ -313,6 +320,57 @@ def _hudi_options(value: Any, problems: list[str]) -> dict[str, str]:
         canonical = option.key if option is not None else key
         parsed[canonical] = hc.format_value(item)
     return parsed
+
+
+# hudi_audit's keys -> Hudi's validator class (engine.write.precommit) and its queries' key
+AUDIT_KINDS: Mapping[str, tuple[ValidatorKind, str]] = {
+    "single_value": (
+        ValidatorKind.SINGLE_VALUE,
+        hc.PRECOMMIT_SINGLE_VALUE_SQL_QUERIES.key,
+    ),
+    "equality": (ValidatorKind.EQUALITY, hc.PRECOMMIT_EQUALITY_SQL_QUERIES.key),
+    "inequality": (ValidatorKind.INEQUALITY, hc.PRECOMMIT_INEQUALITY_SQL_QUERIES.key),
+}
+
+
+def _hudi_audit(value: Any, raw: Mapping[str, str], problems: list[str]) -> dict[str, str]:
+    """``hudi_audit`` as Hudi's pre-commit validator keys: ``{single_value: ["select ...#0"],
+    equality: "select ...", inequality: [...]}``, ``<TABLE_NAME>`` standing for the table."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not value:
+        problems.append(
+            f"hudi_audit: expected a mapping of {', '.join(AUDIT_KINDS)} to queries, got {value!r}"
+        )
+        return {}
+    if any(key.startswith(hc.PRECOMMIT_VALIDATORS.key) for key in raw):
+        problems.append(
+            "hudi_audit: the pre-commit validators are also set in hudi_options; set them once"
+        )
+    classes: list[str] = []
+    options: dict[str, str] = {}
+    for name, queries in value.items():
+        if name not in AUDIT_KINDS:
+            problems.append(f"hudi_audit: {name!r} is not one of {', '.join(AUDIT_KINDS)}")
+            continue
+        listed = [queries] if isinstance(queries, str) else queries
+        if (
+            not isinstance(listed, list)
+            or not listed
+            or not all(isinstance(q, str) and q.strip() for q in listed)
+        ):
+            problems.append(f"hudi_audit: {name}: expected a query or a list of queries")
+            continue
+        kind, key = AUDIT_KINDS[name]
+        classes.append(kind.class_name)
+        options[key] = ";".join(q.strip().rstrip(";") for q in listed)
+    if classes:
+        options[hc.PRECOMMIT_VALIDATORS.key] = ",".join(classes)
+        try:
+            configured_checks(hc.parse_options(options))
+        except HudiError as e:
+            problems.append(f"hudi_audit: {e}")
+    return options
 
 
 def _is_hoodie(key: str) -> bool:
@@ -517,6 +575,10 @@ def parse_model_config(
         compaction_delta_commits=compaction,
         hudi_options=raw,
         **_index(config, problems),
+        audit_before_publish=_bool(
+            config.get("audit_before_publish"), "audit_before_publish", False, problems
+        ),
+        audit_options=_hudi_audit(config.get("hudi_audit"), raw, problems),
     )
     _conflicts(cfg, problems)
     problems.extend(option_conflicts(on_schema_change, raw))
@@ -781,6 +843,26 @@ MODEL_CONFIGS: tuple[ModelConfigDoc, ...] = (
         "–",
         "`true`: after the run's commit, a Hudi savepoint pins it (see [undo a bad run](undo.md)).",
         ("true", "false"),
+    ),
+    ModelConfigDoc(
+        "audit_before_publish",
+        "Hudi models",
+        "`true`, `false`",
+        "`false`",
+        "–",
+        "`true`: the model's data tests run on the table as the commit would leave it, before the "
+        "commit; a failing error-severity test refuses the write, nothing is published and "
+        "downstream models are skipped (see [audit before publish](audit.md)).",
+        ("true", "false"),
+    ),
+    ModelConfigDoc(
+        "hudi_audit",
+        "Hudi models",
+        "`{single_value: [...], equality: [...], inequality: [...]}`",
+        "none",
+        "`hoodie.precommit.validators` and its `.sql.queries` keys",
+        "Hudi's SQL pre-commit validators, `<TABLE_NAME>` standing for the table; a failing "
+        "one refuses the write (see [audit before publish](audit.md)).",
     ),
     ModelConfigDoc(
         "column_types",
