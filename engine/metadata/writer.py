@@ -100,19 +100,19 @@ def new_metadata_schema(table_version: int) -> str:
 
 
 def table_metadata_schema(mdt: Storage) -> str:
-    """The writer schema of the existing metadata table ``mdt``: its table version's, except
-    on a version 8 table last written with Hudi 1.1's schema (its latest deltacommit's
-    ``schema`` shows it), where Hudi 1.1's: Hudi writes one ``HoodieMetadataRecord`` schema
-    whatever the table version, and readers that merge a file slice's blocks by one schema
-    (hudi-rs) fail on two."""
+    """The writer schema of the metadata table ``mdt``: its table version's, except on a
+    version 8 table with nothing written yet or last written with Hudi 1.1's schema (its
+    latest deltacommit's ``schema`` shows it), where Hudi 1.1's: Hudi writes one
+    ``HoodieMetadataRecord`` schema whatever the table version, and readers that merge a
+    file slice's blocks by one schema (hudi-rs) fail on two."""
     version = int(read_properties(mdt)[config.TABLE_VERSION.key])
     if version == 8:
         timeline = Timeline.load(mdt)
         latest = timeline.last_completed()
-        if latest is not None:
-            written = timeline.read_commit_metadata(latest).schema or ""
-            if _RELEASE_1_1_MARK in written:
-                return metadata_schema(9)
+        if latest is None:  # nothing written yet
+            return new_metadata_schema(version)
+        written = timeline.read_commit_metadata(latest).schema or ""
+        return metadata_schema(9 if _RELEASE_1_1_MARK in written else 8)
     return metadata_schema(version)
 
 
