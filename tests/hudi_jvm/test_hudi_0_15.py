@@ -16,17 +16,12 @@ from tests.hudi_jvm.scenarios import hudi_continues_ours, we_continue_hudis
 pytestmark = [pytest.mark.interop, pytest.mark.spark, pytest.mark.hudi_jvm]
 
 RELEASE = "0.15.0"
+SCENARIOS = {OURS_FIRST: hudi_continues_ours, HUDI_FIRST: we_continue_hudis}
+RUNS = [(scenario, case) for scenario in SCENARIOS for case in cases(RELEASE, scenario)]
 
 
-@pytest.mark.parametrize("case", cases(RELEASE, OURS_FIRST), ids=lambda c: c.name)
-def test_hudi_continues_our_table(
-    spark: Any, hudi_jvm: Callable[[str], HudiJvm], tmp_path: Path, case: Case
+@pytest.mark.parametrize(("scenario", "case"), RUNS, ids=lambda v: getattr(v, "name", v))
+def test_hudi_0_15_and_ours_continue_each_other(
+    spark: Any, hudi_jvm: Callable[[str], HudiJvm], tmp_path: Path, scenario: str, case: Case
 ) -> None:
-    hudi_continues_ours(spark, hudi_jvm(RELEASE), tmp_path / "t", case)
-
-
-@pytest.mark.parametrize("case", cases(RELEASE, HUDI_FIRST), ids=lambda c: c.name)
-def test_we_continue_hudis_table(
-    spark: Any, hudi_jvm: Callable[[str], HudiJvm], tmp_path: Path, case: Case
-) -> None:
-    we_continue_hudis(spark, hudi_jvm(RELEASE), tmp_path / "t", case)
+    SCENARIOS[scenario](spark, hudi_jvm(RELEASE), tmp_path / "t", case)
