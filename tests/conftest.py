@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.hudi_jvm.fixtures import hudi_jvm  # noqa: F401  (Apache Hudi's JVMs)
 from tests.s3.fixtures import s3, table_location  # noqa: F401  (the local S3 server fixtures)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -36,7 +37,9 @@ SHARED = _shared_dir()
 # long ones start first and the short unit files fill the gaps at the end instead of one worker
 # finishing a long file alone.
 _LONGEST_FILES = (
-    "s3/test_s3_concurrency.py", "interop/test_corpus_read.py", "cluster/test_standalone.py",
+    "hudi_jvm/test_hudi_1_1_ours_first.py", "hudi_jvm/test_hudi_1_1_hudi_first.py",
+    "hudi_jvm/test_hudi_0_15.py", "s3/test_s3_concurrency.py", "interop/test_corpus_read.py",
+    "cluster/test_standalone.py",
     "concurrency/test_two_writers.py", "cluster/test_connect.py", "property/test_cow_property.py",
     "property/test_mor_property.py", "concurrency/test_two_dbt_builds.py", "s3/test_s3_faults.py",
     "dbt/test_fresh_reads.py", "property/test_schema_evolution_property.py",

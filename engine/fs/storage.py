@@ -156,11 +156,28 @@ class Storage:
         if parent:
             self.makedirs(parent)
 
+    def _drop_checksum(self, rel: str) -> None:
+        """Remove the checksum file Hadoop's local file system keeps beside ``rel``
+        (``.<name>.crc``, ``org.apache.hadoop.fs.ChecksumFileSystem``), before ``rel`` is
+        replaced or deleted: Apache Hudi writing a local table leaves one beside each file it
+        writes, and its next read of a file changed under a stale one fails (``Could not load
+        Hoodie properties``). Hadoop's own overwrite and delete drop it the same way."""
+        if not isinstance(self.fs, pafs.LocalFileSystem):
+            return
+        head, _, name = rel.strip("/").rpartition("/")
+        checksum = f"{head}/.{name}.crc" if head else f".{name}.crc"
+        try:
+            self.fs.delete_file(self.full_path(checksum))
+        except FileNotFoundError:
+            pass
+
     def open_output(self, rel: str, *, overwrite: bool = False) -> Any:
         """Writable stream for a new file; refuses to replace an existing one unless asked."""
         if not overwrite and self.exists(rel):
             raise StorageError(f"Refusing to overwrite existing file {self.full_path(rel)}")
         self._ensure_parent(rel)
+        if overwrite:
+            self._drop_checksum(rel)
         return self.fs.open_output_stream(self.full_path(rel))
 
     def write_bytes(self, rel: str, data: bytes, *, overwrite: bool = False) -> None:
@@ -182,12 +199,14 @@ class Storage:
             tmp = f"{head}/{unique}" if head else unique
             with self.fs.open_output_stream(self.full_path(tmp)) as f:
                 f.write(data)
+            self._drop_checksum(rel)
             self.fs.move(self.full_path(tmp), self.full_path(rel))
         else:
             with self.fs.open_output_stream(self.full_path(rel)) as f:
                 f.write(data)
 
     def delete(self, rel: str, *, missing_ok: bool = True) -> None:
+        self._drop_checksum(rel)
         try:
             self.fs.delete_file(self.full_path(rel))
         except FileNotFoundError:

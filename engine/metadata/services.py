@@ -46,8 +46,8 @@ from engine.metadata.sync import maintained_metadata_table
 from engine.metadata.writer import (
     WRITE_TOKEN,
     commit_metadata,
-    metadata_schema,
     new_metadata_instant_time,
+    table_metadata_schema,
     write_base_file,
     write_stat,
 )
@@ -210,7 +210,7 @@ def run_metadata_services(storage: Storage, cfg: HoodieConfig) -> None:
         return
     _roll_back_pending(storage, mdt)
     timeline = Timeline.load(mdt)
-    schema = metadata_schema(int(read_properties(mdt)[config.TABLE_VERSION.key]))
+    schema = table_metadata_schema(mdt)
     if _compaction_due(timeline, Timeline.load(storage), cfg):
         compact_metadata_table(storage, mdt, schema)
     clean_metadata_table(storage, mdt, _retained(cfg))

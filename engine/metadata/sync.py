@@ -55,6 +55,8 @@ from engine.metadata.slices import METADATA_TABLE_PATH
 from engine.metadata.writer import (
     metadata_properties,
     metadata_schema,
+    new_metadata_schema,
+    table_metadata_schema,
     write_deltacommit,
     write_initial_file_groups,
 )
@@ -149,16 +151,12 @@ def maintained_metadata_table(storage: Storage) -> Storage | None:
     return mdt if has_files_index(read_properties(storage)) else None
 
 
-def _table_version(mdt: Storage) -> int:
-    return int(read_properties(mdt)[config.TABLE_VERSION.key])
-
-
 def _record(storage: Storage, instant_time: str, change: FilesChange,
             commit: HoodieCommitMetadata | None = None) -> None:  # fmt: skip
     mdt = maintained_metadata_table(storage)
     if mdt is None:
         return
-    schema = metadata_schema(_table_version(mdt))
+    schema = table_metadata_schema(mdt)
     update = MetadataUpdate(storage, instant_time, change, commit)
     props = read_properties(storage)
     cells = {p.name: p.update_groups(update, schema) for p in listed_partitions(props)}
@@ -333,10 +331,13 @@ def _initialize(
 ) -> None:  # fmt: skip
     """Bootstrap ``partitions`` from the committed table (``hoodie.table.metadata
     .partitions.inflight`` names them while they are written), then list them as ready."""
-    schema = metadata_schema(int(props[config.TABLE_VERSION.key]))
+    mdt = storage.child(METADATA_TABLE_PATH)
+    if mdt.exists(f"{METAFOLDER}/hoodie.properties"):  # a partition added to it
+        schema = table_metadata_schema(mdt)
+    else:
+        schema = new_metadata_schema(int(props[config.TABLE_VERSION.key]))
     names = [p.name for p in partitions]
     write_properties(storage, {**props, config.METADATA_PARTITIONS_INFLIGHT.key: ",".join(names)})
-    mdt = storage.child(METADATA_TABLE_PATH)
     for partition in partitions:
         groups = partition.initial_groups(init, schema)
         write_initial_file_groups(mdt, partition.name, _init_instant(mdt), groups, schema)

@@ -28,7 +28,7 @@ import pyarrow as pa
 from engine import config
 from engine.errors import ConfigError
 from engine.fs.filenames import format_base_file_name, format_log_file_name
-from engine.fs.properties import write_partition_metadata
+from engine.fs.properties import read_properties, write_partition_metadata
 from engine.fs.storage import Storage
 from engine.io.bloom_filter import BLOOM_FILTER_KEY, BLOOM_FILTER_TYPE_CODE_KEY, BloomFilterSpec
 from engine.io.hfile_writer import write_hfile
@@ -44,7 +44,12 @@ from engine.metadata.slices import METADATA_TABLE_PATH
 from engine.polling import poll
 from engine.timeline.commit_metadata import SCHEMA_KEY, HoodieCommitMetadata, HoodieWriteStat
 from engine.timeline.instant import Action, new_instant_time
-from engine.timeline.timeline import complete, create_requested, transition_to_inflight
+from engine.timeline.timeline import (
+    Timeline,
+    complete,
+    create_requested,
+    transition_to_inflight,
+)
 
 __all__ = [
     "METADATA_TABLE_PATH",
@@ -55,6 +60,8 @@ __all__ = [
     "metadata_properties",
     "metadata_schema",
     "new_metadata_instant_time",
+    "new_metadata_schema",
+    "table_metadata_schema",
     "write_base_file",
     "write_deltacommit",
     "write_initial_file_groups",
@@ -79,6 +86,35 @@ def metadata_schema(table_version: int) -> str:
             f"version {table_version}): the metadata table of version 6 is not written"
         )
     return (_SCHEMAS / f"HoodieMetadataRecord.v{table_version}.avsc").read_text(encoding="utf-8")
+
+
+# a record type only Hudi 1.1's HoodieMetadataRecord has (HoodieMetadataColumnStats.valueType)
+_RELEASE_1_1_MARK = "HoodieValueTypeInfo"
+
+
+def new_metadata_schema(table_version: int) -> str:
+    """The writer schema of a new metadata table: Hudi 1.1's in versions 8 and 9 alike, as the
+    newest release writing either version writes it (its ``valueType`` stays null in version
+    8), so that Hudi 1.1 continuing the table writes the schema already there."""
+    metadata_schema(table_version)  # refuses a version without a metadata table
+    return metadata_schema(9)
+
+
+def table_metadata_schema(mdt: Storage) -> str:
+    """The writer schema of the metadata table ``mdt``: its table version's, except on a
+    version 8 table with nothing written yet or last written with Hudi 1.1's schema (its
+    latest deltacommit's ``schema`` shows it), where Hudi 1.1's: Hudi writes one
+    ``HoodieMetadataRecord`` schema whatever the table version, and readers that merge a
+    file slice's blocks by one schema (hudi-rs) fail on two."""
+    version = int(read_properties(mdt)[config.TABLE_VERSION.key])
+    if version == 8:
+        timeline = Timeline.load(mdt)
+        latest = timeline.last_completed()
+        if latest is None:  # nothing written yet
+            return new_metadata_schema(version)
+        written = timeline.read_commit_metadata(latest).schema or ""
+        return metadata_schema(9 if _RELEASE_1_1_MARK in written else 8)
+    return metadata_schema(version)
 
 
 def metadata_properties(data_props: dict[str, str]) -> dict[str, str]:

@@ -59,16 +59,19 @@ _FOUND_SCHEMA = pa.schema(
 )
 
 
-def check_index_options(cfg: HoodieConfig, payload: str) -> None:
-    """Refuse a global index setting this engine would not apply exactly.
+def check_index_options(cfg: HoodieConfig, payload: str, *, partitioned: bool = True) -> None:
+    """Refuse a global index setting this engine would not apply exactly. On a table without
+    partitions no record moves, so every payload is applied exactly (Apache Hudi 1.1 gives the
+    version 6 tables it creates ``DefaultHoodieRecordPayload``).
 
     Raises:
         ConfigError: a global index with update.partition.path on and a payload whose merge
-            with the stored record decides where a moving record lands.
+            with the stored record decides where a moving record lands, on a partitioned
+            table.
     """
     index = KeyIndex.of(cfg)
     option = index.update_partition_path_option
-    if not index.is_global or option is None:
+    if not index.is_global or option is None or not partitioned:
         return
     flag = option.key
     if index.update_partition_path and payload != config.OVERWRITE_WITH_LATEST_PAYLOAD:

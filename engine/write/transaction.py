@@ -260,7 +260,8 @@ class WriteTransaction:
         configured_checks(self.cfg)  # misconfigured validators refuse the write up front
         check_metadata_options(self.cfg, self.props)
         payload = self.cfg.get(config.WRITE_PAYLOAD_CLASS) or self.cfg.get(config.PAYLOAD_CLASS)
-        check_index_options(self.cfg, str(payload))
+        partitioned = keygen_spec_from_config(self.cfg).is_partitioned
+        check_index_options(self.cfg, str(payload), partitioned=partitioned)
 
     def _prepare_records(self, data: Any, *, one_job: bool) -> tuple[PreparedRecords, str]:
         runner, cfg = self.runner, self.cfg

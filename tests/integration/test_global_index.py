@@ -90,3 +90,20 @@ def test_global_index_refusals(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="'HBASE'"):
         _write(spark, path, [("a", "p2", 2, "x")], {**base, "hoodie.index.type": "HBASE"})
     assert _state(path) == before
+
+
+def test_global_index_without_partitions_takes_any_payload(spark: Any, tmp_path: Path) -> None:
+    """No record of a table without partitions moves, so the payload's merge is the upsert's
+    (Apache Hudi 1.1 creates version 6 tables with DefaultHoodieRecordPayload)."""
+    path = tmp_path / "t"
+    opts = {
+        "hoodie.table.name": "glob_np",
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.payload.class": "DefaultHoodieRecordPayload",
+        **GLOBAL,
+    }
+    _write(spark, path, [("a", "p1", 2, "a2"), ("b", "p1", 1, "b1")], opts)
+    _write(spark, path, [("a", "p1", 1, "older"), ("b", "p1", 3, "b3")], opts)
+    rows = {r["id"]: r["v"] for r in hudi_rs_rows(path)}
+    assert rows == {"a": "a2", "b": "b3"}  # event time: the older ts does not win

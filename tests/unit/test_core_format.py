@@ -200,3 +200,20 @@ def test_timeline_transitions_in_order(tmp_path) -> None:  # type: ignore[no-unt
     complete(storage, t, Action.COMMIT, HoodieCommitMetadata().to_json())
     timeline = Timeline.load(storage)
     assert timeline.is_completed(t) and timeline.pending() == []
+
+
+def test_storage_drops_hadoops_checksum_of_a_file_it_replaces_or_deletes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Apache Hudi on a local file system leaves ``.<name>.crc`` beside what it writes; a file
+    the engine replaces or deletes loses it, or Hudi's next read of it fails its checksum."""
+    storage = Storage(str(tmp_path))
+    names = (".hoodie/hoodie.properties", "p0/a.parquet", "p0/b.log")
+    for rel in names:
+        storage.write_bytes(rel, b"hudi's")
+        head, _, name = rel.rpartition("/")
+        (tmp_path / head / f".{name}.crc").write_bytes(b"crc")
+    storage.write_atomic(names[0], b"ours")
+    storage.delete(names[1])
+    storage.write_bytes(names[2], b"ours", overwrite=True)
+    assert sorted(p.name for p in tmp_path.rglob("*.crc")) == []
+    assert (tmp_path / names[0]).read_bytes() == b"ours"
+    storage.write_bytes("p0/c.parquet", b"new")  # a new file: nothing to drop, nothing fails

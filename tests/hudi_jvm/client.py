@@ -1,0 +1,127 @@
+"""Apache Hudi's own Spark writer and reader, a long-lived process per release
+(tests/hudi_jvm/server.py, under the release's pyspark 3.5 and Hudi bundle) spoken to in JSON
+lines. A test dependency only; the fixtures are in tests/hudi_jvm/fixtures.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tests.hudi_jvm.provision import RELEASES, Release, ensure
+
+Row = dict[str, Any]
+
+SERVER = Path(__file__).with_name("server.py")
+
+
+class HudiJvmError(RuntimeError):
+    """Apache Hudi refused a request: the message is its exception chain, innermost first."""
+
+
+class HudiJvm:
+    """One JVM running Apache Hudi ``release`` (write, read, Spark SQL)."""
+
+    def __init__(self, release: Release, work: Path) -> None:
+        self.release = ensure(release)
+        self.work = work
+        work.mkdir(parents=True, exist_ok=True)
+        self.log_path = work / "server.log"
+        self._log: IO[bytes] = self.log_path.open("wb")
+        self._process = subprocess.Popen(
+            [str(release.python), str(SERVER), str(release.jar), str(work)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            bufsize=1,
+        )
+        self._lock = threading.Lock()
+        hello = self._answer()
+        self.spark_version: str = hello["spark"]
+        self._batches = 0
+
+    @property
+    def version(self) -> str:
+        return self.release.version
+
+    def _answer(self) -> dict[str, Any]:
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline()
+        if not line:
+            tail = self.log_path.read_text(errors="replace")[-3000:]
+            raise HudiJvmError(f"Apache Hudi {self.version}'s JVM exited: {tail}")
+        answer: dict[str, Any] = json.loads(line)
+        if not answer.pop("ok"):
+            raise HudiJvmError(answer["error"])
+        return answer
+
+    def request(self, op: str, **fields: Any) -> dict[str, Any]:
+        assert self._process.stdin is not None
+        with self._lock:
+            self._process.stdin.write(json.dumps({"op": op, **fields}) + "\n")
+            self._process.stdin.flush()
+            return self._answer()
+
+    def write(
+        self, path: str | Path, rows: pa.Table, options: dict[str, Any], mode: str = "append"
+    ) -> None:
+        """Hudi's datasource writes ``rows`` to the table at ``path``."""
+        self._batches += 1
+        parquet = self.work / f"batch-{self._batches}.parquet"
+        pq.write_table(rows, parquet)
+        options = {k: str(v) for k, v in options.items()}
+        self.request("write", path=str(path), parquet=str(parquet), options=options, mode=mode)
+
+    def read(
+        self,
+        path: str | Path,
+        query: str = "snapshot",
+        *,
+        begin: str | None = None,
+        end: str | None = None,
+        as_of: str | None = None,
+        options: dict[str, str] | None = None,
+    ) -> list[Row]:
+        """Rows Hudi's datasource reads (``query``: snapshot, read_optimized, incremental,
+        time_travel)."""
+        answer = self.request(
+            "read", path=str(path), query=query, begin=begin, end=end, as_of=as_of,
+            options=options or {},
+        )  # fmt: skip
+        rows: list[Row] = answer["rows"]
+        return rows
+
+    def sql(self, statement: str) -> list[Row]:
+        """Rows of ``statement`` in Hudi's Spark session (CALL procedures among them)."""
+        rows: list[Row] = self.request("sql", statement=statement)["rows"]
+        return rows
+
+    def register(self, name: str, path: str | Path) -> str:
+        """The table at ``path`` in Hudi's catalog as ``name`` (for procedures taking a table)."""
+        self.request("register", name=name, path=str(path))
+        return name
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            assert self._process.stdin is not None
+            try:
+                self._process.stdin.write(json.dumps({"op": "stop"}) + "\n")
+                self._process.stdin.close()
+                self._process.wait(timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                self._process.kill()
+                self._process.wait()
+        self._log.close()
+
+
+def start(version: str, work: Path | None = None) -> HudiJvm:
+    """A JVM running Apache Hudi ``version`` (one of :data:`RELEASES`)."""
+    root = work or Path(tempfile.mkdtemp(prefix=f"hudi-jvm-{version}-"))
+    return HudiJvm(RELEASES[version], root)

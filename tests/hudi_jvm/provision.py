@@ -1,0 +1,114 @@
+"""Apache Hudi on the JVM for the tests: per release, a virtual environment with the PyPI
+``pyspark`` its Spark bundle is built against, and the bundle from Maven Central, both cached
+under ``~/.cache/dbt-hudi/hudi-jvm/<release>/`` (``HUDI_JVM_CACHE`` moves it).
+
+``python -m tests.hudi_jvm.provision`` (``make hudi-jvm``, which ``make test`` runs) sets up every
+release and returns at once when the cache is ready. A test dependency only: nothing under
+``engine/`` or ``dbt/`` imports it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Release:
+    """One Apache Hudi release: its Spark 3.5 bundle and the pyspark it is built against."""
+
+    version: str
+    pyspark: str
+    table_versions: tuple[int, ...]
+
+    @property
+    def bundle(self) -> str:
+        """The bundle's Maven coordinate."""
+        return f"org.apache.hudi:hudi-spark3.5-bundle_2.12:{self.version}"
+
+    @property
+    def home(self) -> Path:
+        return cache_root() / self.version
+
+    @property
+    def python(self) -> Path:
+        return self.home / "venv" / "bin" / "python"
+
+    @property
+    def jar(self) -> Path:
+        return self.home / "jars" / f"hudi-spark3.5-bundle_2.12-{self.version}.jar"
+
+    @property
+    def stamp(self) -> Path:
+        return self.home / "ready"
+
+    @property
+    def spec(self) -> str:
+        """What the stamp records: a change of either rebuilds the release's cache."""
+        return f"pyspark=={self.pyspark} {self.bundle}\n"
+
+
+# Hudi 0.15.0 is built against Spark 3.5.1, Hudi 1.1.1 against Spark 3.5.5 (their poms'
+# spark35.version); 1.1.1 writes table version 9 by default, 8 and 6 when asked.
+RELEASES = {
+    "0.15.0": Release("0.15.0", "3.5.1", (6,)),
+    "1.1.1": Release("1.1.1", "3.5.5", (6, 8, 9)),
+}
+
+
+class ProvisionError(RuntimeError):
+    """A release could not be set up: the message names what could not be fetched."""
+
+
+def cache_root() -> Path:
+    configured = os.environ.get("HUDI_JVM_CACHE")
+    if configured:
+        return Path(configured)
+    return Path.home() / ".cache" / "dbt-hudi" / "hudi-jvm"
+
+
+def _run(command: list[str], what: str, log: Path) -> None:
+    with log.open("a") as out:
+        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
+    if done.returncode != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:] or [""]
+        raise ProvisionError(f"could not fetch {what} (exit {done.returncode}): {tail[0]}")
+
+
+def ensure(release: Release) -> Release:
+    """Sets ``release`` up once (its venv, its bundle); a ready cache returns at once."""
+    if release.stamp.is_file() and release.stamp.read_text() == release.spec:
+        return release
+    release.home.mkdir(parents=True, exist_ok=True)
+    log = release.home / "provision.log"
+    if not release.python.is_file():
+        _run([sys.executable, "-m", "venv", str(release.home / "venv")], "a venv", log)
+    _run(
+        [str(release.python), "-m", "pip", "install", "-q", f"pyspark=={release.pyspark}"],
+        f"pyspark=={release.pyspark} from PyPI",
+        log,
+    )
+    if not release.jar.is_file():
+        copy = ["mvn", "-q", "-B", "dependency:copy", f"-Dartifact={release.bundle}"]
+        copy.append(f"-DoutputDirectory={release.jar.parent}")
+        _run(copy, f"{release.bundle} from Maven Central", log)
+    release.stamp.write_text(release.spec)
+    return release
+
+
+def main() -> int:
+    for release in RELEASES.values():
+        try:
+            ensure(release)
+        except (ProvisionError, OSError) as exc:
+            print(f"hudi-jvm: {exc}", file=sys.stderr)
+            return 1
+        print(f"hudi-jvm: Apache Hudi {release.version} ready in {release.home}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

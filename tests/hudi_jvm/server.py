@@ -1,0 +1,159 @@
+"""Apache Hudi's Spark datasource in a process of its own: one JSON request a line on stdin, one
+JSON answer a line on the protocol stream.
+
+Runs with a release's own interpreter (pyspark 3.5 and the Hudi bundle, tests/hudi_jvm/
+provision.py); imports nothing from the project. Requests (``op`` and its fields):
+
+- ``write``: ``path``, ``parquet`` (a Parquet file of the rows), ``options`` (hoodie.*),
+  ``mode`` (append | overwrite) -> ``{}``
+- ``read``: ``path``, ``query`` (snapshot | read_optimized | incremental | time_travel),
+  ``begin``/``end`` (incremental), ``as_of`` (time travel), ``options`` -> ``{"rows": [...]}``
+- ``sql``: ``statement`` -> ``{"rows": [...]}``
+- ``register``: ``name``, ``path``: the table at ``path`` in the catalog as ``name`` (the
+  procedures that take a table name)
+- ``stop``
+
+An answer is ``{"ok": true, ...}`` or ``{"ok": false, "error": <the Java or Python message>}``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import json
+import os
+import sys
+import traceback
+from typing import Any
+
+
+def _protocol_stream() -> Any:
+    """The answers' stream: the original stdout, with fd 1 sent to stderr so that nothing the
+    JVM or Spark prints can mix into the answers."""
+    answers = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return answers
+
+
+def _session(jar: str, work: str) -> Any:
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("hudi-judge")
+        .config("spark.jars", jar)
+        .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
+        .config("spark.kryo.registrator", "org.apache.spark.HoodieSparkKryoRegistrar")
+        .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
+        .config(
+            "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.hudi.catalog.HoodieCatalog"
+        )
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", "2g")
+        .config("spark.sql.warehouse.dir", os.path.join(work, "warehouse"))
+        .config("spark.local.dir", os.path.join(work, "local"))
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={work}")
+        .config("spark.sql.session.timeZone", "UTC")
+    )
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (datetime.date, datetime.datetime, decimal.Decimal)):
+        return str(value)
+    if isinstance(value, bytes | bytearray):
+        return value.hex()
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if hasattr(value, "asDict"):
+        return _plain(value.asDict(recursive=True))
+    return value
+
+
+def _rows(frame: Any) -> list[dict[str, Any]]:
+    return [_plain(row.asDict(recursive=True)) for row in frame.collect()]
+
+
+def _read(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
+    options = dict(request.get("options") or {})
+    query = request.get("query", "snapshot")
+    if query == "read_optimized":
+        options["hoodie.datasource.query.type"] = "read_optimized"
+    elif query == "incremental":
+        options["hoodie.datasource.query.type"] = "incremental"
+        options["hoodie.datasource.read.begin.instanttime"] = request["begin"]
+        if request.get("end"):
+            options["hoodie.datasource.read.end.instanttime"] = request["end"]
+    elif query == "time_travel":
+        options["as.of.instant"] = request["as_of"]
+    elif query != "snapshot":
+        raise ValueError(f"unknown query {query!r}")
+    frame = spark.read.format("hudi").options(**options).load(request["path"])
+    return {"rows": _rows(frame)}
+
+
+def _write(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
+    frame = spark.read.parquet(request["parquet"])
+    writer = frame.write.format("hudi").options(**request.get("options", {}))
+    writer.mode(request.get("mode", "append")).save(request["path"])
+    return {}
+
+
+def _answer(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
+    op = request.get("op")
+    if op == "write":
+        return _write(spark, request)
+    if op == "read":
+        return _read(spark, request)
+    if op == "sql":
+        return {"rows": _rows(spark.sql(request["statement"]))}
+    if op == "register":
+        name = request["name"]
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+        spark.sql(f"CREATE TABLE {name} USING hudi LOCATION '{request['path']}'")
+        return {}
+    if op == "version":
+        return {"spark": spark.version}
+    raise ValueError(f"unknown op {op!r}")
+
+
+def _message(exc: BaseException) -> str:
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        # the innermost cause says what Hudi refused; the outer one where
+        causes, cause = [], java
+        while cause is not None and len(causes) < 8:
+            causes.append(str(cause.toString()))
+            cause = cause.getCause()
+        return " <- ".join(reversed(causes))
+    return f"{type(exc).__name__}: {exc}"
+
+
+def main() -> int:
+    jar, work = sys.argv[1], sys.argv[2]
+    answers = _protocol_stream()
+    spark = _session(jar, work)
+    answers.write(json.dumps({"ok": True, "spark": spark.version}) + "\n")
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request.get("op") == "stop":
+            break
+        try:
+            answer = {"ok": True, **_answer(spark, request)}
+        except Exception as exc:  # every failure is an answer: the client raises it
+            traceback.print_exc()
+            answer = {"ok": False, "error": _message(exc)}
+        answers.write(json.dumps(answer, default=str) + "\n")
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
