@@ -31,7 +31,7 @@ from tests.cli.browser import Browser, headless
 pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[2]
-NAV_PAGES = 18  # mkdocs.yml's nav; a page left out of it fails the build's omitted_files check
+NAV_PAGES = 19  # mkdocs.yml's nav; a page left out of it fails the build's omitted_files check
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +138,13 @@ def broken_links(site: Path) -> list[str]:
 def test_the_site_has_every_page_and_no_broken_link(site: Path) -> None:
     found = pages(site)
     assert len(found) == NAV_PAGES, found
-    for page in ("config-reference/", "troubleshooting/", "performance/", "architecture/"):
+    for page in (
+        "config-reference/",
+        "troubleshooting/",
+        "performance/",
+        "architecture/",
+        "audit/",
+    ):
         assert page in found
     assert broken_links(site) == []
     index = (site / "search" / "search_index.json").read_text()

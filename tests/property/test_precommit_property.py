@@ -103,6 +103,6 @@ def run_sequence(spark: Any, table_type: str, version: str, steps: list[Any]) ->
             runner.judge(hudi_rs_rows(path), oracle, context)
 
 
-@runner.sequence_groups(sequence, sequences=80 if runner.LONG else 8)
+@runner.sequence_groups(sequence, sequences=80 if runner.LONG else 4)
 def test_only_batches_that_pass_their_validators_are_committed(spark, group) -> None:  # type: ignore[no-untyped-def]
     runner.run_group(spark, group, run_sequence)
