@@ -205,7 +205,7 @@ def _publish_catalog_entry(
     the ``dbt_hudi.definition`` property) with these docs; whether it was written."""
     schema, identifier = name
     digest = _definition_digest(columns, properties)
-    current = _catalog_properties(spark, schema, identifier)
+    current = catalog_properties(spark, schema, identifier)
     if current.get(DEFINITION_PROPERTY) == digest:
         if comments is None or comments == existing_comments(spark, schema, identifier):
             return False
@@ -304,7 +304,7 @@ def _register(
     return view
 
 
-def _catalog_properties(spark: SparkSession, schema: str, identifier: str) -> dict[str, str]:
+def catalog_properties(spark: SparkSession, schema: str, identifier: str) -> dict[str, str]:
     if not spark.catalog.tableExists(f"{schema}.{identifier}"):
         return {}
     rows = spark.sql(f"SHOW TBLPROPERTIES {format_catalog_name(schema, identifier)}").collect()
@@ -313,12 +313,12 @@ def _catalog_properties(spark: SparkSession, schema: str, identifier: str) -> di
 
 def catalog_base_path(spark: SparkSession, schema: str, identifier: str) -> str | None:
     """The base path recorded on ``schema.identifier``'s catalog table, if it is a Hudi model's."""
-    return _catalog_properties(spark, schema, identifier).get(BASE_PATH_PROPERTY) or None
+    return catalog_properties(spark, schema, identifier).get(BASE_PATH_PROPERTY) or None
 
 
 def catalog_table_type(spark: SparkSession, schema: str, identifier: str) -> str | None:
     """The Hudi table type recorded on ``schema.identifier``'s catalog table, if any."""
-    return _catalog_properties(spark, schema, identifier).get(TABLE_TYPE_PROPERTY) or None
+    return catalog_properties(spark, schema, identifier).get(TABLE_TYPE_PROPERTY) or None
 
 
 def ensure_snapshot_views(names: Iterable[str], server_side_parameters: Mapping[str, str]) -> None:

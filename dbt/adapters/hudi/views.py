@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.hudi.publish import (
+    catalog_properties,
     ensure_snapshot_views,
     format_catalog_name,
     get_session,
@@ -162,12 +163,7 @@ def _register(spark: SparkSession, view: SessionView) -> None:
 
 def _load(spark: SparkSession, name: str, target: tuple[str, str]) -> SessionView:
     """The definition kept on the catalog view ``target`` (a view built by another process)."""
-    catalog_name = format_catalog_name(*target)
-    properties: dict[str, str] = {}
-    if spark.catalog.tableExists(f"{target[0]}.{target[1]}"):
-        rows = spark.sql(f"SHOW TBLPROPERTIES {catalog_name}").collect()
-        properties = {str(r["key"]): str(r["value"]) for r in rows}
-    text = properties.get(SESSION_VIEW_PROPERTY)
+    text = catalog_properties(spark, *target).get(SESSION_VIEW_PROPERTY)
     if text is None:
         raise DbtRuntimeError(
             f"View model {target[0]}.{target[1]} reads Hudi models, but its catalog view has no "
