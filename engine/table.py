@@ -38,7 +38,6 @@ from engine.fs.properties import PROPERTIES_FILE, read_properties
 from engine.fs.s3 import is_s3_uri, resolve_s3_settings
 from engine.fs.storage import Storage
 from engine.fs.table_version import write_view_of_properties
-from engine.fs.view import FileSystemView
 from engine.io.bloom_filter import BloomFilterSpec
 from engine.metadata.sync import prepare_metadata_table
 from engine.model.schema import avro_to_arrow_schema, remove_meta_fields
@@ -69,6 +68,7 @@ from engine.services.savepoint import (
 )
 from engine.timeline.instant import Action, Instant
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import FileSystemView
 from engine.write.precommit import AuditHook
 from engine.write.rollback import rollback_failed_writes, rollback_instant, rollback_last_commit
 from engine.write.transaction import WriteResult, WriteTransaction

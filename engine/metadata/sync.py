@@ -41,7 +41,6 @@ from engine.fs.filenames import (
 )
 from engine.fs.properties import METAFOLDER, read_properties, write_properties
 from engine.fs.storage import Storage
-from engine.fs.view import list_partition_paths
 from engine.metadata.changes import FilesChange, of_clean, of_commit, of_rollbacks
 from engine.metadata.column_stats import COLUMN_STATS_PARTITION
 from engine.metadata.column_stats_partition import column_stats_definition, init_columns
@@ -63,6 +62,7 @@ from engine.metadata.writer import (
 from engine.timeline.commit_metadata import HoodieCommitMetadata
 from engine.timeline.instant import COMMIT_ACTIONS, Action, Instant
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import list_partition_paths
 from engine.write.create_table import take_over_metadata_table
 
 __all__ = [

@@ -47,7 +47,6 @@ from engine.fs.filenames import (
 )
 from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
-from engine.fs.view import FileSlice, FileSystemView, Visibility, list_partition_paths
 from engine.io.bloom_filter import BloomFilterSpec
 from engine.io.logfile import HoodieLogBlockType, read_log_blocks
 from engine.io.parquet import (
@@ -83,6 +82,7 @@ from engine.timeline.timeline import (
     delete_instant_files,
     transition_to_inflight,
 )
+from engine.view.fs_view import FileSlice, FileSystemView, Visibility, list_partition_paths
 from engine.write.commit import build_commit_metadata, remove_unreported_files
 from engine.write.handles import TaskInfo
 from engine.write.markers import create_marker, delete_markers, list_marked_files

@@ -52,12 +52,12 @@ from engine.config import HoodieConfig, WriteOperation
 from engine.errors import ConfigError, NullOrderingValueError, RecordKeyError
 from engine.fs.properties import write_partition_metadata
 from engine.fs.storage import Storage
-from engine.fs.view import list_partition_paths
 from engine.model.keygen import KeyGenSpec
 from engine.model.ordering import naming_ordering_field
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline, delete_instant_files
+from engine.view.fs_view import list_partition_paths
 from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
 from engine.write.bucketing import Bucket
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
