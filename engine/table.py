@@ -18,7 +18,7 @@
 
 Every method that changes the timeline takes the table lock; every method reads the table's
 persisted properties first, so the adapter and the CLI behave the same. A table is written by
-the write transaction; the data work runs on the table's runner (:mod:`engine.runner`).
+the write transaction; the data work runs on the table's runner (:mod:`engine.write.runner`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ from engine.io.bloom_filter import BloomFilterSpec
 from engine.metadata.sync import prepare_metadata_table
 from engine.model.schema import avro_to_arrow_schema, remove_meta_fields
 from engine.read.plan import parse_read_query, plan_query
-from engine.runner import Runner, runner_for_write
 from engine.services.archival import archive
 from engine.services.clean import CleanResult, clean
 from engine.services.compaction import (
@@ -71,6 +70,7 @@ from engine.timeline.timeline import Timeline
 from engine.view.fs_view import FileSystemView
 from engine.write.precommit import AuditHook
 from engine.write.rollback import rollback_failed_writes, rollback_instant, rollback_last_commit
+from engine.write.runner import Runner, runner_for_write
 from engine.write.transaction import WriteResult, WriteTransaction
 
 __all__ = [

@@ -59,7 +59,7 @@ from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline, delete_instant_files
 from engine.view.fs_view import list_partition_paths
 from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
-from engine.write.bucketing import Bucket
+from engine.write.bucketing import Bucket, BucketSpec
 from engine.write.handles import TaskInfo, WriteContext, write_file_group
 from engine.write.listing import latest_table_slices
 from engine.write.merge_on_read import log_write_config
@@ -188,14 +188,6 @@ def bucket_of_file_id(file_id: str) -> int | None:
 
 
 # ---- the write's plan ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BucketSpec:
-    """Number of buckets and the fields hashed (picklable)."""
-
-    num_buckets: int
-    hash_fields: tuple[str, ...]
 
 
 def bucket_spec(cfg: HoodieConfig, keygen: KeyGenSpec) -> BucketSpec:

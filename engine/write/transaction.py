@@ -53,7 +53,6 @@ from engine.model.auto_keys import check_auto_keys, write_operation
 from engine.model.keygen import KeyGenSpec, keygen_spec_from_config
 from engine.model.merge import MergeSpec
 from engine.model.ordering import null_ordering_checked
-from engine.runner import Runner
 from engine.services.heartbeat import Heartbeat, is_write_alive
 from engine.services.inline import run_table_services, validate_service_options
 from engine.services.lock import TableLock
@@ -80,6 +79,7 @@ from engine.write.replace import (
     requested_replace_metadata,
 )
 from engine.write.rollback import rollback_failed_writes
+from engine.write.runner import Runner
 from engine.write.strategy import WriteStrategy
 
 __all__ = ["UNSUPPORTED_VALUES", "WriteResult", "WriteTransaction", "strategy_for"]
