@@ -59,6 +59,7 @@ from engine.services.restore import (
     restore,
 )
 from engine.services.restore_run import RUN_ID_KEY, RUN_NODE_KEY, RunRestorePlan, plan_run_restore
+from engine.services.rollback import rollback_failed_writes, rollback_instant, rollback_last_commit
 from engine.services.savepoint import (
     Savepoint,
     create_savepoint,
@@ -69,7 +70,6 @@ from engine.timeline.instant import Action, Instant
 from engine.timeline.timeline import Timeline
 from engine.view.fs_view import FileSystemView
 from engine.write.precommit import AuditHook
-from engine.write.rollback import rollback_failed_writes, rollback_instant, rollback_last_commit
 from engine.write.runner import Runner, runner_for_write
 from engine.write.transaction import WriteResult, WriteTransaction
 

@@ -35,6 +35,7 @@ from pyspark.sql import types as T
 
 from engine.errors import RecordKeyError
 from engine.faults import checkpoint
+from engine.fs.filenames import TaskInfo
 from engine.model.keygen import KeyGenSpec, invalid_record_key_message
 from engine.model.ordering import null_ordering_error
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
@@ -53,7 +54,7 @@ from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.bucket_index import bucket_ids
 from engine.write.bucketing import BucketSpec
 from engine.write.grouping import groups_in_arrival_order
-from engine.write.handles import TaskInfo, WriteContext
+from engine.write.handles import WriteContext
 from engine.write.runner import BucketedWrite
 
 __all__ = ["write_bucketed", "write_bucketed_locally"]

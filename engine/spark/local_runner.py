@@ -34,6 +34,7 @@ from engine import config
 from engine.config import HoodieConfig
 from engine.errors import KeyMovedError, RecordKeyError
 from engine.faults import checkpoint
+from engine.fs.filenames import TaskInfo
 from engine.fs.storage import Storage
 from engine.model.keygen import KeyGenSpec, invalid_record_key_message
 from engine.model.ordering import null_ordering_error
@@ -48,7 +49,7 @@ from engine.spark.runner import SparkRunner
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.bulk_insert import write_task_records
 from engine.write.global_index import cross_partition_duplicate
-from engine.write.handles import TaskInfo, WriteContext
+from engine.write.handles import WriteContext
 from engine.write.index import IndexSource, PartitionKeyRange
 from engine.write.partition_write import TASK_BUCKETS
 from engine.write.runner import BucketedWrite, LocatedRecords, PartitionedWrite

@@ -50,6 +50,7 @@ import pyarrow.compute as pc
 from engine import config
 from engine.config import HoodieConfig, WriteOperation
 from engine.errors import ConfigError, NullOrderingValueError, RecordKeyError
+from engine.fs.filenames import TaskInfo
 from engine.fs.properties import write_partition_metadata
 from engine.fs.storage import Storage
 from engine.model.keygen import KeyGenSpec
@@ -60,7 +61,7 @@ from engine.timeline.timeline import Timeline, delete_instant_files
 from engine.view.fs_view import list_partition_paths
 from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
 from engine.write.bucketing import Bucket, BucketSpec
-from engine.write.handles import TaskInfo, WriteContext, write_file_group
+from engine.write.handles import WriteContext, write_file_group
 from engine.write.listing import latest_table_slices
 from engine.write.merge_on_read import log_write_config
 from engine.write.plan import JobProfile, WriteJob

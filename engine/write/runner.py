@@ -31,13 +31,14 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from engine.config import HoodieConfig
+    from engine.fs.filenames import TaskInfo
     from engine.fs.storage import Storage
     from engine.model.keygen import KeyGenSpec
     from engine.read.plan import QueryPlan
     from engine.services.compaction import CompactionContext, CompactionOperation
     from engine.timeline.commit_metadata import HoodieWriteStat
     from engine.write.bucketing import Bucket, BucketPlan, BucketSpec
-    from engine.write.handles import TaskInfo, WriteContext
+    from engine.write.handles import WriteContext
     from engine.write.index import IndexSource, KeyIndex, PartitionKeyRange
     from engine.write.precommit import CheckFailure, SqlCheck
 

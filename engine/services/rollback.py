@@ -54,6 +54,7 @@ from engine.timeline.avro_metadata import (
     serialize,
 )
 from engine.timeline.instant import COMMIT_ACTIONS, Action, Instant, State, new_instant_time
+from engine.timeline.markers import delete_markers, list_marked_files
 from engine.timeline.timeline import (
     Timeline,
     complete,
@@ -62,7 +63,6 @@ from engine.timeline.timeline import (
     transition_to_inflight,
 )
 from engine.view.fs_view import list_partition_paths
-from engine.write.markers import delete_markers, list_marked_files
 
 __all__ = [
     "RollbackPlan",
