@@ -55,7 +55,7 @@ def _run_step(step: dict[str, Any], table: str, work: str, state: dict[str, Any]
         with TableLock(storage, cfg).hold():
             run_pending_compactions(storage, runner=run_operations_locally)
     elif kind == "rollback":
-        from engine.write.rollback import rollback_failed_writes
+        from engine.services.rollback import rollback_failed_writes
 
         with TableLock(storage, cfg).hold():
             rollback_failed_writes(storage, Timeline.load(storage))
