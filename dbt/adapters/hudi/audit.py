@@ -136,7 +136,8 @@ def _stores_failures_as(config: Any) -> str | None:
 
     stores = getattr(config, "store_failures", None)
     if stores is None:
-        stores = bool(getattr(get_flags(), "STORE_FAILURES", False))
+        flags = get_flags()  # type: ignore[no-untyped-call]
+        stores = bool(getattr(flags, "STORE_FAILURES", False))
     if not stores:
         return None
     stored_as = getattr(config, "store_failures_as", None) or "table"
