@@ -21,6 +21,7 @@ committed writes applied in commit order.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,15 +109,14 @@ def _wait(event: threading.Event, what: str) -> None:
         raise TimeoutError(f"waited {WAIT_SECONDS}s for {what}")
 
 
-def _thread(race: Race, name: str, write: Callable[[], Any], then: threading.Event | None) -> Any:
+def _thread(race: Race, name: str, write: Callable[[], Any], then: threading.Event) -> Any:
     def run() -> None:
         try:
             race.outcome[name] = write()
         except BaseException as e:  # the main thread asserts on it
             race.outcome[name] = e
         finally:
-            if then is not None:
-                then.set()
+            then.set()
 
     thread = threading.Thread(target=run, name=f"audited-writer-{name}", daemon=True)
     thread.start()
@@ -165,17 +165,21 @@ def test_audits_overlap_conflicts_keep_hudi_rules_and_see_nothing_uncommitted(
         return spark_table(path, spark).write(df, options, audit=[hook])
 
     writer_a = _thread(race, "a", lambda: write("a", "b", race.hook_a), race.a_done)
-    _wait(race.a_in_audit, "writer A to enter its audit")
-    writer_b = _thread(race, "b", lambda: write("b", "a", race.hook_b), None)
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not race.a_in_audit.wait(0.2):  # A failing before its audit ends the test at once
+        assert not race.a_done.is_set(), f"writer A ended before its audit: {race.outcome}"
+        assert time.monotonic() < deadline, "writer A did not reach its audit"
+    # B ending before its audit (an error) releases A too: the asserts below then say why
+    writer_b = _thread(race, "b", lambda: write("b", "a", race.hook_b), race.b_in_audit)
     for thread in (writer_a, writer_b):
         thread.join(2 * WAIT_SECONDS)
         assert not thread.is_alive(), f"{thread.name} did not finish"
 
-    # each audit saw the committed rows and its own, while the other's files were inflight
-    assert race.staged == own
-    assert len(race.others_pending["a"]) == 1 and len(race.others_pending["b"]) == 1
     a_result, b_result = race.outcome["a"], race.outcome["b"]
     assert not isinstance(a_result, BaseException), a_result
+    # each audit saw the committed rows and its own, while the other's files were inflight
+    assert race.staged == own, race.outcome
+    assert len(race.others_pending["a"]) == 1 and len(race.others_pending["b"]) == 1
     expected = own["a"]
     if overlapping:
         assert isinstance(b_result, WriteConflictError), b_result
