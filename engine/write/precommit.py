@@ -165,7 +165,9 @@ def staged_timeline(
     timeline: Timeline, instant_time: str, action: Action, metadata: HoodieCommitMetadata
 ) -> Timeline:
     """``timeline`` with the write's instant completed in memory: its commit metadata is
-    ``metadata`` (layout 2: it completes after every instant on the timeline)."""
+    ``metadata`` (layout 2: it completes after every instant on the timeline). Every other
+    instant keeps its state: another writer's requested or inflight instant stays pending, so
+    its files are not read, and the audit sees the committed table and this write only."""
     completion = None
     if timeline.layout.version >= 2:
         times = [i.instant_time for i in timeline.instants]
