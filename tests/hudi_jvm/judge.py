@@ -67,6 +67,9 @@ class Judge:
     oracle: Rows = field(default_factory=dict)
     points: list[Point] = field(default_factory=list)
     ts: int = 0
+    # a column a schema change added (None: none) and its value by id (None: written before)
+    added: str | None = None
+    added_values: dict[str, Any] = field(default_factory=dict)
 
     # ---- the oracle ---------------------------------------------------------------------
 
@@ -84,10 +87,23 @@ class Judge:
     def upserted(self, batch: pa.Table) -> None:
         for r in batch.to_pylist():
             self.oracle[r["id"]] = (r["dt"], r["ts"], r["v"])
+            if self.added:
+                self.added_values[r["id"]] = r.get(self.added)
 
     def deleted(self, batch: pa.Table) -> None:
         for r in batch.to_pylist():
             self.oracle.pop(r["id"], None)
+            self.added_values.pop(r["id"], None)
+
+    def overwritten(self, batch: pa.Table, partitioned: bool) -> None:
+        """insert_overwrite: the partitions ``batch`` touches (the whole table when it has no
+        partitions) hold exactly its rows."""
+        touched = set(batch.column("dt").to_pylist())
+        for key, (dt, _, _) in list(self.oracle.items()):
+            if dt in touched or not partitioned:
+                self.oracle.pop(key)
+                self.added_values.pop(key, None)
+        self.upserted(batch)
 
     # ---- the readers --------------------------------------------------------------------
 
@@ -114,13 +130,16 @@ class Judge:
         before the clean's earliest commit to retain."""
         hudi = self.hudi.read(self.path, options=HUDI_READ)
         expected = dict(self.oracle)
-        answers = {
-            "Apache Hudi": by_id(hudi),
-            "hudi-rs": by_id(hudi_rs_rows(self.path)),
-            "engine": by_id(read_table(str(self.path)).to_pylist()),
+        read = {
+            "Apache Hudi": hudi,
+            "hudi-rs": hudi_rs_rows(self.path),
+            "engine": read_table(str(self.path)).to_pylist(),
         }
-        for reader, rows in answers.items():
-            assert rows == expected, f"after {step}: {reader} snapshot {diff(rows, expected)}"
+        for reader, rows in read.items():
+            got = by_id(rows)
+            assert got == expected, f"after {step}: {reader} snapshot {diff(got, expected)}"
+        if self.added:
+            self._check_added(step, read)
         if self.table_type == MOR:
             self._check_read_optimized(step)
         if self.points and not cleaned:
@@ -129,6 +148,14 @@ class Judge:
         instant_time, completion_time = self._latest_write()
         commit_times = {r["id"]: r["_hoodie_commit_time"] for r in hudi}
         self.points.append(Point(instant_time, completion_time, expected, commit_times))
+
+    def _check_added(self, step: str, read: dict[str, list[dict[str, Any]]]) -> None:
+        """The added column: its value where a write after the change gave one, else null."""
+        expected = {key: self.added_values.get(key) for key in self.oracle}
+        for reader, rows in read.items():
+            got = {r["id"]: r.get(self.added) for r in rows}
+            wrong = {k: (got[k], expected[k]) for k in expected if got.get(k) != expected[k]}
+            assert not wrong, f"after {step}: {reader} column {self.added} (got, expected): {wrong}"
 
     def _check_read_optimized(self, step: str) -> None:
         hudi = by_id(self.hudi.read(self.path, "read_optimized", options=HUDI_READ))
