@@ -44,6 +44,16 @@ WEIGHTS = {
 }  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Undo:
+    """A write's instant, and the oracle and clean flag from before it."""
+
+    instant: str
+    oracle: dict[str, Any]
+    added_values: dict[str, Any]
+    cleaned_since_write: bool
+
+
 @dataclass
 class Run:
     """One sequence on one table: its case, writers, oracle (the judge) and what happened."""
@@ -54,8 +64,8 @@ class Run:
     rng: random.Random
     name: str = ""
     history: list[str] = field(default_factory=list)
-    # (instant, oracle, added values) before each write: a rollback restores them
-    undo: list[tuple[str, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    # each write's instant and what it changed: a rollback restores them
+    undo: list[Undo] = field(default_factory=list)
     cleaned_since_write: bool = False
 
     @property
@@ -97,23 +107,31 @@ def _write(run: Run, who: str, batch: pa.Table, op: str) -> None:
     """``who`` writes ``batch`` with ``op``; the oracle takes it, the undo stack keeps what it
     was."""
     judge = run.judge
-    before = (dict(judge.oracle), dict(judge.added_values))
+    before = (dict(judge.oracle), dict(judge.added_values), run.cleaned_since_write)
     if who == "ours":
         schema = SPARK_SCHEMA + (f", {ADDED} string" if ADDED in batch.column_names else "")
         frame = run.spark.createDataFrame(batch.to_pylist(), schema)
         options = {**run.ours_options(), "hoodie.datasource.write.operation": op}
-        write_hudi(frame, str(judge.path), options)
+        instant = write_hudi(frame, str(judge.path), options).instant_time
     else:
         options = {**run.hudi_options(), "hoodie.datasource.write.operation": op}
         judge.hudi.write(judge.path, batch, options)
+        instant = _latest(judge, {_write_action(run.case, op)})
     if op == "delete":
         judge.deleted(batch)
     elif op == "insert_overwrite":
         judge.overwritten(batch, run.case.partitioned)
     else:
         judge.upserted(batch)
-    run.undo.append((_latest(judge, WRITES), *before))
+    run.undo.append(Undo(instant, *before))
     run.cleaned_since_write = False
+
+
+def _write_action(case: Case, op: str) -> Action:
+    """The action a write completes as (Hudi's inline compaction may follow it as a commit)."""
+    if op == "insert_overwrite":
+        return Action.REPLACE_COMMIT
+    return Action.DELTA_COMMIT if case.table_type == MOR else Action.COMMIT
 
 
 def _latest(judge: Judge, actions: set[Action]) -> str:
@@ -177,14 +195,16 @@ def step_rollback(run: Run, who: str) -> None:
     """Roll the last write back: the oracle is what it was before it, and no reader may be asked
     about its instant any more."""
     judge = run.judge
-    instant, oracle, added = run.undo.pop()
+    undo = run.undo.pop()
+    instant = undo.instant
     if who == "ours":
         spark_table(str(judge.path)).rollback(instant, run.ours_options())
     else:
         judge.hudi.sql(
             f"CALL rollback_to_instant(table => '{run.registered()}', instant_time => '{instant}')"
         )
-    judge.oracle, judge.added_values = oracle, added
+    judge.oracle, judge.added_values = undo.oracle, undo.added_values
+    run.cleaned_since_write = undo.cleaned_since_write
     judge.points = [p for p in judge.points if p.instant_time != instant]
 
 
@@ -209,7 +229,7 @@ def allowed(run: Run) -> list[str]:
     if run.case.index != "BUCKET":
         ops.append("clustering")
     latest = _latest(judge, {*WRITES, Action.COMPACTION, Action.CLUSTERING})
-    if run.undo and run.undo[-1][0] == latest and not run.cleaned_since_write:
+    if run.undo and run.undo[-1].instant == latest and not run.cleaned_since_write:
         ops.append("rollback")
     if judge.added is None:
         ops.append("add_column")
