@@ -26,7 +26,9 @@ import pyarrow as pa
 import pytest
 
 from engine import spark_table, write_hudi
+from engine.fs.storage import Storage
 from engine.timeline.instant import Action
+from engine.timeline.timeline import Timeline
 from tests.hudi_jvm.cases import Case
 from tests.hudi_jvm.client import HudiJvm
 from tests.hudi_jvm.judge import COW, MOR, SPARK_SCHEMA, Judge, keys
@@ -228,12 +230,29 @@ def allowed(run: Run) -> list[str]:
         ops.append("compaction")
     if run.case.index != "BUCKET":
         ops.append("clustering")
-    latest = _latest(judge, {*WRITES, Action.COMPACTION, Action.CLUSTERING})
-    if run.undo and run.undo[-1].instant == latest and not run.cleaned_since_write:
+    if _can_roll_back(run):
         ops.append("rollback")
     if judge.added is None:
         ops.append("add_column")
     return ops
+
+
+def _can_roll_back(run: Run) -> bool:
+    """The last write can be rolled back: it is not the table's first (which would leave no
+    commit), it is still the latest write, no clean of retain 1 ran since, and the metadata
+    table did not compact after it (Hudi refuses that rollback: "Commit being rolled back ... is
+    earlier than the latest compaction on the metadata table", hudi-client-common
+    ``HoodieBackedTableMetadataWriter``)."""
+    if len(run.undo) < 2 or run.cleaned_since_write:
+        return False
+    instant = run.undo[-1].instant
+    if instant != _latest(run.judge, {*WRITES, Action.COMPACTION, Action.CLUSTERING}):
+        return False
+    mdt = run.judge.path / ".hoodie" / "metadata"
+    if not (mdt / ".hoodie" / "hoodie.properties").is_file():
+        return True
+    compactions = Timeline.load(Storage(str(mdt))).completed((Action.COMMIT,))
+    return all(c.instant_time < instant for c in compactions)
 
 
 def one_step(run: Run) -> None:
