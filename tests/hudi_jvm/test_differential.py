@@ -7,9 +7,9 @@ oracle must agree (tests/hudi_jvm/judge.py: snapshot, read-optimized, time trave
 A seeded random sequence rather than hypothesis: one step costs seconds of JVM work (a Hudi write,
 a procedure, four readers), and hypothesis' shrinking replays whole sequences from an empty table,
 so shrinking one failure would take tens of minutes; a seed replays the sequence exactly and the
-failure lists its steps. ``make test`` runs the fixed seeds of :data:`SHORT` (new defects found in
-long runs add their seed there); ``HUDI_TEST_LONG=1`` adds longer sequences on fresh seeds and more
-cases, and ``HUDI_DIFF_SEED=<n>`` replays one seed on every case.
+failure lists its steps. ``make test`` runs the fixed seed of :data:`SHORT`; ``HUDI_TEST_LONG=1``
+adds the sequences that found defects (:data:`REGRESSIONS`) and longer sequences on fresh seeds
+and more cases, and ``HUDI_DIFF_SEED=<n>`` replays one seed on every case.
 """
 
 from __future__ import annotations
@@ -255,14 +255,16 @@ def _can_roll_back(run: Run) -> bool:
     return all(c.instant_time < instant for c in compactions)
 
 
-def one_step(run: Run) -> None:
+def one_step(run: Run, scripted: tuple[str, str] | None = None) -> None:
     """A step drawn among the allowed ops, one not run yet on this table weighing five times
-    more (a short sequence runs most of them)."""
+    more (a short sequence runs most of them); ``scripted``: (who, op) given."""
     ops = allowed(run)
     done = {entry.split(" ")[1] for entry in run.history}
     weights = [WEIGHTS[o] * (1 if o in done else 5) for o in ops]
     op = run.rng.choices(ops, weights)[0]
     who = "hudi" if op == "clustering" else run.rng.choice(["ours", "hudi"])
+    if scripted is not None:
+        who, op = scripted
     run.history.append(f"{who} {op}")
     started = time.monotonic()
     STEPS[op](run, who)
@@ -271,16 +273,26 @@ def one_step(run: Run) -> None:
     print(f"{who} {op}: {ran - started:.1f}s, judged in {time.monotonic() - ran:.1f}s")
 
 
-def run_sequence(spark: Any, jvm: HudiJvm, path: Path, case: Case, seed: int, steps: int) -> None:
+Script = tuple[tuple[str, str], ...]  # (who, op) of each step after the first write
+
+
+def run_sequence(
+    spark: Any, jvm: HudiJvm, path: Path, case: Case, seed: int, steps: int | Script
+) -> None:
+    """``steps`` random steps after the first write, or the steps of a script (the keys still
+    drawn from ``seed``)."""
     rng = random.Random(seed)
     run = Run(spark, Judge(path, jvm, case.table_type), case, rng)
+    script: list[tuple[str, str] | None] = (
+        [None] * steps if isinstance(steps, int) else list(steps[1:])
+    )
     try:
-        who = rng.choice(["ours", "hudi"])
+        who = rng.choice(["ours", "hudi"]) if isinstance(steps, int) else steps[0][0]
         run.history.append(f"{who} upsert (creates)")
         _write(run, who, _batch(run, keys(*range(8)), f"{who}-create"), "upsert")
         run.judge.check("the first write")
-        for _ in range(steps):
-            one_step(run)
+        for scripted in script:
+            one_step(run, scripted)
     except Exception as exc:
         raise AssertionError(
             f"{case.name}, seed {seed}, steps: {'; '.join(run.history)}: {exc}"
@@ -290,9 +302,19 @@ def run_sequence(spark: Any, jvm: HudiJvm, path: Path, case: Case, seed: int, st
 # ---- the runs -------------------------------------------------------------------------------
 
 LONG = bool(os.environ.get("HUDI_TEST_LONG"))
-# (case, seed, steps) of make test: a merge-on-read table on each release's default version
+# (case, seed, steps) of make test: seed 1 on a partitioned merge-on-read table of Hudi 0.15.0
+# runs compaction, clean, clustering, delete, upsert, insert_overwrite and a rollback by Hudi
 SHORT = [
     (Case("0.15.0", 6, MOR, "BLOOM", True), 1, 8),
+]
+# sequences that found a defect, replayed by make test-long (docs/format-notes.md)
+REGRESSIONS: list[tuple[Case, int, int | Script]] = [
+    # column stats' index version (seed 888285's first steps)
+    (
+        Case("1.1.1", 8, COW, "GLOBAL_SIMPLE", True),
+        888285,
+        (("hudi", "upsert"), ("hudi", "clean"), ("ours", "add_column"), ("hudi", "clustering")),
+    ),
 ]
 LONG_CASES = [
     Case("0.15.0", 6, COW, "SIMPLE", False),
@@ -302,7 +324,7 @@ LONG_CASES = [
 ]
 
 
-def _runs() -> list[tuple[Case, int, int]]:
+def _runs() -> list[tuple[Case, int, int | Script]]:
     replay = os.environ.get("HUDI_DIFF_SEED")
     if replay:
         return [(case, int(replay), 20) for case, _, _ in SHORT] + [
@@ -311,7 +333,8 @@ def _runs() -> list[tuple[Case, int, int]]:
     if not LONG:
         return SHORT
     fresh = random.SystemRandom()
-    return SHORT + [(case, fresh.randrange(10**6), 20) for case in [*LONG_CASES, SHORT[0][0]]]
+    fresh_runs = [(case, fresh.randrange(10**6), 20) for case in [*LONG_CASES, SHORT[0][0]]]
+    return SHORT + REGRESSIONS + fresh_runs
 
 
 RUNS = _runs()
@@ -326,7 +349,7 @@ def test_differential(
     tmp_path: Path,
     case: Case,
     seed: int,
-    steps: int,
+    steps: int | Script,
 ) -> None:
     assert case.table_type in (COW, MOR)
     run_sequence(spark, hudi_jvm(case.release), tmp_path / "t", case, seed, steps)
