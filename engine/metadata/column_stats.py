@@ -101,6 +101,9 @@ _VALUE_TYPE = {
     "TIMESTAMP_MICROS": 16,
 }
 _NULL = (_VALUE_TYPE["NULL"], None)
+# kinds index version V1 (Hudi 1.1 on table version 8) stores in their logical wrappers
+# (DateWrapper, TimestampMicrosWrapper, DecimalWrapper), not as V2's physical values
+_V2_ONLY = frozenset({"DECIMAL", "DATE", "TIMESTAMP_MILLIS", "TIMESTAMP_MICROS"})
 # a wrapped value as stored: (wrapper record name without namespace, value)
 StatValue = tuple[str, Any]
 
@@ -438,7 +441,7 @@ def _chunk_range(
 
 
 def parquet_column_stats(
-    file_name: str, meta: pq.FileMetaData, columns: Iterable[str]
+    file_name: str, meta: pq.FileMetaData, columns: Iterable[str], *, value_types: bool = True
 ) -> list[ColumnStats]:
     """The column stats of a Parquet base file from its footer, as Hudi 1.1 computes them
     (``ParquetUtils.readColumnStatsFromMetadata``): per column, the smallest min and largest
@@ -447,6 +450,14 @@ def parquet_column_stats(
 
     A column the file lacks, or of a type without a range, gets no record; a column of nulls
     only gets one without min and max.
+
+    ``value_types`` false: index version V1, which Hudi 1.1 writes on table version 8
+    (``HoodieIndexVersion``): no ``valueType`` (null, read back as ``ValueType.V1``). Hudi
+    refuses to merge ranges of two value types (``HoodieColumnRangeMetadata.merge``: "Value
+    types should be the same for merging column ranges"), so a V2 typed record on a version 8
+    table fails Hudi's next partition-stats update. Dates, timestamps and decimals, which V1
+    stores in logical wrappers, get no record there (a file without a column's stats is never
+    skipped on it).
     """
     positions = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
     out: list[ColumnStats] = []
@@ -456,10 +467,10 @@ def parquet_column_stats(
             continue
         described = meta.schema.column(index)
         kind = _stat_kind(described.physical_type, str(described.logical_type))
-        if kind is None:
+        if kind is None or (not value_types and kind[1] in _V2_ONLY):
             continue
         low, high, (values, nulls, size, raw_size) = _chunk_range(meta, index, kind)
-        value_type = (_VALUE_TYPE[kind[1]], kind[2])
+        value_type = (_VALUE_TYPE[kind[1]], kind[2]) if value_types else None
         out.append(
             ColumnStats(
                 file_name,
@@ -483,6 +494,8 @@ def column_stats_cells(
     columns: Sequence[str],
     record_schema: str,
     num_file_groups: int = config.COLUMN_STATS_FILE_GROUP_COUNT.default,
+    *,
+    value_types: bool = True,
 ) -> dict[int, list[tuple[bytes, bytes]]]:
     """The ``column_stats`` records of new base files, as the HFile cells Hudi appends.
 
@@ -502,6 +515,8 @@ def column_stats_cells(
         record_schema: The ``HoodieMetadataRecord`` writer schema the block carries.
         num_file_groups: The partition's file groups (``col-stats-000N-0``); Hudi 1.x's default
             ``hoodie.metadata.index.column.stats.file.group.count`` is 2.
+        value_types: Index version V2 (table version 9); false for V1 (version 8), see
+            :func:`parquet_column_stats`.
 
     Returns:
         File group index -> (row key, value) cells sorted by key bytes (an HFile's order); a
@@ -511,7 +526,7 @@ def column_stats_cells(
     records = (
         (partition_path, stats)
         for partition_path, file_name, meta in files
-        for stats in parquet_column_stats(file_name, meta, columns)
+        for stats in parquet_column_stats(file_name, meta, columns, value_types=value_types)
     )
     return _cells(records, record_schema, num_file_groups)
 

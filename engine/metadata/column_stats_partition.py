@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -92,6 +92,12 @@ def _by_file_id(cells: dict[int, list[Cell]]) -> dict[str, list[Cell]]:
     return {_file_id(group): group_cells for group, group_cells in cells.items()}
 
 
+def _value_types(props: Mapping[str, str]) -> bool:
+    """Index version V2 (typed ranges) on table version 9; V1 on version 8, as Hudi 1.1
+    writes each (``HoodieIndexVersion``)."""
+    return int(props.get(config.TABLE_VERSION.key, "9")) >= 9
+
+
 class ColumnStatsPartition:
     """The ``column_stats`` partition (see the module notes)."""
 
@@ -108,7 +114,9 @@ class ColumnStatsPartition:
             for s in FileSystemView(init.storage, init.timeline).latest_file_slices()
             if s.base_file
         ]
-        cells = column_stats_cells(_footers(init.storage, files), init_columns(init), schema, count)
+        footers = _footers(init.storage, files)
+        typed = _value_types(init.props)
+        cells = column_stats_cells(footers, init_columns(init), schema, count, value_types=typed)
         return {_file_id(i): cells.get(i, []) for i in range(count)}
 
     def update_groups(self, update: MetadataUpdate, schema: str) -> dict[str, GroupCells]:
@@ -118,7 +126,9 @@ class ColumnStatsPartition:
         if update.commit is not None:
             files = [(p, n) for p, names in update.change.added.items() for n in names
                      if is_base_file(n)]  # fmt: skip
-            cells = column_stats_cells(_footers(update.storage, files), columns, schema, count)
+            typed = _value_types(read_properties(update.storage))
+            footers = _footers(update.storage, files)
+            cells = column_stats_cells(footers, columns, schema, count, value_types=typed)
         else:
             removed = [(p, n) for p, names in update.change.deleted.items() for n in names
                        if is_base_file(n)]  # fmt: skip

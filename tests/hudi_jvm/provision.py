@@ -23,6 +23,9 @@ class Release:
     version: str
     pyspark: str
     table_versions: tuple[int, ...]
+    # the dbt-spark (and dbt-core) installed beside pyspark, for the releases dbt-spark projects
+    # are run with (tests/hudi_jvm/test_dbt_spark_bundle.py); empty: none
+    dbt: tuple[str, ...] = ()
 
     @property
     def bundle(self) -> str:
@@ -42,19 +45,28 @@ class Release:
         return self.home / "jars" / f"hudi-spark3.5-bundle_2.12-{self.version}.jar"
 
     @property
+    def dbt_executable(self) -> Path:
+        """The ``dbt`` command of the release's venv (dbt-spark with ``method: session``)."""
+        return self.home / "venv" / "bin" / "dbt"
+
+    @property
     def stamp(self) -> Path:
         return self.home / "ready"
 
     @property
     def spec(self) -> str:
         """What the stamp records: a change of either rebuilds the release's cache."""
-        return f"pyspark=={self.pyspark} {self.bundle}\n"
+        return " ".join([f"pyspark=={self.pyspark}", *self.dbt, self.bundle]) + "\n"
 
 
 # Hudi 0.15.0 is built against Spark 3.5.1, Hudi 1.1.1 against Spark 3.5.5 (their poms'
 # spark35.version); 1.1.1 writes table version 9 by default, 8 and 6 when asked.
+# dbt-spark runs beside Hudi 0.15.0: the release the managed Spark platforms ship (Amazon EMR 7.x,
+# AWS Glue 5.0), so the one most dbt-spark projects with file_format='hudi' run with; dbt-spark
+# and dbt-core are the releases pyproject.toml takes for the adapter, so both run the same dbt.
+DBT_SPARK = ("dbt-spark[session]==1.11.0", "dbt-core==1.11.16")
 RELEASES = {
-    "0.15.0": Release("0.15.0", "3.5.1", (6,)),
+    "0.15.0": Release("0.15.0", "3.5.1", (6,), DBT_SPARK),
     "1.1.1": Release("1.1.1", "3.5.5", (6, 8, 9)),
 }
 
@@ -91,6 +103,14 @@ def ensure(release: Release) -> Release:
         f"pyspark=={release.pyspark} from PyPI",
         log,
     )
+    if release.dbt:
+        # pyspark pinned again: dbt-spark's session extra would take any pyspark below 5
+        dbt = [*release.dbt, f"pyspark=={release.pyspark}"]
+        _run(
+            [str(release.python), "-m", "pip", "install", "-q", *dbt],
+            f"{' '.join(release.dbt)} from PyPI",
+            log,
+        )
     if not release.jar.is_file():
         copy = ["mvn", "-q", "-B", "dependency:copy", f"-Dartifact={release.bundle}"]
         copy.append(f"-DoutputDirectory={release.jar.parent}")

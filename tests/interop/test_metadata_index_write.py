@@ -98,3 +98,26 @@ def test_selective_filter_reads_fewer_files(spark: Any, tmp_path: Path) -> None:
     assert (skipping.files_read, every.files_read) == (1, 3)
     rows = read_table(path, {}, filters).to_pylist()
     assert sorted(r["id"] for r in rows) == [20, 21, 22]
+
+
+@pytest.mark.parametrize(("version", "typed"), [(8, False), (9, True)])
+def test_column_stats_index_version_follows_the_table_version(
+    spark: Any, tmp_path: Path, version: int, typed: bool
+) -> None:
+    """Hudi 1.1 writes column stats of index version V1 on table version 8 (no ``valueType``)
+    and V2 on 9, and refuses to merge ranges of two value types: every record of a table
+    carries its version's kind, initialization and later writes alike."""
+    from engine.metadata.column_stats import read_column_stats
+
+    path = str(tmp_path / "t")
+    opts = options("COPY_ON_WRITE", version, **INDEXES)
+    for ts, operation in ((1, "bulk_insert"), (2, "upsert")):
+        rows = [(i, "eu" if i % 2 else "us", ts, f"v{ts}") for i in range(4)]
+        write_opts = {**opts, "hoodie.datasource.write.operation": operation}
+        write_hudi(spark.createDataFrame(rows, SCHEMA), path, write_opts)
+    storage = Storage(path)
+    stats = read_column_stats(storage, Timeline.load(storage))
+    assert stats, "the column_stats partition is written"
+    kinds = {s.value_type is not None for by_column in stats.values() for s in by_column.values()}
+    assert kinds == {typed}
+    assert all("v" in by_column and "ts" in by_column for by_column in stats.values())
