@@ -153,6 +153,11 @@ class PartitionTargets:
         """Every partition of the table when it was listed."""
         return sorted(self.base_files.keys() | self.slices.keys())
 
+    def prefetch(self, storage: Storage, keys: pa.Array) -> None:
+        """Look the batch's distinct ``keys`` up once before the tasks ask
+        (:meth:`engine.write.index.KeyIndex.prefetch`)."""
+        self.index.prefetch(storage, keys)
+
     def largest_partition_bytes(self) -> int:
         return max(
             (sum(b.size_bytes for b in files.values()) for files in self.base_files.values()),
