@@ -22,6 +22,7 @@ __all__ = [
     "RUN_ID_KEY",
     "RUN_NODE_KEY",
     "HudiTable",
+    "IndexType",
     "SchemaChange",
     "SparkRunner",
     "StagedSnapshot",
@@ -54,6 +55,7 @@ _EXPORTS = {
     "WriteResult": "engine.table",
     "RUN_ID_KEY": "engine.table",
     "RUN_NODE_KEY": "engine.table",
+    "IndexType": "engine.index",
     "TableType": "engine.config",
     "WriteOperation": "engine.config",
     "HOODIE_META_COLUMNS": "engine.model.schema",
@@ -91,6 +93,7 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from engine.config import TableType, WriteOperation
+    from engine.index import IndexType
     from engine.model.merge import IS_DELETED_COLUMN
     from engine.model.schema import HOODIE_META_COLUMNS, META_COLUMNS
     from engine.model.schema_evolution import SchemaChange, compare_schemas, deduce_writer_schema

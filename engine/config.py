@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 from engine.errors import ConfigError
+from engine.index import IndexType as IndexType
 
 T = TypeVar("T")
 E = TypeVar("E", bound=StrEnum)
@@ -867,11 +868,11 @@ LOGFILE_DATA_BLOCK_FORMAT = _option(
     "100k-row slice merges in 0.07 s against 0.17 s): set parquet for read-heavy tables. Apache "
     "Hudi's readers and hudi-rs read both. Delete blocks stay delete blocks, CDC blocks Avro.",
 )
-INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET", "RECORD_INDEX")
+INDEX_TYPES = IndexType.names()
 INDEX_TYPE = _option(
     "hoodie.index.type",
-    choice(*INDEX_TYPES),
-    "SIMPLE",
+    enum_choice(IndexType),
+    IndexType.SIMPLE,
     "How a write finds the file group of a stored key: SIMPLE joins the batch with the record "
     "keys of the touched partitions' latest base files; GLOBAL_SIMPLE with those of every "
     "partition (a key is unique in the whole table); BLOOM and GLOBAL_BLOOM look the keys up "

@@ -57,7 +57,7 @@ Location = tuple[str, str]  # (partition path, file id)
 def record_index_wanted(cfg: HoodieConfig, listed: Iterable[str]) -> bool:
     """``hoodie.metadata.record.index.enable`` when set, or ``hoodie.index.type=RECORD_INDEX``;
     unset, a table keeps the record index it has."""
-    if cfg.get(config.INDEX_TYPE) == "RECORD_INDEX":
+    if cfg.get(config.INDEX_TYPE).in_metadata_table:
         return True
     enabled = cfg.get(config.RECORD_INDEX_ENABLE)
     return enabled if enabled is not None else RECORD_INDEX_PARTITION in set(listed)

@@ -80,7 +80,6 @@ __all__ = [
 _log = logging.getLogger(__name__)
 _INIT_PREFIX = "00000000000000"
 _CDC_SUFFIX = ".cdc"
-RECORD_INDEX_TYPE = "RECORD_INDEX"
 _RECORD_INDEX_DEFINITION = {
     "indexName": RECORD_INDEX_PARTITION,
     "indexType": RECORD_INDEX_PARTITION,
@@ -104,7 +103,7 @@ def metadata_enabled(cfg: HoodieConfig, props: Mapping[str, str] | None) -> bool
     enabled = cfg.get(config.METADATA_ENABLE)
     if enabled is not None:
         return enabled
-    if cfg.get(config.INDEX_TYPE) == RECORD_INDEX_TYPE:
+    if cfg.get(config.INDEX_TYPE).in_metadata_table:
         return True  # the index lives in the metadata table
     return props is not None and _version(cfg, props) >= 8 and has_files_index(props)
 
@@ -112,7 +111,7 @@ def metadata_enabled(cfg: HoodieConfig, props: Mapping[str, str] | None) -> bool
 def _check_record_index_options(cfg: HoodieConfig, props: Mapping[str, str] | None) -> None:
     """``hoodie.index.type=RECORD_INDEX`` needs a metadata table with its record index."""
     version = _version(cfg, props)
-    index = f"{config.INDEX_TYPE.key}={RECORD_INDEX_TYPE}"
+    index = f"{config.INDEX_TYPE.key}={cfg.get(config.INDEX_TYPE)}"
     if version < 8:
         raise ConfigError(
             f"{index} needs table version 8 or 9 (this table is version {version}): the record "
@@ -128,7 +127,7 @@ def check_metadata_options(cfg: HoodieConfig, props: Mapping[str, str] | None) -
     """Refuse ``hoodie.metadata.enable=true`` on a table version it cannot be written in, and
     ``hoodie.index.type=RECORD_INDEX`` without its metadata table, before anything is
     written."""
-    if cfg.get(config.INDEX_TYPE) == RECORD_INDEX_TYPE:
+    if cfg.get(config.INDEX_TYPE).in_metadata_table:
         _check_record_index_options(cfg, props)
     if not metadata_enabled(cfg, props):
         return

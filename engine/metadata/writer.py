@@ -212,14 +212,14 @@ def write_stat(
 
 def commit_metadata(
     stats: list[HoodieWriteStat], schema: str, operation: str, *, compacted: bool = False
-) -> bytes:
+) -> HoodieCommitMetadata:
+    """A metadata table commit's metadata: its write stats, the record schema, the operation
+    Hudi's metadata writer names (``BULK_INSERT_PREPPED``, ``UPSERT_PREPPED``, ``COMPACT``);
+    the metadata table's layout codes it when the instant completes."""
     by_partition: dict[str, list[HoodieWriteStat]] = {}
     for stat in stats:
         by_partition.setdefault(stat.partition_path or "", []).append(stat)
-    """A metadata table commit's metadata: its write stats, the record schema, the operation
-    Hudi's metadata writer names (``BULK_INSERT_PREPPED``, ``UPSERT_PREPPED``, ``COMPACT``)."""
-    metadata = HoodieCommitMetadata(by_partition, compacted, {SCHEMA_KEY: schema}, operation)
-    return metadata.to_json()
+    return HoodieCommitMetadata(by_partition, compacted, {SCHEMA_KEY: schema}, operation)
 
 
 def write_initial_file_groups(

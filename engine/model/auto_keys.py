@@ -113,7 +113,7 @@ def check_auto_keys(
                 f"{verb} {option.key!r} is not supported with auto generation of record keys "
                 f"(config {config.RECORDKEY_FIELD.key!r} is not set for the write to {base_path})"
             )
-    if cfg.get(config.INDEX_TYPE) == "BUCKET":
+    if cfg.get(config.INDEX_TYPE).is_bucket:
         # a bucket is the hash of the record key, which a keyless write only makes in its tasks
         raise ConfigError(
             f"{config.INDEX_TYPE.key}=BUCKET needs record keys to hash, and the write to "

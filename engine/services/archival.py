@@ -18,7 +18,6 @@ completed file last, so an interrupted archival never makes a committed instant 
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -32,13 +31,7 @@ from engine.fs.properties import METAFOLDER
 from engine.fs.storage import Storage
 from engine.io.logfile import HeaderMetadataType, HoodieLogBlockType, encode_block
 from engine.services.history_archival import archive_to_history
-from engine.timeline.avro_metadata import (
-    CLEAN_METADATA_SCHEMA,
-    NAMESPACE,
-    ROLLBACK_METADATA_SCHEMA,
-    deserialize,
-)
-from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.timeline.avro_metadata import ARCHIVED_META_ENTRY_SCHEMA, deserialize
 from engine.timeline.instant import Action, Instant, State, instant_file_name
 from engine.timeline.timeline import Timeline
 from engine.view.fs_view import FileSystemView
@@ -46,135 +39,25 @@ from engine.view.fs_view import FileSystemView
 ARCHIVE_FILE_PREFIX = ".commits_.archive"
 _BLOCK_CONTENT_VERSION = 3
 
-_LONG_STAT_FIELDS = (
-    ("numWrites", "num_writes"),
-    ("numDeletes", "num_deletes"),
-    ("numUpdateWrites", "num_update_writes"),
-    ("numInserts", "num_inserts"),
-    ("totalWriteBytes", "total_write_bytes"),
-    ("totalWriteErrors", "total_write_errors"),
-    ("fileSizeInBytes", "file_size_in_bytes"),
-    ("totalLogRecords", "total_log_records"),
-    ("totalLogFilesCompacted", "total_log_files_compacted"),
-    ("totalLogSizeCompacted", "total_log_size_compacted"),
-    ("totalUpdatedRecordsCompacted", "total_updated_records_compacted"),
-    ("totalLogBlocks", "total_log_blocks"),
-    ("totalCorruptLogBlock", "total_corrupt_log_block"),
-    ("totalRollbackBlocks", "total_rollback_blocks"),
-)
-
-
-def _nullable(name: str, type_: Any) -> dict[str, Any]:
-    return {"name": name, "type": ["null", type_], "default": None}
-
-
-_WRITE_STAT = {
-    "type": "record",
-    "name": "HoodieWriteStat",
-    "namespace": NAMESPACE,
-    "fields": [
-        _nullable("fileId", "string"),
-        _nullable("path", "string"),
-        _nullable("prevCommit", "string"),
-        _nullable("partitionPath", "string"),
-        *(_nullable(avro_name, "long") for avro_name, _ in _LONG_STAT_FIELDS),
-    ],
-}
-
-
-def _commit_metadata_schema(name: str, write_stat: Any, *, replace: bool) -> dict[str, Any]:
-    fields = [
-        _nullable(
-            "partitionToWriteStats",
-            {"type": "map", "values": {"type": "array", "items": write_stat}},
-        ),
-        _nullable("compacted", "boolean"),
-        _nullable("extraMetadata", {"type": "map", "values": "string"}),
-        {"name": "version", "type": ["int", "null"], "default": 1},
-        _nullable("operationType", "string"),
-    ]
-    if replace:
-        fields.append(
-            _nullable(
-                "partitionToReplaceFileIds",
-                {"type": "map", "values": {"type": "array", "items": "string"}},
-            )
-        )
-    return {"type": "record", "name": name, "namespace": NAMESPACE, "fields": fields}
-
-
-ARCHIVED_META_ENTRY_SCHEMA: dict[str, Any] = {
-    "type": "record",
-    "name": "HoodieArchivedMetaEntry",
-    "namespace": NAMESPACE,
-    "fields": [
-        _nullable(
-            "hoodieCommitMetadata",
-            _commit_metadata_schema("HoodieCommitMetadata", _WRITE_STAT, replace=False),
-        ),
-        _nullable("hoodieCleanMetadata", CLEAN_METADATA_SCHEMA),
-        _nullable("hoodieRollbackMetadata", ROLLBACK_METADATA_SCHEMA),
-        _nullable("commitTime", "string"),
-        _nullable("actionType", "string"),
-        {"name": "version", "type": ["int", "null"], "default": 1},
-        _nullable("actionState", "string"),
-        _nullable(
-            "hoodieReplaceCommitMetadata",
-            _commit_metadata_schema(
-                "HoodieReplaceCommitMetadata", f"{NAMESPACE}.HoodieWriteStat", replace=True
-            ),
-        ),
-    ],
-}
-_PARSED_ENTRY = fastavro.parse_schema(ARCHIVED_META_ENTRY_SCHEMA)
-
-
-def _stat_record(stat: HoodieWriteStat) -> dict[str, Any]:
-    record: dict[str, Any] = {
-        "fileId": stat.file_id,
-        "path": stat.path,
-        "prevCommit": stat.prev_commit,
-        "partitionPath": stat.partition_path,
-    }
-    for avro_name, attr in _LONG_STAT_FIELDS:
-        record[avro_name] = getattr(stat, attr)
-    return record
-
-
-def _commit_record(meta: HoodieCommitMetadata, *, replace: bool) -> dict[str, Any]:
-    record: dict[str, Any] = {
-        "partitionToWriteStats": {
-            p: [_stat_record(s) for s in stats]
-            for p, stats in meta.partition_to_write_stats.items()
-        },
-        "compacted": meta.compacted,
-        "extraMetadata": dict(meta.extra_metadata),
-        "version": 1,
-        "operationType": meta.operation_type,
-    }
-    if replace:
-        record["partitionToReplaceFileIds"] = dict(meta.partition_to_replace_file_ids or {})
-    return record
-
 
 def archived_entry(timeline: Timeline, instant: Instant) -> dict[str, Any]:
-    """The HoodieArchivedMetaEntry of a completed instant."""
+    """The HoodieArchivedMetaEntry of a completed instant: commit metadata as the record layout 2
+    stores (:meth:`HoodieCommitMetadata.to_avro`), clean and rollback metadata as written."""
     entry: dict[str, Any] = {
         "commitTime": instant.instant_time,
         "actionType": instant.action.value,
         "actionState": "COMPLETED",
         "version": 1,
     }
-    content = timeline.read_content(instant)
     if instant.action in (Action.COMMIT, Action.DELTA_COMMIT):
-        entry["hoodieCommitMetadata"] = _commit_record(
-            HoodieCommitMetadata.from_json(content, source=str(instant)), replace=False
-        )
+        entry["hoodieCommitMetadata"] = timeline.read_commit_metadata(instant).to_avro()
     elif instant.action is Action.REPLACE_COMMIT:
-        entry["hoodieReplaceCommitMetadata"] = _commit_record(
-            HoodieCommitMetadata.from_json(content, source=str(instant)), replace=True
-        )
-    elif instant.action is Action.CLEAN:
+        record = timeline.read_commit_metadata(instant).to_avro()
+        record.setdefault("partitionToReplaceFileIds", {})  # a replacecommit names what it replaced
+        entry["hoodieReplaceCommitMetadata"] = record
+        return entry
+    content = timeline.read_content(instant)
+    if instant.action is Action.CLEAN:
         entry["hoodieCleanMetadata"] = deserialize(content, source=str(instant))
     elif instant.action is Action.ROLLBACK:
         entry["hoodieRollbackMetadata"] = deserialize(content, source=str(instant))
@@ -186,7 +69,7 @@ def _encode_entries(entries: Iterable[dict[str, Any]], instant_time: str) -> byt
     body = io.BytesIO()
     for record in records:
         datum = io.BytesIO()
-        fastavro.schemaless_writer(datum, _PARSED_ENTRY, record)
+        fastavro.schemaless_writer(datum, ARCHIVED_META_ENTRY_SCHEMA.parsed, record)
         body.write(len(datum.getvalue()).to_bytes(4, "big"))
         body.write(datum.getvalue())
     content = (
@@ -196,7 +79,7 @@ def _encode_entries(entries: Iterable[dict[str, Any]], instant_time: str) -> byt
     )
     header = {
         HeaderMetadataType.INSTANT_TIME: instant_time,
-        HeaderMetadataType.SCHEMA: json.dumps(ARCHIVED_META_ENTRY_SCHEMA),
+        HeaderMetadataType.SCHEMA: ARCHIVED_META_ENTRY_SCHEMA.json,
     }
     return encode_block(HoodieLogBlockType.AVRO_DATA_BLOCK, header, content)
 

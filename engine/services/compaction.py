@@ -562,7 +562,7 @@ def execute_compaction(
     )
     checkpoint("compaction.before_complete")
     record_commit(storage, instant_time, metadata)  # the metadata table lists them first
-    complete(storage, instant_time, Action.COMPACTION, metadata.to_json())
+    complete(storage, instant_time, Action.COMPACTION, metadata)
     delete_markers(storage, instant_time)
     return metadata
 

@@ -221,7 +221,7 @@ def write_partitions_locally(
 
     if targets.looks_up_keys and partitions:  # one lookup of the batch, not one per task
         keys = pc.unique(records[RECORD_KEY_COLUMN].combine_chunks())
-        targets.index.prefetch(Storage(ctx.base_path, ctx.s3), keys)
+        targets.prefetch(Storage(ctx.base_path, ctx.s3), keys)
 
     def write(numbered: tuple[int, str]) -> list[HoodieWriteStat]:
         number, partition = numbered

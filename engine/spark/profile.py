@@ -353,6 +353,6 @@ def profile_batch(keyed: DataFrame, spec: KeyGenSpec, source: IndexSource | None
         matched,
         indexed=True,
         _rows=rows,
-        global_index=source.index.is_global,
-        update_partition_path=source.index.update_partition_path,
+        global_index=source.global_index,
+        update_partition_path=source.update_partition_path,
     )

@@ -135,6 +135,15 @@ class HoodieWriteStat:
             )
         return out
 
+    def to_avro(self) -> dict[str, Any]:
+        """The ``HoodieWriteStat`` record of layout-2 commit metadata: the JSON fields, with
+        ``prevBaseFile`` the base file a log append wrote against (``recordsStats`` has no
+        Avro field; the fields this engine does not count stay null)."""
+        record = self.to_dict()
+        record.pop("recordsStats", None)
+        record["prevBaseFile"] = record.get("baseFile") or None
+        return record
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> HoodieWriteStat:
         log_files = d.get("logFiles")
@@ -159,7 +168,7 @@ class HoodieWriteStat:
             file_size_in_bytes=int(d.get("fileSizeInBytes") or 0),
             min_event_time=d.get("minEventTime"),
             max_event_time=d.get("maxEventTime"),
-            runtime_stats=d.get("runtimeStats"),
+            runtime_stats=_runtime_stats(d.get("runtimeStats")),
             log_version=d.get("logVersion"),
             log_offset=d.get("logOffset"),
             base_file=d.get("baseFile"),
@@ -168,6 +177,13 @@ class HoodieWriteStat:
                 {str(k): int(v) for k, v in d["cdcStats"].items()} if d.get("cdcStats") else None
             ),
         )
+
+
+def _runtime_stats(value: dict[str, Any] | None) -> dict[str, int] | None:
+    """``runtimeStats`` as JSON holds it: the Avro record's null timers are not there."""
+    if value is None:
+        return None
+    return {k: int(v) for k, v in value.items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -221,7 +237,24 @@ class HoodieCommitMetadata:
         return out
 
     def to_json(self) -> bytes:
+        """Layout 1's coding: Jackson's JSON of Java's ``HoodieCommitMetadata``."""
         return json.dumps(self.to_dict(), indent=2).encode("utf-8")
+
+    def to_avro(self) -> dict[str, Any]:
+        """Layout 2's record: ``HoodieCommitMetadata``, or ``HoodieReplaceCommitMetadata`` when
+        :attr:`partition_to_replace_file_ids` is set (:attr:`is_replace`)."""
+        record = self.to_dict()
+        record["partitionToWriteStats"] = {
+            partition: [s.to_avro() for s in stats]
+            for partition, stats in self.partition_to_write_stats.items()
+        }
+        record["version"] = 1
+        return record
+
+    @property
+    def is_replace(self) -> bool:
+        """The metadata of a replacecommit (it names the file groups it replaced)."""
+        return self.partition_to_replace_file_ids is not None
 
     @classmethod
     def from_json(cls, data: bytes, *, source: str = "commit metadata") -> HoodieCommitMetadata:

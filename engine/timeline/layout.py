@@ -7,7 +7,12 @@
     .hoodie/<t>.<action>.requested     .hoodie/timeline/<t>.<action>.requested   (unchanged)
     .hoodie/<t>.inflight               .hoodie/timeline/<t>.inflight              (unchanged)
     commit metadata: JSON              commit metadata: Avro container (HoodieCommitMetadata),
-                                       JSON still read for legacy-named completed instants
+                                       JSON for legacy-named completed instants (<t>.<action>)
+
+The layout decides the coding of commit metadata when it is written and when it is read
+(:meth:`TimelineLayout.encode_commit_metadata`, :meth:`TimelineLayout.decode_commit_metadata`);
+the bytes are never looked at to guess it. Every other timeline record (plans, clean, rollback,
+savepoint, restore metadata) is Avro in both layouts (:mod:`engine.timeline.avro_metadata`).
 
 In layout 2 pending clustering has its own action (``<t>.clustering.requested``) and completes
 as ``replacecommit``; compaction still completes as ``commit``. The completion time, not the
@@ -19,12 +24,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from engine.fs.properties import PROPERTIES_FILE, parse_properties_text
 from engine.fs.storage import Storage
 from engine.fs.table_version import LAYOUT_1, TableFormat, table_format
-from engine.timeline.avro_metadata import deserialize, serialize
+from engine.timeline.avro_metadata import (
+    COMMIT_METADATA_SCHEMA,
+    REPLACE_COMMIT_METADATA_SCHEMA,
+    deserialize,
+    serialize,
+)
 from engine.timeline.commit_metadata import HoodieCommitMetadata
 from engine.timeline.instant import (
     Instant,
@@ -34,10 +43,9 @@ from engine.timeline.instant import (
     parse_instant_file_name,
 )
 
-__all__ = ["TimelineLayout", "decode_commit_metadata"]
+__all__ = ["TimelineLayout"]
 
 _COMPLETED_V2_RE = re.compile(r"^(\d+)_(\d+)\.(\w+)$")
-AVRO_MAGIC = b"Obj\x01"
 
 
 @lru_cache(maxsize=64)
@@ -88,106 +96,35 @@ class TimelineLayout:
                 return Instant(parsed.instant_time, parsed.action, parsed.state, m.group(2))
         return parse_instant_file_name(name)
 
+    def commit_metadata_in_avro(self, instant: Instant | None = None) -> bool:
+        """Whether the commit metadata of ``instant`` (a write's own when ``None``) is an Avro
+        container: in layout 2, except a completed instant under its legacy name (no
+        completion time in it), which Hudi wrote as JSON before the table was upgraded."""
+        if self.version < 2:
+            return False
+        return instant is None or not instant.is_completed or instant.completion_time is not None
 
-def decode_commit_metadata(data: bytes, *, source: str) -> HoodieCommitMetadata:
-    """Commit metadata in either coding: Avro container (layout 2) or JSON (layout 1, legacy).
+    def encode_commit_metadata(self, metadata: HoodieCommitMetadata) -> bytes:
+        """Commit metadata as this layout stores it: JSON (layout 1), or an Avro container with
+        one HoodieCommitMetadata or HoodieReplaceCommitMetadata record (layout 2, Hudi 1.x's
+        ``CommitMetadataSerDeV2``)."""
+        if not self.commit_metadata_in_avro():
+            return metadata.to_json()
+        schema = REPLACE_COMMIT_METADATA_SCHEMA if metadata.is_replace else COMMIT_METADATA_SCHEMA
+        return serialize(schema, metadata.to_avro())
 
-    Empty content (requested and some inflight files) gives empty metadata, as Java reads it.
-    """
-    if data.startswith(AVRO_MAGIC):
-        record = deserialize(data, source=source)
-        return HoodieCommitMetadata.from_dict(_plain(record))
-    return HoodieCommitMetadata.from_json(data, source=source)
+    def decode_commit_metadata(
+        self, data: bytes, instant: Instant | None = None, *, source: str
+    ) -> HoodieCommitMetadata:
+        """The commit metadata stored for ``instant`` in this layout's coding. Empty content
+        (requested and some inflight files) gives empty metadata, as Java reads it.
 
-
-def _plain(value: Any) -> Any:
-    """Avro maps may come back as lists of pairs; the JSON reader expects dicts."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
-# ---- Avro commit metadata (CommitMetadataSerDeV2) ------------------------------------------------
-
-_NAMESPACE = "org.apache.hudi.avro.model"
-_LONG_STATS = (
-    "numWrites", "numDeletes", "numUpdateWrites", "totalWriteBytes", "totalWriteErrors",
-    "totalLogRecords", "totalUpdatedRecordsCompacted", "numInserts", "totalLogBlocks",
-    "totalCorruptLogBlock", "totalRollbackBlocks", "fileSizeInBytes", "logOffset",
-    "minEventTime", "maxEventTime", "totalLogFilesCompacted", "totalLogSizeCompacted",
-)  # fmt: skip
-_STRING_STATS = ("fileId", "path", "prevCommit", "partitionPath", "baseFile", "tempPath")
-
-
-def _nullable(name: str, type_: Any) -> dict[str, Any]:
-    return {"name": name, "type": ["null", type_], "default": None}
-
-
-_WRITE_STAT_SCHEMA: dict[str, Any] = {
-    "type": "record",
-    "name": "HoodieWriteStat",
-    "namespace": _NAMESPACE,
-    "fields": [
-        *(_nullable(n, "string") for n in _STRING_STATS),
-        *(_nullable(n, "long") for n in _LONG_STATS),
-        _nullable("logVersion", "int"),
-        _nullable("logFiles", {"type": "array", "items": "string"}),
-        _nullable("cdcStats", {"type": "map", "values": "long"}),
-        _nullable("prevBaseFile", "string"),
-    ],
-}
-
-
-def _commit_metadata_schema(replace: bool) -> dict[str, Any]:
-    fields: list[dict[str, Any]] = [
-        _nullable("partitionToWriteStats", {"type": "map", "values": {
-            "type": "array", "items": _WRITE_STAT_SCHEMA}}),
-        _nullable("compacted", "boolean"),
-        _nullable("extraMetadata", {"type": "map", "values": "string"}),
-        {"name": "version", "type": ["int", "null"], "default": 1},
-        _nullable("operationType", "string"),
-    ]  # fmt: skip
-    if replace:
-        fields.append(
-            _nullable(
-                "partitionToReplaceFileIds",
-                {"type": "map", "values": {"type": "array", "items": "string"}},
-            )
-        )
-    name = "HoodieReplaceCommitMetadata" if replace else "HoodieCommitMetadata"
-    return {"type": "record", "name": name, "namespace": _NAMESPACE, "fields": fields}
-
-
-def encode_commit_metadata(metadata: HoodieCommitMetadata) -> bytes:
-    """Commit metadata as Hudi 1.x stores it in a completed layout-2 instant: an Avro container
-    with one HoodieCommitMetadata (or HoodieReplaceCommitMetadata) record."""
-    replace = metadata.partition_to_replace_file_ids is not None
-    as_dict = metadata.to_dict()
-    stat_fields = [f["name"] for f in _WRITE_STAT_SCHEMA["fields"]]
-    record = {
-        "partitionToWriteStats": {
-            partition: [
-                {k: stat.get(k) for k in stat_fields}
-                | {"prevBaseFile": stat.get("baseFile") or None}
-                for stat in stats
-            ]
-            for partition, stats in as_dict["partitionToWriteStats"].items()
-        },
-        "compacted": metadata.compacted,
-        "extraMetadata": dict(metadata.extra_metadata),
-        "version": 1,
-        "operationType": metadata.operation_type,
-    }
-    if replace:
-        record["partitionToReplaceFileIds"] = as_dict["partitionToReplaceFileIds"]
-    return serialize(_commit_metadata_schema(replace), record)
-
-
-def layout_content(layout: TimelineLayout, content: bytes) -> bytes:
-    """Completed-instant content in the layout's coding: JSON commit metadata becomes Avro in
-    layout 2 (other content, Avro plans and metadata, is the same in both layouts)."""
-    if layout.version < 2 or not content.lstrip().startswith(b"{"):
-        return content
-    return encode_commit_metadata(HoodieCommitMetadata.from_json(content, source="commit"))
+        Raises:
+            TimelineError: The content is not commit metadata in the layout's coding, naming
+                ``source``.
+        """
+        if not data:
+            return HoodieCommitMetadata()
+        if self.commit_metadata_in_avro(instant):
+            return HoodieCommitMetadata.from_dict(deserialize(data, source=source))
+        return HoodieCommitMetadata.from_json(data, source=source)

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from engine.errors import TimelineError
 from engine.fs.storage import Storage
-from engine.timeline.avro_metadata import NAMESPACE
+from engine.timeline.avro_metadata import LSM_TIMELINE_INSTANT_SCHEMA
 from engine.timeline.lsm_history import (
     DATA_FILE_RE,
     MANIFEST_PREFIX,
@@ -43,23 +43,7 @@ __all__ = ["LSMInstant", "append_history", "compact_and_clean"]
 LSM_INSTANT_VERSION = 1
 _SNAPSHOTS_KEPT = 3
 _MAX_COMPACTION_INPUT_BYTES = 1000 * 1024 * 1024
-_OPTIONAL_FIELDS = (
-    ("instantTime", "string"),
-    ("completionTime", "string"),
-    ("action", "string"),
-    ("metadata", "bytes"),
-    ("plan", "bytes"),
-)
 # HoodieLSMTimelineInstant.avsc: parquet-avro readers (Hudi's) project it from the footer
-AVRO_SCHEMA: dict[str, object] = {
-    "type": "record",
-    "name": "HoodieLSMTimelineInstant",
-    "namespace": NAMESPACE,
-    "fields": [
-        *({"name": n, "type": ["null", t], "default": None} for n, t in _OPTIONAL_FIELDS),
-        {"name": "version", "type": "int", "default": LSM_INSTANT_VERSION},
-    ],
-}
 ARROW_SCHEMA = pa.schema(
     [
         pa.field("instantTime", pa.string()),
@@ -69,7 +53,10 @@ ARROW_SCHEMA = pa.schema(
         pa.field("plan", pa.binary()),
         pa.field("version", pa.int32(), nullable=False),
     ],
-    metadata={"parquet.avro.schema": json.dumps(AVRO_SCHEMA), "writer.model.name": "avro"},
+    metadata={
+        "parquet.avro.schema": LSM_TIMELINE_INSTANT_SCHEMA.json,
+        "writer.model.name": "avro",
+    },
 )
 
 

@@ -24,8 +24,11 @@ from engine.timeline.instant import (
     instant_file_name,
     new_instant_time,
 )
-from engine.timeline.layout import TimelineLayout, decode_commit_metadata, layout_content
+from engine.timeline.layout import TimelineLayout
 from engine.timeline.lsm_history import read_history
+
+#: what an instant file is written from: commit metadata (coded as the layout says) or bytes
+InstantContent = bytes | HoodieCommitMetadata
 
 
 @dataclass(frozen=True)
@@ -165,7 +168,8 @@ class Timeline:
         return self.storage.read_bytes(f"{self.layout.directory}/{self.layout.file_name(instant)}")
 
     def read_commit_metadata(self, instant: Instant) -> HoodieCommitMetadata:
-        return decode_commit_metadata(self.read_content(instant), source=str(instant))
+        content = self.read_content(instant)
+        return self.layout.decode_commit_metadata(content, instant, source=str(instant))
 
     def latest_schema(self) -> str | None:
         """Avro schema (no meta fields) of the latest completed commit that recorded one."""
@@ -232,24 +236,32 @@ def create_inflight(storage: Storage, instant_time: str, action: Action) -> Inst
     return Instant(instant_time, action, State.INFLIGHT)
 
 
+def _coded(layout: TimelineLayout, content: InstantContent) -> bytes:
+    """An instant file's bytes: commit metadata in the layout's coding; other content (Avro
+    plans and metadata, the same in both layouts) as given."""
+    if isinstance(content, HoodieCommitMetadata):
+        return layout.encode_commit_metadata(content)
+    return content
+
+
 def transition_to_inflight(
-    storage: Storage, instant_time: str, action: Action, content: bytes = b""
+    storage: Storage, instant_time: str, action: Action, content: InstantContent = b""
 ) -> Instant:
     if not storage.exists(_rel(storage, instant_time, action, State.REQUESTED)):
         raise TimelineError(f"Instant {instant_time} ({action.value}) was never requested")
-    content = layout_content(TimelineLayout.of(storage), content)
-    storage.write_bytes(
-        _rel(storage, instant_time, action, State.INFLIGHT), content, overwrite=True
-    )
+    coded = _coded(TimelineLayout.of(storage), content)
+    storage.write_bytes(_rel(storage, instant_time, action, State.INFLIGHT), coded, overwrite=True)
     return Instant(instant_time, action, State.INFLIGHT)
 
 
-def complete(storage: Storage, instant_time: str, action: Action, content: bytes) -> Instant:
+def complete(
+    storage: Storage, instant_time: str, action: Action, content: InstantContent
+) -> Instant:
     """Write the completed instant file atomically: the commit point.
 
     Layout 2 names the file ``<instant_time>_<completion_time>.<action>`` with a completion time
-    greater than every instant and completion time on the timeline, and codes commit metadata
-    in Avro.
+    greater than every instant and completion time on the timeline; commit metadata is coded as
+    the layout says (:func:`_coded`).
     """
     if not storage.exists(_rel(storage, instant_time, action, State.INFLIGHT)):
         raise TimelineError(f"Instant {instant_time} ({action.value}) is not inflight")
@@ -257,7 +269,8 @@ def complete(storage: Storage, instant_time: str, action: Action, content: bytes
         raise TimelineError(f"Instant {instant_time} ({action.value}) is already completed")
     layout = TimelineLayout.of(storage)
     if layout.version < 2:
-        storage.write_atomic(_rel(storage, instant_time, action, State.COMPLETED), content)
+        coded = _coded(layout, content)
+        storage.write_atomic(_rel(storage, instant_time, action, State.COMPLETED), coded)
         return Instant(instant_time, completed_action(action), State.COMPLETED)
     timeline = Timeline.load(storage)
     latest = max(
@@ -266,9 +279,7 @@ def complete(storage: Storage, instant_time: str, action: Action, content: bytes
     )
     completion_time = new_instant_time(latest)
     instant = Instant(instant_time, completed_action(action), State.COMPLETED, completion_time)
-    storage.write_atomic(
-        f"{layout.directory}/{layout.file_name(instant)}", layout_content(layout, content)
-    )
+    storage.write_atomic(f"{layout.directory}/{layout.file_name(instant)}", _coded(layout, content))
     return instant
 
 

@@ -97,7 +97,7 @@ def check_cdc_options(
 
 def _check_merge_on_read(cfg: HoodieConfig, props: dict[str, str] | None, base_path: str) -> None:
     key = config.TABLE_CDC_ENABLED.key
-    if cfg.get(config.INDEX_TYPE) == "BUCKET":
+    if cfg.get(config.INDEX_TYPE).is_bucket:
         raise ConfigError(
             f"{key}=true with {config.INDEX_TYPE.key}=BUCKET on the MERGE_ON_READ table at "
             f"{base_path}: Hudi writes the .cdc files of bucket-index merge-on-read tables at "

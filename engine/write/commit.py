@@ -50,7 +50,7 @@ def commit_write(
         stats, schema=schema, operation=operation, replaced=replaced, extra=extra
     )
     record_commit(storage, instant_time, metadata)  # the metadata table first, as Hudi
-    complete(storage, instant_time, action, metadata.to_json())
+    complete(storage, instant_time, action, metadata)
     checkpoint("commit.after_complete")
     delete_markers(storage, instant_time)
     return metadata

@@ -37,7 +37,7 @@ def bucket_index_properties(cfg: HoodieConfig) -> dict[str, str]:
     """The bucket index settings a bucket-index table persists: later writes (ours, and Apache
     Hudi's Spark SQL writes, which merge the table's properties into their write config) keep
     the bucket layout; none for another index."""
-    if cfg.get(config.INDEX_TYPE) != "BUCKET":
+    if not cfg.get(config.INDEX_TYPE).is_bucket:
         return {}
     values = {option.key: cfg.get(option) for option in _BUCKET_INDEX_OPTIONS}
     return {key: config.format_value(v) for key, v in values.items() if v}

@@ -33,7 +33,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine import config
-from engine.config import HoodieConfig
 from engine.errors import ConfigError, RecordKeyError
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 from engine.write.index import FileGroupKey, IndexSource, KeyIndex
@@ -59,7 +58,7 @@ _FOUND_SCHEMA = pa.schema(
 )
 
 
-def check_index_options(cfg: HoodieConfig, payload: str, *, partitioned: bool = True) -> None:
+def check_index_options(index: KeyIndex, payload: str, *, partitioned: bool = True) -> None:
     """Refuse a global index setting this engine would not apply exactly. On a table without
     partitions no record moves, so every payload is applied exactly (Apache Hudi 1.1 gives the
     version 6 tables it creates ``DefaultHoodieRecordPayload``).
@@ -69,7 +68,6 @@ def check_index_options(cfg: HoodieConfig, payload: str, *, partitioned: bool = 
             with the stored record decides where a moving record lands, on a partitioned
             table.
     """
-    index = KeyIndex.of(cfg)
     option = index.update_partition_path_option
     if not index.is_global or option is None or not partitioned:
         return

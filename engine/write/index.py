@@ -52,6 +52,7 @@ from engine.config import HoodieConfig, WriteOperation
 from engine.errors import HudiError
 from engine.fs.filenames import partition_file_path
 from engine.fs.storage import Storage
+from engine.index import IndexType
 from engine.io.parquet import read_base_file, read_bloom_filter, read_record_key_range
 from engine.metadata.record_index import located
 from engine.model.schema import RECORD_KEY_COLUMN
@@ -129,25 +130,41 @@ class KeyIndex:
             ``hoodie.bloom.index.update.partition.path``), else it is updated where it is.
     """
 
-    #: ``hoodie.index.type`` of the index
-    index_type: ClassVar[str] = ""
-    tagging: ClassVar[Tagging] = Tagging.LOOKUP
-    #: a key is unique in the whole table: it is looked up in every partition
-    is_global: ClassVar[bool] = False
-    #: candidate files are checked with their footer bloom filter before their keys
-    uses_bloom: ClassVar[bool] = False
+    #: ``hoodie.index.type`` of the index (``None``: the write looks nothing up); what the
+    #: index is (global, bloom, bucket, finds keys in log files) is asked of it
+    index_type: ClassVar[IndexType | None] = None
     #: global indexes: the option saying whether a key moves to its new partition
     update_partition_path_option: ClassVar[config.ConfigOption[bool] | None] = None
     #: the option saying whether candidate files are pruned by footer key range (else always)
     prune_by_ranges_option: ClassVar[config.ConfigOption[bool] | None] = None
-    #: the index finds keys a log file holds (Hudi's ``canIndexLogFiles``): a merge-on-read
-    #: write may then append inserts to an existing file group's log files
-    #: (:mod:`engine.write.merge_on_read`); an index reading base files only must not, or the
-    #: next lookup would miss those keys
-    can_index_log_files: ClassVar[bool] = False
 
     prune_by_ranges: bool = True
     update_partition_path: bool = True
+
+    @property
+    def tagging(self) -> Tagging:
+        """Who tags the batch: the bucket index's write job, a lookup, or nobody."""
+        if self.index_type is None:
+            return Tagging.NONE
+        return Tagging.LOOKUP if self.index_type.looks_up_keys else Tagging.WRITE_JOB
+
+    @property
+    def is_global(self) -> bool:
+        """A key is unique in the whole table: it is looked up in every partition."""
+        return self.index_type is not None and self.index_type.is_global
+
+    @property
+    def uses_bloom(self) -> bool:
+        """Candidate files are checked with their footer bloom filter before their keys."""
+        return self.index_type is not None and self.index_type.uses_bloom
+
+    @property
+    def can_index_log_files(self) -> bool:
+        """The index finds keys a log file holds (Hudi's ``canIndexLogFiles``): a merge-on-read
+        write may then append inserts to an existing file group's log files
+        (:mod:`engine.write.merge_on_read`); an index reading base files only must not, or the
+        next lookup would miss those keys."""
+        return self.index_type is not None and self.index_type.indexes_log_files
 
     @staticmethod
     def of(cfg: HoodieConfig) -> KeyIndex:
@@ -247,15 +264,14 @@ class KeyIndex:
 class SimpleIndex(KeyIndex):
     """``SIMPLE``: the key column of the files whose footer key range meets the keys."""
 
-    index_type = "SIMPLE"
+    index_type = IndexType.SIMPLE
 
 
 @dataclass(frozen=True)
 class BloomIndex(SimpleIndex):
     """``BLOOM``: key ranges, then each candidate's footer bloom filter, then its key column."""
 
-    index_type = "BLOOM"
-    uses_bloom = True
+    index_type = IndexType.BLOOM
     prune_by_ranges_option = config.BLOOM_INDEX_PRUNE_BY_RANGES
 
     def stored_keys_among(self, storage: Storage, rel_path: str, keys: pa.Array) -> pa.Array:
@@ -275,8 +291,7 @@ class BloomIndex(SimpleIndex):
 class GlobalSimpleIndex(SimpleIndex):
     """``GLOBAL_SIMPLE``: SIMPLE over every partition (:mod:`engine.write.global_index`)."""
 
-    index_type = "GLOBAL_SIMPLE"
-    is_global = True
+    index_type = IndexType.GLOBAL_SIMPLE
     update_partition_path_option = config.SIMPLE_INDEX_UPDATE_PARTITION_PATH
 
 
@@ -284,8 +299,7 @@ class GlobalSimpleIndex(SimpleIndex):
 class GlobalBloomIndex(BloomIndex):
     """``GLOBAL_BLOOM``: BLOOM over every partition (:mod:`engine.write.global_index`)."""
 
-    index_type = "GLOBAL_BLOOM"
-    is_global = True
+    index_type = IndexType.GLOBAL_BLOOM
     update_partition_path_option = config.BLOOM_INDEX_UPDATE_PARTITION_PATH
 
 
@@ -294,9 +308,7 @@ class BucketIndex(KeyIndex):
     """``BUCKET``: the write job hashes each key to its bucket's file group
     (:mod:`engine.write.bucket_index`, :mod:`engine.spark.bucket_write`)."""
 
-    index_type = "BUCKET"
-    tagging = Tagging.WRITE_JOB
-    can_index_log_files = True  # the key's hash is its file group
+    index_type = IndexType.BUCKET
 
 
 @dataclass(frozen=True)
@@ -306,10 +318,8 @@ class RecordIndex(KeyIndex):
     groups the keys hash to, whatever the table's size; no base file is opened. The write
     keeps the partition current (:mod:`engine.metadata.record_index_partition`)."""
 
-    index_type = "RECORD_INDEX"
-    is_global = True
+    index_type = IndexType.RECORD_INDEX
     update_partition_path_option = config.RECORD_INDEX_UPDATE_PARTITION_PATH
-    can_index_log_files = True  # the partition indexes the keys of log data blocks too
 
     @classmethod
     def configured(cls, cfg: HoodieConfig) -> KeyIndex:
@@ -341,8 +351,8 @@ class RecordIndex(KeyIndex):
         where_is = located(storage, keys.to_pylist())
         if where_is is None:
             raise HudiError(
-                f"{config.INDEX_TYPE.key}=RECORD_INDEX: the table at {storage.base_path} has no "
-                "metadata table to look keys up in"
+                f"{config.INDEX_TYPE.key}={self.index_type}: the table at {storage.base_path} "
+                "has no metadata table to look keys up in"
             )
         found: dict[FileGroupKey, list[str]] = {}
         for key, where in where_is.items():
@@ -356,11 +366,11 @@ class RecordIndex(KeyIndex):
 class NoLookupIndex(KeyIndex):
     """A write that looks no key up: every record is an insert, nothing is tagged."""
 
-    tagging = Tagging.NONE
+    index_type = None
 
 
 #: every ``hoodie.index.type``: a new index is one class here
-INDEXES: Mapping[str, type[KeyIndex]] = {
+INDEXES: Mapping[IndexType, type[KeyIndex]] = {
     cls.index_type: cls
     for cls in (
         SimpleIndex,
@@ -370,6 +380,7 @@ INDEXES: Mapping[str, type[KeyIndex]] = {
         BucketIndex,
         RecordIndex,
     )
+    if cls.index_type is not None
 }
 
 

@@ -9,8 +9,9 @@ Timeline of one write (the driver; the data work runs on Spark)::
 
 Routing follows Hudi's Spark ``SparkUpsertDeltaCommitPartitioner`` (``getSmallFiles``) and
 ``BaseSparkDeltaCommitActionExecutor.handleUpdate``; which slices take inserts depends on whether
-the configured index finds keys in log files (:attr:`KeyIndex.can_index_log_files`, Hudi's
-``canIndexLogFiles``; :class:`SmallFileRule`)::
+the configured index finds keys in log files
+(:attr:`engine.index.IndexType.indexes_log_files`, Hudi's ``canIndexLogFiles``;
+:class:`SmallFileRule`)::
 
     updates / deletes of a file group     append handle: log blocks on the latest file slice
     inserts, index reading base files     first the small-file candidates of the partition:
@@ -54,7 +55,6 @@ from engine.timeline.timeline import Timeline
 from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
 from engine.write.bucketing import Bucket, BucketPlan, SizedBaseFile, plan_buckets
 from engine.write.handles import WriteContext, write_file_group
-from engine.write.index import KeyIndex
 from engine.write.listing import TableSlices, latest_table_slices
 from engine.write.plan import WriteJob
 from engine.write.runner import Runner
@@ -122,7 +122,7 @@ class SmallFileRule:
         return SmallFileRule(
             small_file_limit=cfg.get(config.PARQUET_SMALL_FILE_LIMIT),
             candidates_limit=cfg.get(config.MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT),
-            inserts_to_logs=KeyIndex.of(cfg).can_index_log_files,
+            inserts_to_logs=cfg.get(config.INDEX_TYPE).indexes_log_files,
             log_to_base_ratio=cfg.get(config.LOGFILE_TO_PARQUET_COMPRESSION_RATIO),
             compacting=compacting,
         )

@@ -153,6 +153,11 @@ class PartitionTargets:
         """Every partition of the table when it was listed."""
         return sorted(self.base_files.keys() | self.slices.keys())
 
+    def prefetch(self, storage: Storage, keys: pa.Array) -> None:
+        """Look the batch's distinct ``keys`` up once before the tasks ask
+        (:meth:`engine.write.index.KeyIndex.prefetch`)."""
+        self.index.prefetch(storage, keys)
+
     def largest_partition_bytes(self) -> int:
         return max(
             (sum(b.size_bytes for b in files.values()) for files in self.base_files.values()),
@@ -329,6 +334,7 @@ def _eligible(
 def one_job_plan(
     storage: Storage,
     cfg: HoodieConfig,
+    index: KeyIndex,
     operation: WriteOperation,
     table_type: TableType,
     spec: KeyGenSpec,
@@ -339,7 +345,7 @@ def one_job_plan(
     :func:`engine.write.pipeline.one_job_targets`)."""
     if not _eligible(cfg, operation, spec, timeline) or timeline is None:
         return None
-    targets = plan_partition_targets(storage, timeline, cfg, operation, table_type)
+    targets = plan_partition_targets(storage, timeline, cfg, index, operation, table_type)
     limit = TASK_BYTES_FACTOR * cfg.get(config.PARQUET_MAX_FILE_SIZE)
     return targets if targets.largest_partition_bytes() <= limit else None
 
@@ -348,6 +354,7 @@ def plan_partition_targets(
     storage: Storage,
     timeline: Timeline,
     cfg: HoodieConfig,
+    index: KeyIndex,
     operation: WriteOperation,
     table_type: TableType,
 ) -> PartitionTargets:
@@ -368,7 +375,6 @@ def plan_partition_targets(
         for key, base in latest_base_files(timeline, None).items():
             base_files.setdefault(key[0], {})[key] = base
         avg = average_record_size(timeline, estimate)
-    index = KeyIndex.of(cfg).for_operation(operation)
     read_ranges = index.is_global and index.prune_by_ranges
     sizing = _Sizing(
         avg_record_size=avg,
@@ -429,6 +435,7 @@ def write_by_partition(job: WriteJob, action: Action) -> list[HoodieWriteStat]:
             job.storage,
             job.timeline,
             job.cfg,
+            targets.index,
             job.operation,
             TableType.MERGE_ON_READ if targets.merge_on_read else TableType.COPY_ON_WRITE,
         )

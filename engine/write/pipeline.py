@@ -87,7 +87,7 @@ def one_job_targets(
     """The one-job write's listing, for an index that does not tag in its own write job."""
     if index.tagging is Tagging.WRITE_JOB:
         return None
-    return one_job_plan(storage, cfg, operation, table_type, spec, timeline)
+    return one_job_plan(storage, cfg, index, operation, table_type, spec, timeline)
 
 
 def tag_batch(

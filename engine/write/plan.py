@@ -154,7 +154,7 @@ class WriteJob:
     def start_inflight(self, action: Action, plan: BucketPlan | None) -> None:
         """``<t>.<action>.inflight``, then the partition metafile of every partition written."""
         metadata = HoodieCommitMetadata(operation_type=operation_type(self.operation))
-        transition_to_inflight(self.storage, self.instant_time, action, metadata.to_json())
+        transition_to_inflight(self.storage, self.instant_time, action, metadata)
         partitions = {b.partition_path for b in plan.buckets.values()} if plan else set()
         for partition in sorted(partitions):
             write_partition_metadata(self.storage, partition, self.instant_time)

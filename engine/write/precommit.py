@@ -176,7 +176,7 @@ def staged_timeline(
     done = Instant(instant_time, completed_action(action), State.COMPLETED, completion)
     others = [i for i in timeline.instants if i.instant_time != instant_time]
     instants = tuple(sorted([*others, done], key=Instant.sort_key))
-    archived = {**timeline.archived, instant_time: metadata.to_json()}
+    archived = {**timeline.archived, instant_time: timeline.layout.encode_commit_metadata(metadata)}
     return Timeline(timeline.storage, instants, timeline.layout, archived)
 
 

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from engine.timeline.commit_metadata import HoodieWriteStat
     from engine.write.bucketing import Bucket, BucketPlan, BucketSpec
     from engine.write.handles import WriteContext
-    from engine.write.index import IndexSource, KeyIndex, PartitionKeyRange
+    from engine.write.index import IndexSource, PartitionKeyRange
     from engine.write.precommit import CheckFailure, SqlCheck
 
 __all__ = [
@@ -150,9 +150,9 @@ class PartitionedWrite(Protocol):
         """The write looks its keys up (upserts, deletes)."""
         ...
 
-    @property
-    def index(self) -> KeyIndex:
-        """The index the keys are looked up with."""
+    def prefetch(self, storage: Storage, keys: pa.Array) -> None:
+        """Look the whole batch's distinct ``keys`` up before the tasks (in this process) ask
+        for their parts; a no-op for an index that gains nothing from it."""
         ...
 
     def write(

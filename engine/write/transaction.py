@@ -171,7 +171,8 @@ class WriteTransaction:
             cfg.get(config.TABLE_TYPE) if props is not None else cfg.get(config.WRITE_TABLE_TYPE)
         )
         # the index, for this operation, says how the records get their file groups
-        self.index = KeyIndex.of(cfg).for_operation(self.operation)
+        self.configured_index = KeyIndex.of(cfg)  # the one place the options choose it
+        self.index = self.configured_index.for_operation(self.operation)
         self.bucketed = self.index.tags_in_write_job  # the write job tags the batch
         self.strategy = strategy_for(self.operation, self.table_type)
         self.lock = TableLock(storage, cfg)
@@ -271,7 +272,7 @@ class WriteTransaction:
         check_metadata_options(self.cfg, self.props)
         payload = self.cfg.get(config.WRITE_PAYLOAD_CLASS) or self.cfg.get(config.PAYLOAD_CLASS)
         partitioned = keygen_spec_from_config(self.cfg).is_partitioned
-        check_index_options(self.cfg, str(payload), partitioned=partitioned)
+        check_index_options(self.configured_index, str(payload), partitioned=partitioned)
 
     def _prepare_records(self, data: Any, *, one_job: bool) -> tuple[PreparedRecords, str]:
         runner, cfg = self.runner, self.cfg

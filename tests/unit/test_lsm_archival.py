@@ -43,9 +43,7 @@ def _commit(storage: Storage, t: str, action: Action = Action.COMMIT, plan: byte
     create_requested(storage, t, action, plan)
     transition_to_inflight(storage, t, action)
     stat = HoodieWriteStat(file_id="fg-0", path=f"p/fg-0_0-0-0_{t}.parquet", partition_path="p")
-    complete(
-        storage, t, action, HoodieCommitMetadata({"p": [stat]}, operation_type="UPSERT").to_json()
-    )
+    complete(storage, t, action, HoodieCommitMetadata({"p": [stat]}, operation_type="UPSERT"))
 
 
 def _rows(path: Path) -> list[dict[str, object]]:

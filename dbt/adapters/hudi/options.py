@@ -45,7 +45,7 @@ from typing import Any, Literal
 
 from dbt.adapters.hudi.guards import SPARK_CONFIGS, ModelProblems, spark_config_problems
 from dbt.adapters.hudi.schema_change import mode_options, option_conflicts
-from engine import IS_DELETED_COLUMN, ValidatorKind, configured_checks
+from engine import IS_DELETED_COLUMN, IndexType, ValidatorKind, configured_checks
 from engine import config as hc
 from engine.config import TableType, WriteOperation
 from engine.errors import HudiError
@@ -98,7 +98,7 @@ class HudiModelConfig:
     overwrite_scope: str
     compaction_delta_commits: int
     hudi_options: Mapping[str, str] = field(default_factory=dict)
-    index_type: str | None = None
+    index_type: IndexType | None = None
     buckets: int | None = None
     audit_before_publish: bool = False
     audit_options: Mapping[str, str] = field(default_factory=dict)
@@ -156,13 +156,14 @@ class HudiModelConfig:
         opts.update(mode_options(self.on_schema_change))
         if self.index_type:
             opts[hc.INDEX_TYPE.key] = self.index_type
-        if self.index_type == "RECORD_INDEX" and self.partition_fields:
+        in_metadata_table = self.index_type is not None and self.index_type.in_metadata_table
+        if in_metadata_table and self.partition_fields:
             # dbt's unique_key is unique in the table: a key whose partition changes moves
             opts.setdefault(hc.RECORD_INDEX_UPDATE_PARTITION_PATH.key, "true")
         if self.buckets is not None:
             opts[hc.BUCKET_INDEX_NUM_BUCKETS.key] = str(self.buckets)
         if new_table and self.default_bucket_index(opts):
-            opts[hc.INDEX_TYPE.key] = "BUCKET"
+            opts[hc.INDEX_TYPE.key] = IndexType.BUCKET
             opts[hc.BUCKET_INDEX_NUM_BUCKETS.key] = str(default_bucket_count(batch_bytes))
         if table_index is None:
             opts.update(self.default_index(opts))
@@ -195,7 +196,7 @@ class HudiModelConfig:
         if not self.partition_fields or self.payload != "overwrite_latest":
             return {}
         return {
-            hc.INDEX_TYPE.key: "GLOBAL_SIMPLE",
+            hc.INDEX_TYPE.key: IndexType.GLOBAL_SIMPLE,
             hc.SIMPLE_INDEX_UPDATE_PARTITION_PATH.key: opts.get(
                 hc.SIMPLE_INDEX_UPDATE_PARTITION_PATH.key, "true"
             ),
@@ -486,20 +487,26 @@ def estimated_bytes(cost_plan: str) -> int | None:
     return int(float(match.group(1)) * 1024 ** _UNITS[match.group(2)])
 
 
+def _index_text(index_type: IndexType | None) -> str | None:
+    """The index type as the model's config spells it (``None`` when not given)."""
+    return None if index_type is None else str(index_type)
+
+
 def _index(config: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
     """``index_type`` (upper-cased) and ``buckets`` (only with ``index_type='BUCKET'``)."""
     raw = config.get("index_type")
     index_type = None
     if raw is not None:
         if isinstance(raw, str) and raw.strip().upper() in INDEX_TYPES:
-            index_type = raw.strip().upper()
+            index_type = IndexType(raw.strip().upper())
         else:
             problems.append(f"index_type: {raw!r} is not one of {', '.join(INDEX_TYPES)}")
     buckets = None
     if config.get("buckets") is not None:
         buckets = _positive_int(config.get("buckets"), "buckets", 1, problems)
-        if index_type != "BUCKET":
-            problems.append(f"buckets: only applies with index_type='BUCKET', not {index_type!r}")
+        if index_type is None or not index_type.is_bucket:
+            given = _index_text(index_type)
+            problems.append(f"buckets: only applies with index_type='BUCKET', not {given!r}")
     return {"index_type": index_type, "buckets": buckets}
 
 
