@@ -443,3 +443,37 @@ def _last_write_rolls_back_failed_ones(rounds: Rounds) -> None:
     pending = judge.timeline().pending(COMMIT_ACTIONS)
     assert not pending, f"failed writes left pending: {pending}"
     judge.check("our write after the failed ones expired")
+
+
+def test_our_writer_leaves_hudis_pending_clustering(
+    spark: Any, hudi_jvm: Callable[[str], HudiJvm], tmp_path: Path
+) -> None:
+    """A clustering Hudi scheduled (a pending replacecommit with its plan on table version 6,
+    no heartbeat: Hudi keeps none for table services) is not a failed write: our write leaves
+    it. Our update to file groups the plan rewrites fails cleanly (the clustering would drop
+    it, as Hudi's reject-update strategy says); after Hudi executed the clustering it commits."""
+    judge = Judge(tmp_path / "t", hudi_jvm("0.15.0"), COW)
+    rounds = Rounds(spark, judge, hudi_options("0.15.0", 6), our_options(6))
+    for n in range(2):
+        batch = judge.batch(keys(*range(n * 6, n * 6 + 6)), f"insert{n}")
+        judge.hudi.write(
+            judge.path, batch, {**rounds.hudi, "hoodie.datasource.write.operation": "insert"}
+        )
+        judge.upserted(batch)
+    judge.hudi.sql(f"CALL run_clustering(path => '{judge.path}', op => 'schedule')")
+    (plan,) = judge.timeline().pending(COMMIT_ACTIONS)
+    refused = Outcome(rounds.batches(overlap=False)[0])
+    rounds.write_ours(refused)
+    assert isinstance(refused.error, WriteConflictError), refused
+    assert f"pending clustering {plan.instant_time}" in str(refused.error)
+    assert [i.instant_time for i in judge.timeline().pending(COMMIT_ACTIONS)] == [
+        plan.instant_time
+    ], "our writer rolled back Hudi's scheduled clustering, or left its own write pending"
+    judge.check("our write refused beside Hudi's pending clustering")
+    judge.hudi.sql(f"CALL run_clustering(path => '{judge.path}', op => 'execute')")
+    assert judge.timeline().is_completed(plan.instant_time)
+    retried = Outcome(refused.batch)
+    rounds.write_ours(retried)
+    assert retried.committed, retried.error
+    judge.upserted(retried.batch)
+    judge.check("our write after Hudi's clustering")
