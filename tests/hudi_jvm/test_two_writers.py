@@ -69,6 +69,9 @@ HEARTBEAT = {
     "hoodie.client.heartbeat.tolerable.misses": "2",
 }
 _EXPIRED_AFTER_SECONDS = 2 * 3 + 1
+# both sides keep the same metadata table partitions: Hudi 1.1 builds partition_stats with
+# column_stats, and ours does not keep partition_stats (nor drops it beside other writers)
+SAME_METADATA = {"hoodie.metadata.index.column.stats.enable": "false"}
 
 TABLE = {
     "hoodie.table.name": "two_writers",
@@ -99,11 +102,13 @@ OUR_OCC = {
 def hudi_options(release: str, version: int) -> dict[str, str]:
     if release == "0.15.0":  # version 6 without a metadata table on either side
         return {**TABLE, **HUDI_OCC, **HEARTBEAT, "hoodie.metadata.enable": "false"}
-    return {**TABLE, **HUDI_OCC, **HEARTBEAT, "hoodie.write.table.version": str(version)}
+    options = {**TABLE, **HUDI_OCC, **HEARTBEAT, **SAME_METADATA}
+    return {**options, "hoodie.write.table.version": str(version)}
 
 
 def our_options(version: int) -> dict[str, str]:
     options = {**TABLE, **OUR_OCC, **HEARTBEAT, "hoodie.write.table.version": str(version)}
+    options.update(SAME_METADATA)
     if version >= 8:
         options["hoodie.metadata.enable"] = "true"
     return options
