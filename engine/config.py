@@ -945,6 +945,12 @@ LOCK_FILESYSTEM_EXPIRE = _option(
     0,
     "Minutes after which a file lock counts as abandoned (0: only a dead local holder).",
 )
+LOCK_FILESYSTEM_PATH = _optional(
+    "hoodie.write.lock.filesystem.path",
+    parse_str,
+    "Folder of the file lock. Only the table's .hoodie (Hudi's default, also when unset) is "
+    "accepted: that is where this engine's lock and Hudi's FileSystemBasedLockProvider meet.",
+)
 SINGLE_WRITER = "SINGLE_WRITER"
 OPTIMISTIC_CONCURRENCY_CONTROL = "OPTIMISTIC_CONCURRENCY_CONTROL"
 WRITE_CONCURRENCY_MODE = _option(

@@ -367,6 +367,7 @@ def _drop_unmaintained(
     defs = read_index_defs(storage, props)
     if not dropped and set(defs) <= kept:
         return props
+    _refuse_drop_beside_other_writers(storage, cfg, dropped or sorted(set(defs) - kept))
     updated = {k: v for k, v in props.items() if k != config.INDEX_DEFS_PATH.key}
     updated[config.METADATA_PARTITIONS.key] = ",".join(p for p in listed if p not in dropped)
     updated[config.METADATA_PARTITIONS_INFLIGHT.key] = ""
@@ -384,6 +385,29 @@ def _drop_unmaintained(
         config.METADATA_PARTITIONS.key,
     )
     return updated
+
+
+def _refuse_drop_beside_other_writers(
+    storage: Storage, cfg: HoodieConfig, dropped: list[str]
+) -> None:
+    """Under optimistic concurrency control another writer (Apache Hudi's) may be building or
+    writing the partitions this write would drop: its commit to the metadata table then fails,
+    or its partition misses this write's records. Nothing is written yet.
+
+    Raises:
+        ConfigError: naming the partitions, when the table has several writers.
+    """
+    if cfg.get(config.WRITE_CONCURRENCY_MODE) != config.OPTIMISTIC_CONCURRENCY_CONTROL:
+        return
+    raise ConfigError(
+        f"Table at {storage.base_path}: this write does not keep the metadata table "
+        f"partitions {', '.join(dropped)}, which would drop them under writers running beside "
+        f"it ({config.WRITE_CONCURRENCY_MODE.key}={config.OPTIMISTIC_CONCURRENCY_CONTROL}): "
+        "give every writer of the table the same metadata table partitions (disable them on "
+        "the other writers, e.g. hoodie.metadata.index.column.stats.enable=false on Apache "
+        "Hudi 1.x's, which builds partition_stats with column_stats, or enable them here if "
+        "this engine keeps them)"
+    )
 
 
 _RECORDED = (*COMMIT_ACTIONS, Action.CLEAN)  # data instants that write a metadata deltacommit

@@ -1,20 +1,35 @@
 """The table lock: one writer at a time changes the timeline.
 
-A file ``.hoodie/lock`` (the place Hudi's file-system lock provider uses) created exclusively;
-its content names the holder (host, pid, time, token). Writers hold it around start-commit and
-around commit (conflict check + completing the instant), not while Spark writes data, so
-disjoint writers overlap their data work.
+The lock is ``.hoodie/lock``, the path Apache Hudi's ``FileSystemBasedLockProvider`` uses, so
+Hudi's writers and ours exclude each other. Writers hold it around start-commit and around
+commit (conflict check + completing the instant), not while Spark writes data, so disjoint
+writers overlap their data work.
 
-A lock left behind by a killed writer is broken when its holder is provably gone: same host and
-the pid no longer alive, or older than ``hoodie.write.lock.filesystem.expire`` minutes. On a
-local file system every change our writers make to the lock file (create and write the record;
-judge it stale, delete it and create our own; release, which deletes it only while it names our
-token) happens under an exclusive ``flock`` of the guard file ``.hoodie/.aux/lock.guard``. So of
-any number of waiters that find the same stale lock exactly one breaks it and takes the lock,
-the others find the winner's fresh record when their turn comes, and no waiter ever sees a
-half-written record of ours. The kernel drops a ``flock`` when its holder dies, so the guard
+On a local file system our lock is a *directory* ``.hoodie/lock/`` holding the record
+``owner`` (host, pid, time, token): the record is written into a staging directory
+``.hoodie/.aux/.lock-<token>`` that is then renamed to ``.hoodie/lock``, so the lock appears
+at once with its record, and the rename fails when anything is there already. A directory,
+because of how Hudi's provider takes the lock: it checks that ``.hoodie/lock`` does not exist
+and then creates it through Hadoop's local file system, which checks again and opens the file
+with truncation (no exclusive create). Had our lock been a file, it could be created in between
+and Hudi would truncate our record and believe it held the lock beside us; a directory cannot
+be opened as a file, so Hudi's create fails there and its ``tryLock`` answers false. Hudi's lock
+file is empty (its provider writes its owner information only when the file does not exist
+after creating it, which never happens), so a lock that is a file is Hudi's (or a foreign
+writer's) and names no holder: we break it only as Hudi does, when
+``hoodie.write.lock.filesystem.expire`` is set and its modification time is older than that,
+never for being empty. Hudi breaks ours by the same rule (recursively on 0.15, not at all on
+1.x, whose provider deletes the lock non-recursively), and only with an expiry set.
+
+A lock of ours left behind by a killed writer is broken when its holder is provably gone: same
+host and the pid no longer alive, or older than ``hoodie.write.lock.filesystem.expire`` minutes.
+Every change our writers make to the lock (create it; judge it stale, break it and create our
+own; release, which removes it only while it names our token) happens under an exclusive
+``flock`` of the guard file ``.hoodie/.aux/lock.guard``. So of any number of waiters that find
+the same stale lock exactly one breaks it and takes the lock, the others find the winner's fresh
+record when their turn comes. The kernel drops a ``flock`` when its holder dies, so the guard
 itself never goes stale; it is never deleted (nothing reads ``.aux`` but bootstrap indexes).
-Writers that do not know the guard (Apache Hudi's provider) still meet the exclusive create.
+Breaking and releasing rename our lock away before deleting it, so it vanishes at once.
 
 Object stores offer no such primitive: there the lock is the conditional-write lock of
 ``engine.services.storage_lock`` (``hoodie.write.lock.provider=...StorageBasedLockProvider``,
@@ -27,9 +42,12 @@ trusted to it.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import json
 import os
+import shutil
 import socket
 import time
 import uuid
@@ -40,14 +58,21 @@ import pyarrow.fs as pafs
 
 from engine import config
 from engine.config import HoodieConfig
-from engine.errors import ConfigError, LockTimeoutError
+from engine.errors import ConfigError, HudiError, LockTimeoutError
 from engine.fs.properties import METAFOLDER
 from engine.fs.storage import Storage
 from engine.polling import poll
 from engine.services.storage_lock import ConditionalWriteLock, boto3_available
 
 LOCK_FILE = f"{METAFOLDER}/lock"
+# local file systems: the lock is a directory, its holder's record this file in it
+LOCK_RECORD = f"{LOCK_FILE}/owner"
 GUARD_FILE = f"{METAFOLDER}/.aux/lock.guard"
+_STAGING = f"{METAFOLDER}/.aux/.lock-"
+# the checksum Hadoop's local file system writes beside Hudi's lock file
+_HADOOP_LOCK_CRC = f"{METAFOLDER}/.lock.crc"
+# what a rename onto an existing lock answers: a lock of ours, a lock file (Hudi's)
+_HELD_ERRNOS = frozenset({errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR})
 _POLL_SECONDS = 0.1
 _GUARD_POLL_SECONDS = 0.005
 # an empty lock file older than this is abandoned: its creator died before writing the record
@@ -122,7 +147,9 @@ class TableLock:
         self.expire_minutes = cfg.get(config.LOCK_FILESYSTEM_EXPIRE)
         self.token = uuid.uuid4().hex
         self._held = 0
+        _refuse_other_lock_path(storage, cfg)
         self._conditional = _conditional_lock(storage, cfg, self.token)
+        self._local = isinstance(storage.fs, pafs.LocalFileSystem)
 
     def _owner_record(self) -> bytes:
         return json.dumps(
@@ -135,32 +162,52 @@ class TableLock:
         ).encode()
 
     def _try_create(self) -> bool:
-        if isinstance(self.storage.fs, pafs.LocalFileSystem):
-            path = self.storage.full_path(LOCK_FILE)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                return False
-            with os.fdopen(fd, "wb") as f:
-                f.write(self._owner_record())
-            return True
+        if self._local:
+            return self._try_rename_into_place()
         if self.storage.exists(LOCK_FILE):
             return False
         self.storage.write_bytes(LOCK_FILE, self._owner_record(), overwrite=True)
         return self._read_owner().get("token") == self.token
 
-    def _read_owner(self) -> dict[str, object]:
+    def _try_rename_into_place(self) -> bool:
+        """Local file systems: the staged lock directory renamed to ``.hoodie/lock``; false when
+        a lock (ours, a directory, or Hudi's, a file) is there. A leftover empty directory is
+        replaced (the rename takes an empty directory's place)."""
+        staging = self.storage.full_path(_STAGING + self.token)
+        os.makedirs(staging, exist_ok=True)
+        with open(os.path.join(staging, "owner"), "wb") as f:
+            f.write(self._owner_record())
         try:
-            data = json.loads(self.storage.read_bytes(LOCK_FILE) or b"{}")
-        except (OSError, ValueError):
+            os.rename(staging, self.storage.full_path(LOCK_FILE))
+        except OSError as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            if exc.errno in _HELD_ERRNOS:
+                return False
+            raise
+        return True
+
+    def _foreign_lock(self) -> bool:
+        """Whether the lock is a file: Hudi's provider's (local file systems, where ours is a
+        directory)."""
+        return self._local and os.path.isfile(self.storage.full_path(LOCK_FILE))
+
+    def _read_owner(self) -> dict[str, object]:
+        rel = LOCK_RECORD if self._local else LOCK_FILE
+        if self._local and not os.path.isdir(self.storage.full_path(LOCK_FILE)):
+            return {}
+        try:
+            data = json.loads(self.storage.read_bytes(rel) or b"{}")
+        except (OSError, ValueError, HudiError):
             return {}
         return data if isinstance(data, dict) else {}
 
     def _is_abandoned(self) -> bool:
+        if self._foreign_lock():
+            # Hudi's lock names no holder: only its age breaks it, as Hudi's provider judges
+            return 0 < self.expire_minutes * 60 < self._age_seconds()
         owner = self._read_owner()
         if not owner:
-            # a holder killed between create and write (or a foreign writer still writing)
+            # a holder killed between create and write (object stores), or an empty directory
             return self._age_seconds() > _EMPTY_RECORD_GRACE_SECONDS
         pid, host = owner.get("pid"), owner.get("host")
         if host == socket.gethostname() and isinstance(pid, int) and not pid_alive(pid):
@@ -176,6 +223,26 @@ class TableLock:
         info = self.storage.fs.get_file_info(self.storage.full_path(LOCK_FILE))
         mtime = info.mtime.timestamp() if info.mtime is not None else time.time()
         return time.time() - mtime
+
+    def _break(self) -> None:
+        """Remove a lock judged abandoned (under the guard)."""
+        if not self._local:
+            self.storage.delete(LOCK_FILE)
+        elif self._foreign_lock():
+            for rel in (LOCK_FILE, _HADOOP_LOCK_CRC):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.storage.full_path(rel))
+        else:
+            self._remove_directory()
+
+    def _remove_directory(self) -> None:
+        """Our lock directory renamed away (gone at once), then deleted."""
+        gone = self.storage.full_path(f"{_STAGING}gone-{uuid.uuid4().hex}")
+        try:
+            os.rename(self.storage.full_path(LOCK_FILE), gone)
+        except FileNotFoundError:
+            return
+        shutil.rmtree(gone, ignore_errors=True)
 
     def acquire(self) -> None:
         """Take the lock (re-entrant within this object).
@@ -196,14 +263,22 @@ class TableLock:
             every=_POLL_SECONDS,
         )
         if not took:
-            owner = self._read_owner()
             raise LockTimeoutError(
                 f"Timed out after {self.wait_ms} ms waiting for the lock of table "
-                f"{self.storage.base_path} ({self.storage.full_path(LOCK_FILE)} held by "
-                f"host {owner.get('host')!r} pid {owner.get('pid')!r}); raise "
-                f"{config.LOCK_WAIT_TIME_MS.key} or remove the file if its holder is gone"
+                f"{self.storage.base_path} ({self.storage.full_path(LOCK_FILE)} {self._holder()}"
+                f"); raise {config.LOCK_WAIT_TIME_MS.key} or remove it if its holder is gone"
             )
         self._held = 1
+
+    def _holder(self) -> str:
+        """Who holds the lock, for a timeout's message."""
+        if self._foreign_lock():
+            return (
+                "is a file: Apache Hudi's FileSystemBasedLockProvider holds it, naming no "
+                f"holder; it expires after {config.LOCK_FILESYSTEM_EXPIRE.key} minutes if set"
+            )
+        owner = self._read_owner()
+        return f"held by host {owner.get('host')!r} pid {owner.get('pid')!r}"
 
     def _try_take(self, deadline: float) -> bool:
         """One attempt: create the lock file, or break a lock whose holder is gone and create it.
@@ -216,12 +291,12 @@ class TableLock:
                 return True
             if not self._is_abandoned():
                 return False
-            self.storage.delete(LOCK_FILE)
+            self._break()
             return self._try_create()
 
     def _guarded(self, deadline: float) -> AbstractContextManager[None]:
         """The guard of the lock file on a local file system; nothing on object stores."""
-        if not isinstance(self.storage.fs, pafs.LocalFileSystem):
+        if not self._local:
             return nullcontext()
         return _held_guard(self.storage.full_path(GUARD_FILE), deadline)
 
@@ -246,7 +321,11 @@ class TableLock:
         elif held == 1:
             with self._guarded(time.monotonic() + self.wait_ms / 1000):
                 # a lock broken as expired and taken by another writer is theirs now
-                if self._read_owner().get("token") == self.token:
+                if self._read_owner().get("token") != self.token:
+                    return
+                if self._local:
+                    self._remove_directory()
+                else:
                     self.storage.delete(LOCK_FILE)
 
     @contextmanager
@@ -304,3 +383,25 @@ def _conditional_lock(
             "pip install 'dbt-hudi[s3]'), or write with one writer at a time"
         )
     return None
+
+
+def _refuse_other_lock_path(storage: Storage, cfg: HoodieConfig) -> None:
+    """Our lock is ``.hoodie/lock``; Hudi's writers told to lock elsewhere
+    (``hoodie.write.lock.filesystem.path``) would not meet it.
+
+    Raises:
+        ConfigError: the option names another folder than the table's ``.hoodie``.
+    """
+    wanted = cfg.get(config.LOCK_FILESYSTEM_PATH)
+    if not wanted:
+        return
+    given = wanted.removeprefix("file://").removeprefix("file:").rstrip("/")
+    if not storage.is_object_store:
+        given = os.path.abspath(given)
+    if given not in (storage.full_path(METAFOLDER), storage.uri(METAFOLDER).rstrip("/")):
+        raise ConfigError(
+            f"{config.LOCK_FILESYSTEM_PATH.key}={wanted}: this writer's file lock is "
+            f"{storage.full_path(LOCK_FILE)}, so a writer locking {given}/lock would not exclude "
+            f"it; leave the option unset (Hudi's default, the table's {METAFOLDER}) on every "
+            "writer of the table"
+        )

@@ -53,6 +53,7 @@ from engine.timeline.avro_metadata import (
     deserialize,
     serialize,
 )
+from engine.timeline.clustering import clustering_plan_groups
 from engine.timeline.instant import COMMIT_ACTIONS, Action, Instant, State, new_instant_time
 from engine.timeline.markers import delete_markers, list_marked_files
 from engine.timeline.timeline import (
@@ -423,11 +424,22 @@ def rollback_failed_writes(
         timeline = timeline.reload()
     after = timeline.max_instant_time()
     for failed in timeline.pending(actions):
-        if is_alive is not None and is_alive(failed):
+        alive = is_alive is not None and is_alive(failed)
+        if alive or (is_alive is not None and _is_pending_clustering(storage, timeline, failed)):
             continue
         after = rollback_instant(storage, failed, after)
         rolled.append(failed.instant_time)
     return rolled
+
+
+def _is_pending_clustering(storage: Storage, timeline: Timeline, instant: Instant) -> bool:
+    """A pending replacecommit of table version 6 whose requested file carries a clustering plan
+    (versions 8 and 9 name clustering ``clustering``, never among the writes rolled back here).
+    Clustering is a table service of Apache Hudi's that keeps no heartbeat, and Hudi never rolls
+    it back as a failed write (its own clustering retries or rolls it back): beside a running
+    Hudi writer the missing heartbeat says nothing, so other writers leave it
+    (:mod:`engine.timeline.clustering`)."""
+    return clustering_plan_groups(storage, timeline, instant) is not None
 
 
 def rollback_last_commit(storage: Storage, instant_time: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.config import parse_options
 from engine.fs.storage import Storage
-from engine.services.lock import LOCK_FILE, TableLock
+from engine.services.lock import LOCK_RECORD, TableLock
 
 
 def table_lock(path: str, expire_minutes: int) -> TableLock:
@@ -29,7 +29,7 @@ def table_lock(path: str, expire_minutes: int) -> TableLock:
 def named_token(path: str) -> str:
     """The token the lock file names now (``-`` when there is no readable lock file)."""
     try:
-        return str(json.loads((Path(path) / LOCK_FILE).read_bytes()).get("token"))
+        return str(json.loads((Path(path) / LOCK_RECORD).read_bytes()).get("token"))
     except (OSError, ValueError):
         return "-"
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from engine.services.lock import LOCK_FILE
+from engine.services.lock import LOCK_FILE, LOCK_RECORD
 from tests.concurrency import lock_contender
 
 pytestmark = pytest.mark.unit
@@ -47,9 +47,9 @@ def _killed_holder(path: Path) -> int:
 
 def _expired_holder_on_another_host(path: Path) -> int:
     """Leave a lock record of a holder on another host, taken two minutes ago; expiry 1 min."""
-    (path / LOCK_FILE).parent.mkdir(parents=True)
+    (path / LOCK_FILE).mkdir(parents=True)
     record = {"host": "another-host", "pid": 1, "acquired_at": time.time() - 120, "token": "old"}
-    (path / LOCK_FILE).write_text(json.dumps(record))
+    (path / LOCK_RECORD).write_text(json.dumps(record))
     return 1
 
 

@@ -108,6 +108,13 @@ class HudiJvm:
         self.request("register", name=name, path=str(path))
         return name
 
+    def lock(
+        self, path: str | Path, call: str, options: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        """Hudi's FileSystemBasedLockProvider on the table at ``path``: ``call`` is ``try``,
+        ``unlock`` or ``create`` (tests/hudi_jvm/server.py)."""
+        return self.request("lock", path=str(path), call=call, options=options or {})
+
     def close(self) -> None:
         if self._process.poll() is None:
             assert self._process.stdin is not None

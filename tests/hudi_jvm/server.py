@@ -11,6 +11,13 @@ provision.py); imports nothing from the project. Requests (``op`` and its fields
 - ``sql``: ``statement`` -> ``{"rows": [...]}``
 - ``register``: ``name``, ``path``: the table at ``path`` in the catalog as ``name`` (the
   procedures that take a table name)
+- ``lock``: ``path`` (a table), ``call`` and ``options`` (``hoodie.write.lock.*``): Hudi's own
+  ``FileSystemBasedLockProvider`` on the table, one per table kept between requests;
+  ``call`` is ``try`` (its ``tryLock``) -> ``{"held": bool}``, ``unlock``, or ``create``: the
+  last step of the create its ``tryLock`` makes once it found no lock file (Hadoop's local
+  ``create`` without overwrite checks that the file does not exist, then opens it with
+  ``java.io.FileOutputStream``, truncating), what it meets when another writer's lock appears
+  between that check and the open -> ``{"created": bool, "error": str}``
 - ``stop``
 
 An answer is ``{"ok": true, ...}`` or ``{"ok": false, "error": <the Java or Python message>}``.
@@ -106,6 +113,50 @@ def _write(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+_PROVIDERS: dict[str, Any] = {}
+
+
+def _lock_provider(spark: Any, path: str, options: dict[str, str]) -> Any:
+    """Hudi's FileSystemBasedLockProvider on the table at ``path`` (0.15 takes a Hadoop
+    configuration, 1.x a storage configuration wrapping one)."""
+    if path in _PROVIDERS:
+        return _PROVIDERS[path]
+    jvm = spark._jvm
+    props = jvm.org.apache.hudi.common.config.TypedProperties()
+    settings = {"hoodie.base.path": path, "hoodie.write.lock.filesystem.expire": "0", **options}
+    for key, value in settings.items():
+        props.setProperty(key, value)
+    lock_conf = jvm.org.apache.hudi.common.config.LockConfiguration(props)
+    hadoop = spark._jsc.hadoopConfiguration()
+    provider_class = jvm.org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider
+    try:
+        storage_conf = jvm.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(hadoop)
+    except TypeError:  # no such class: Hudi 0.x
+        storage_conf = hadoop
+    _PROVIDERS[path] = provider_class(lock_conf, storage_conf)
+    return _PROVIDERS[path]
+
+
+def _lock(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
+    path, call = request["path"], request["call"]
+    provider = _lock_provider(spark, path, dict(request.get("options") or {}))
+    if call == "try":
+        unit = spark._jvm.java.util.concurrent.TimeUnit.MILLISECONDS
+        return {"held": bool(provider.tryLock(0, unit))}
+    if call == "unlock":
+        provider.unlock()
+        return {}
+    if call == "create":
+        jvm = spark._jvm
+        local = jvm.org.apache.hadoop.fs.Path(str(provider.getLock())).toUri().getPath()
+        try:
+            jvm.java.io.FileOutputStream(jvm.java.io.File(local), False).close()
+        except Exception as exc:  # what Hudi's tryLock catches and answers false to
+            return {"created": False, "error": _message(exc)}
+        return {"created": True, "error": ""}
+    raise ValueError(f"unknown lock call {call!r}")
+
+
 def _answer(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
     if op == "write":
@@ -119,6 +170,8 @@ def _answer(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
         spark.sql(f"CREATE TABLE {name} USING hudi LOCATION '{request['path']}'")
         return {}
+    if op == "lock":
+        return _lock(spark, request)
     if op == "version":
         return {"spark": spark.version}
     raise ValueError(f"unknown op {op!r}")

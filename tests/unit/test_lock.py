@@ -14,7 +14,7 @@ import pytest
 from engine import config
 from engine.errors import LockTimeoutError
 from engine.fs.storage import Storage
-from engine.services.lock import GUARD_FILE, LOCK_FILE, TableLock, take_guard
+from engine.services.lock import GUARD_FILE, LOCK_FILE, LOCK_RECORD, TableLock, take_guard
 
 pytestmark = pytest.mark.unit
 
@@ -84,9 +84,9 @@ def test_table_lock_release_leaves_a_lock_another_writer_took_over(tmp_path: Pat
     lock.acquire()
     # its record expired and another writer broke it and took the lock: the lock is theirs now
     theirs = b'{"host": "h", "pid": 1, "acquired_at": 0, "token": "theirs"}'
-    (tmp_path / LOCK_FILE).write_bytes(theirs)
+    (tmp_path / LOCK_RECORD).write_bytes(theirs)
     lock.release()
-    assert (tmp_path / LOCK_FILE).read_bytes() == theirs
+    assert (tmp_path / LOCK_RECORD).read_bytes() == theirs
 
 
 def test_table_lock_times_out_on_a_held_guard_naming_it_table_untouched(tmp_path: Path) -> None:
