@@ -17,9 +17,9 @@ group: exactly one of the two commits, the other fails with a write conflict, Hu
 must agree with an oracle that applies exactly the committed batches in instant order (both
 batches of a round carry one ordering value, so the later commit wins a key in every merge
 mode): no commit lost, no key stored twice, nothing of a failed write visible. ``make test``
-runs four rounds per release (each interleaving with each key set), ``HUDI_TEST_LONG=1``
-sixteen. The lock tests drive Hudi's lock
-provider itself against ours.
+runs two rounds per release (an interleaving each, one with overlapping keys, one with
+disjoint), ``HUDI_TEST_LONG=1`` sixteen (each interleaving with each key set, four times).
+The lock tests drive Hudi's lock provider itself against ours.
 """
 
 from __future__ import annotations
