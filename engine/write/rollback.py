@@ -48,6 +48,7 @@ from engine.fs.storage import Storage
 from engine.fs.view import list_partition_paths
 from engine.io.logfile import encode_command_block
 from engine.metadata.sync import record_rollback
+from engine.services.clustering_plan import is_scheduled_clustering
 from engine.timeline.avro_metadata import (
     ROLLBACK_METADATA_SCHEMA,
     ROLLBACK_PLAN_SCHEMA,
@@ -409,7 +410,7 @@ def rollback_failed_writes(
     storage: Storage,
     timeline: Timeline,
     *,
-    actions: Iterable[Action] = COMMIT_ACTIONS,
+    actions: Iterable[Action] = (*COMMIT_ACTIONS, Action.CLUSTERING),
     is_alive: Callable[[Instant], bool] | None = None,
 ) -> list[str]:
     """Finish pending rollbacks, then roll back every pending write instant whose writer is
@@ -425,6 +426,8 @@ def rollback_failed_writes(
     for failed in timeline.pending(actions):
         if is_alive is not None and is_alive(failed):
             continue
+        if is_scheduled_clustering(storage, failed):
+            continue  # a plan waiting for its execution, not a failed write
         after = rollback_instant(storage, failed, after)
         rolled.append(failed.instant_time)
     return rolled
