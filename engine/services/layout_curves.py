@@ -85,8 +85,9 @@ def _direct(column: pa.ChunkedArray, bits: int) -> np.ndarray:
 
 def _ranked(column: pa.ChunkedArray, bits: int) -> np.ndarray:
     top = (1 << bits) - 1
-    ranks = pc.rank(column, sort_keys="ascending", null_placement="at_start", tiebreaker="dense")
-    dense = ranks.to_numpy().astype(np.float64) - 1.0
+    ranks = pc.rank(column, sort_keys="ascending", tiebreaker="dense").to_numpy()
+    nulls = pc.is_null(column).to_numpy(zero_copy_only=False)
+    dense = np.where(nulls, 0.0, ranks.astype(np.float64))  # values 1..k, nulls 0
     span = max(float(dense.max()) if dense.size else 0.0, 1.0)
     return (dense / span * top).astype(np.uint64)
 
@@ -156,8 +157,8 @@ def order_rows(table: pa.Table, columns: Sequence[str], strategy: str, method: s
             f"columns of the table ({', '.join(table.column_names)})"
         )
     if strategy == "linear":
-        keys = [(c, "ascending") for c in columns]
-        return table.take(pc.sort_indices(table, sort_keys=keys, null_placement="at_start"))
+        keys = [(c, "ascending", "at_start") for c in columns]
+        return table.take(pc.sort_indices(table, sort_keys=keys))
     bits = _bits_for(len(columns))
     coords = curve_coordinates(table, columns, method, bits)
     index = hilbert_index(coords, bits) if strategy == "hilbert" else z_order_index(coords, bits)

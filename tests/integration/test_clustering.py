@@ -60,9 +60,7 @@ def live_groups(path: Path) -> set[tuple[str, str]]:
 def small_batches(spark: Any, path: Path, options: dict[str, Any], batches: int = 3) -> None:
     """``batches`` inserts of new keys, each into new file groups (no small-file packing)."""
     for b in range(batches):
-        rows = [
-            (f"k{b}_{i}", f"2024-01-0{i % 2 + 1}", b, f"v{(7 * i + b) % 10}") for i in range(6)
-        ]
+        rows = [(f"k{b}_{i}", f"2024-01-0{i % 2 + 1}", b, f"v{(7 * i + b) % 10}") for i in range(6)]
         write_hudi(
             spark.createDataFrame(rows, SCHEMA),
             str(path),
@@ -140,7 +138,9 @@ def test_clustering_cow_keeps_every_row_and_writes_hudis_plan(spark, tmp_path, v
     # the completed replacecommit
     completed = timeline_file(path, ".replacecommit")
     completed = sorted(
-        p for p in completed.parent.iterdir() if p.name.startswith(t) and p.suffix == ".replacecommit"
+        p
+        for p in completed.parent.iterdir()
+        if p.name.startswith(t) and p.suffix == ".replacecommit"
     )[0]
     meta = decode_commit_metadata(completed.read_bytes(), source=str(completed))
     assert meta.operation_type == "CLUSTER"
