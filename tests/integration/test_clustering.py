@@ -208,3 +208,83 @@ def test_clustering_mor_merges_logs(spark, tmp_path) -> None:  # type: ignore[no
     storage = Storage(str(path))
     view = FileSystemView(storage, Timeline.load(storage))
     assert all(not s.log_files for s in view.latest_file_slices())
+
+
+def test_inline_clustering_every_n_commits_and_schedule_only(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "t"
+    inline = opts(
+        **{"hoodie.clustering.inline": "true", "hoodie.clustering.inline.max.commits": "2"}
+    )
+    small_batches(spark, path, {**inline, SORTED: "v"}, batches=3)
+    storage = Storage(str(path))
+    timeline = Timeline.load(storage)
+    clusterings = [
+        i
+        for i in timeline.completed()
+        if timeline.read_commit_metadata(i).operation_type == "CLUSTER"
+    ]
+    # commits 1, 2 -> clustering; commit 3 alone is not enough for the next one
+    assert len(clusterings) == 1
+    assert len(live_groups(path)) == 4  # the clustered 2 + the third batch's 2
+    rows_of(spark, path)
+
+    scheduled = opts(**{"hoodie.clustering.schedule.inline": "true"})
+    small_batches(spark, tmp_path / "s", scheduled, batches=4)
+    table = spark_table(str(tmp_path / "s"))
+    pending = table.pending_clustering()
+    assert len(pending) == 1  # planned after commit 4, left for a runner
+    before = rows_of(spark, tmp_path / "s")
+    assert table.cluster() == pending
+    assert table.pending_clustering() == []
+    assert rows_of(spark, tmp_path / "s") == before
+
+
+def test_incremental_and_cdc_queries_see_no_change_and_clean_removes_replaced(
+    spark, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "t"
+    options = opts(**{"hoodie.table.cdc.enabled": "true"})
+    small_batches(spark, path, options, batches=2)
+    last = Timeline.load(Storage(str(path))).last_completed()
+    assert last is not None
+    (t,) = spark_table(str(path)).cluster({SORTED: "v"})
+    incremental = {
+        "hoodie.datasource.query.type": "incremental",
+        "hoodie.datasource.read.begin.instanttime": last.instant_time,
+    }
+    assert read_hudi(spark, str(path), incremental).count() == 0
+    changes = read_hudi(
+        spark, str(path), {**incremental, "hoodie.datasource.query.incremental.format": "cdc"}
+    )
+    assert changes.count() == 0
+    replaced_files = {p for p in (path).rglob("*.parquet") if t not in p.name}
+    assert replaced_files
+    # two more commits, one retained: the clean deletes every replaced file
+    small_batches(spark, path, options, batches=1)
+    spark_table(str(path)).clean({"hoodie.cleaner.commits.retained": "1"})
+    assert not any(p.exists() for p in replaced_files if ".hoodie" not in p.parts)
+    rows_of(spark, path)
+
+
+def test_allowed_update_fails_the_pending_clustering(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from engine.errors import WriteConflictError
+
+    path = tmp_path / "t"
+    allow = opts(
+        **{
+            "hoodie.clustering.updates.strategy": (
+                "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy"
+            )
+        }
+    )
+    small_batches(spark, path, allow, batches=2)
+    table = spark_table(str(path))
+    (t,) = table.cluster(schedule_only=True)
+    update = [("k0_0", "2024-01-01", 9, "changed")]
+    write_hudi(spark.createDataFrame(update, SCHEMA), str(path), allow)
+    with pytest.raises(WriteConflictError, match="changed after it was planned"):
+        table.cluster(allow)
+    assert table.pending_clustering() == []  # rolled back
+    rows = rows_of(spark, path)
+    assert rows["k0_0"][1] == "changed"
+    assert not list(path.rglob(f"*_{t}.parquet"))
