@@ -158,6 +158,26 @@ def _check_table_version(options: HoodieConfig, props: Mapping[str, str], base_p
         )
 
 
+def _clustering_options(
+    options: Mapping[str, Any] | None,
+    *,
+    sort_columns: Sequence[str] | str | None = None,
+    strategy: str | None = None,
+    partitions: Sequence[str] | str | None = None,
+) -> dict[str, Any]:
+    """``options`` with the clustering shorthands spelled as Hudi's keys."""
+    merged = dict(options or {})
+    shorthands = (
+        (config.CLUSTERING_SORT_COLUMNS, sort_columns),
+        (config.LAYOUT_OPTIMIZE_STRATEGY, strategy),
+        (config.CLUSTERING_PARTITION_SELECTED, partitions),
+    )
+    for option, value in shorthands:
+        if value:
+            merged[option.key] = value if isinstance(value, str) else ",".join(value)
+    return merged
+
+
 class HudiTable:
     """A Hudi table (table version 6) at a base path; it may not exist yet.
 
@@ -393,9 +413,12 @@ class HudiTable:
         """Instant times of the clusterings planned and not completed, oldest first."""
         return [i.instant_time for i in pending_clustering(self.storage, self.timeline())]
 
-    def plan_clustering(self, options: Mapping[str, Any] | None = None) -> ClusteringPlan:
-        """The clustering plan ``options`` would schedule now (nothing written: a dry run)."""
-        cfg = self._existing_options(options)
+    def plan_clustering(
+        self, options: Mapping[str, Any] | None = None, **layout: Any
+    ) -> ClusteringPlan:
+        """The clustering plan ``options`` (and ``layout``: see :meth:`cluster`) would schedule
+        now (nothing written: a dry run)."""
+        cfg = self._existing_options(_clustering_options(options, **layout))
         timeline = self.timeline()
         busy = compacting_file_groups(self.storage, timeline)
         return plan_clustering(self.storage, timeline, cfg, busy=busy)
@@ -407,16 +430,20 @@ class HudiTable:
         schedule_only: bool = False,
         on_planned: Callable[[str, ClusteringPlan], None] | None = None,
         on_clustered: Callable[[str], None] | None = None,
+        **layout: Any,
     ) -> list[str]:
         """Run the requested clusterings, oldest first; when none is pending, plan one (whatever
         ``hoodie.clustering.inline.max.commits`` says: the caller asked) and run it.
 
-        ``on_planned`` gets a new plan before it runs; ``on_clustered`` each completed instant.
+        ``layout`` are shorthands over ``options``: ``sort_columns`` (a list or a
+        comma-separated text), ``strategy`` (linear, z-order, hilbert) and ``partitions`` (the
+        partition paths to cluster). ``on_planned`` gets a new plan before it runs;
+        ``on_clustered`` each completed instant.
 
         Returns:
             The clustering instants run (with ``schedule_only``: the one scheduled).
         """
-        cfg = self._existing_options(options)
+        cfg = self._existing_options(_clustering_options(options, **layout))
         with self._service_lock(cfg):
             if schedule_only:
                 scheduled = schedule_clustering(self.storage, cfg, force=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from engine import config
 from engine.cli import render
 from engine.cli.progress import progress, quiet_spark
 from engine.cli.services import emit_result, open_for_service
@@ -47,15 +46,12 @@ def plan_rows(plan: Any) -> list[dict[str, Any]]:
     ]
 
 
-def _options(args: argparse.Namespace, options: dict[str, str]) -> dict[str, str]:
-    out = dict(options)
-    if args.sort_columns:
-        out[config.CLUSTERING_SORT_COLUMNS.key] = args.sort_columns
-    if args.strategy:
-        out[config.LAYOUT_OPTIMIZE_STRATEGY.key] = args.strategy
-    if args.partitions:
-        out[config.CLUSTERING_PARTITION_SELECTED.key] = args.partitions
-    return out
+def _layout(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "sort_columns": args.sort_columns,
+        "strategy": args.strategy,
+        "partitions": args.partitions,
+    }
 
 
 def _show(args: argparse.Namespace, instant: str | None, plan: Any) -> None:
@@ -67,10 +63,9 @@ def _show(args: argparse.Namespace, instant: str | None, plan: Any) -> None:
 
 
 def _cmd_cluster(args: argparse.Namespace) -> int:
-    table, raw = open_for_service(args)
-    options = _options(args, raw)
+    table, options = open_for_service(args)
     if args.dry_run:
-        plan = table.plan_clustering(options)
+        plan = table.plan_clustering(options, **_layout(args))
         _show(args, None, plan)
         emit_result(
             args,
@@ -86,7 +81,9 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
         _show(args, instant, plan)
 
     with progress("clustering") as advance:
-        done = table.cluster(options, on_planned=planned, on_clustered=lambda _: advance(1))
+        done = table.cluster(
+            options, on_planned=planned, on_clustered=lambda _: advance(1), **_layout(args)
+        )
     emit_result(args, {"plan": shown, "clustered": done}, done or ["nothing to cluster"])
     return 0
 

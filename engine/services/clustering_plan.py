@@ -416,7 +416,9 @@ def filter_partitions(partitions: Sequence[str], cfg: HoodieConfig) -> list[str]
     return chosen
 
 
-def _metrics(slices: Iterable[FileSlice], view: FileSystemView, default_size: int) -> dict:
+def _metrics(
+    slices: Iterable[FileSlice], view: FileSystemView, default_size: int
+) -> dict[str, float]:
     """Hudi's file slice metrics of a group (MB as whole numbers, as Java's long division)."""
     log_files = log_bytes = read = write = 0
     for s in slices:

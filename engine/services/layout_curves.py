@@ -70,8 +70,8 @@ def _direct(column: pa.ChunkedArray, bits: int) -> np.ndarray:
     if pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
         return _prefix_bytes(column, bits)
     if pa.types.is_boolean(t):
-        flags = pc.fill_null(column, False).to_numpy(zero_copy_only=False)
-        return flags.astype(np.uint64) * np.uint64(top)
+        flags: np.ndarray = pc.fill_null(column, False).to_numpy(zero_copy_only=False)
+        return np.asarray(flags.astype(np.uint64) * np.uint64(top), dtype=np.uint64)
     if pa.types.is_date32(t):
         column = pc.cast(column, pa.int32())
     elif pa.types.is_temporal(t):

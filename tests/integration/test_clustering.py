@@ -106,7 +106,7 @@ def test_clustering_cow_keeps_every_row_and_writes_hudis_plan(spark, tmp_path, v
 
     # the plan as Hudi writes it
     name = ".replacecommit.requested" if version == 6 else ".clustering.requested"
-    schema, record = requested_record(path, f"{t}{name}")
+    _, record = requested_record(path, f"{t}{name}")
     assert record["operationType"] == "CLUSTER"
     plan = record["clusteringPlan"]
     assert plan["strategy"] == {

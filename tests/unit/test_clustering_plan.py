@@ -173,14 +173,14 @@ def test_partition_filter_modes() -> None:
         "hoodie.clustering.plan.strategy.cluster.end.partition": "2024/01/03",
     }
     assert filter_partitions(parts, parse_options(selected)) == ["2024/01/02", "2024/01/03"]
-    with pytest.raises(ConfigError, match="cluster.begin.partition"):
+    with pytest.raises(ConfigError, match=r"cluster\.begin\.partition"):
         filter_partitions(
             parts,
             parse_options({"hoodie.clustering.plan.partition.filter.mode": "SELECTED_PARTITIONS"}),
         )
     named = {"hoodie.clustering.plan.strategy.partition.selected": "2024/01/04,2024/01/01"}
     assert filter_partitions(parts, parse_options(named)) == ["2024/01/01", "2024/01/04"]
-    with pytest.raises(ConfigError, match="filter.mode"):
+    with pytest.raises(ConfigError, match=r"filter\.mode"):
         parse_options({"hoodie.clustering.plan.partition.filter.mode": "SOME"})
 
 

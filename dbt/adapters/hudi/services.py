@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine import config, spark_table
+from engine import spark_table
 
 
 def run_clean(base_path: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -69,16 +69,13 @@ def run_cluster(
         ``instant_time`` (None when there was nothing to cluster), ``groups`` planned,
         ``message``.
     """
-    merged = dict(options or {})
-    if sort_columns:
-        columns = [sort_columns] if isinstance(sort_columns, str) else list(sort_columns)
-        merged[config.CLUSTERING_SORT_COLUMNS.key] = ",".join(columns)
-    if strategy:
-        merged[config.LAYOUT_OPTIMIZE_STRATEGY.key] = strategy
     planned: list[int] = []
     started = time.monotonic()
     done = spark_table(base_path).cluster(
-        merged, on_planned=lambda _, plan: planned.append(len(plan.groups))
+        options,
+        on_planned=lambda _, plan: planned.append(len(plan.groups)),
+        sort_columns=sort_columns,
+        strategy=strategy,
     )
     seconds = time.monotonic() - started
     if not done:
