@@ -111,8 +111,7 @@ def plan_buckets(
         small_file_limit: ``hoodie.parquet.small.file.limit`` (0 disables packing).
         pack_small_files: False for bulk_insert.
         new_file_id: Makes a new file group id.
-        excluded: (partition, file_id) of file groups under pending clustering: never small
-            files (inserts go elsewhere, as Hudi's partitioner sends them).
+        excluded: File groups under pending clustering: never small files (Hudi's rule).
     """
     buckets = _Buckets(latest_base_files)
     for (partition, file_id), _count in sorted(update_counts.items()):
