@@ -43,3 +43,31 @@ def test_cluster_dry_run_then_run(cow_table: Path, tmp_path: Path) -> None:
     assert _rows(path) == before
     status, out, err = run_cli("cluster", str(path), "--strategy", "spiral")
     assert status != 0 and "spiral" in err
+
+
+def test_health_recommends_clustering_and_the_fix_clears_it(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from engine import spark_table, write_hudi
+    from tests.cli.conftest import rows
+    from tests.keyed_table import SCHEMA, write_options
+
+    path = tmp_path / "cow"
+    no_packing = write_options("cow", {"hoodie.parquet.small.file.limit": "0"})
+    for start in (0, 20):  # two small file groups in partition "a"
+        batch = spark.createDataFrame(rows(20, start=start, parts=("a",)), SCHEMA)
+        write_hudi(batch, str(path), no_packing)
+    before = _rows(path)
+    report = cli_json("health", str(path))
+    (small,) = [f for f in report["findings"] if f["check"] == "small_files"]
+    assert small["fix"] == f"dbt-hudi cluster {path} --partitions a"
+
+    (planned,) = spark_table(str(path)).cluster(schedule_only=True)
+    findings = cli_json("health", str(path))["findings"]
+    (pending,) = [f for f in findings if f["check"] == "pending_clustering"]
+    assert pending["subject"] == planned and pending["fix"] == f"dbt-hudi cluster {path}"
+    assert not [f for f in findings if f["check"] == "failed_write"]
+
+    status, out, err = run_cli(*small["fix"].split()[1:])
+    assert (status, err) == (0, "") and out.split()[-1] == planned  # the pending plan ran
+    checks = {f["check"] for f in cli_json("health", str(path))["findings"]}
+    assert not checks & {"small_files", "pending_clustering"}
+    assert _rows(path) == before
