@@ -61,12 +61,14 @@ demo: $(STAMP)
 demo-connect: $(STAMP)
 	$(PY) scripts/demo.py --connect $(SPARK_REMOTE)
 
-# ruff (lint, C901 complexity bound), format, mypy strict, then the architecture test: no
+# ruff (lint, C901 complexity bound), format, mypy strict, lint-imports (the layers and forbidden
+# imports pyproject.toml declares, TYPE_CHECKING imports counted), then the architecture test: no
 # import cycle, pyspark only at the Spark boundary, short functions, docs/architecture.md current
 check: $(STAMP)
 	$(VENV)/bin/ruff check engine dbt tests scripts bench
 	$(VENV)/bin/ruff format --check engine dbt tests scripts bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit/test_architecture.py
 
 # BENCH_ROWS=200000 BENCH_REPS=2 make bench: a quick run (bench/run.py says what it measures)
@@ -89,4 +91,4 @@ docs-serve: $(STAMP)
 	$(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8000
 
 clean:
-	rm -rf site $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf site $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

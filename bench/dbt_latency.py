@@ -27,7 +27,7 @@ steps, the engine's jobs).
 
 ``hudi_upsert_audited`` is ``hudi_upsert`` with ``audit_before_publish``: the model's two tests
 (``unique`` and ``not_null`` on ``id``, declared for both) run on the staged snapshot before the
-commit; the summary compares it with ``hudi_upsert`` (the issue's bound: the tests' own queries
+commit; the summary compares it with ``hudi_upsert`` (the bound: the tests' own queries
 plus 10 %).
     python bench/dbt_latency.py --summarize out.txt       # the tables of a run's output
 """

@@ -18,7 +18,7 @@
 
 Every method that changes the timeline takes the table lock; every method reads the table's
 persisted properties first, so the adapter and the CLI behave the same. A table is written by
-the write transaction; the data work runs on the table's runner (:mod:`engine.runner`).
+the write transaction; the data work runs on the table's runner (:mod:`engine.write.runner`).
 """
 
 from __future__ import annotations
@@ -38,12 +38,10 @@ from engine.fs.properties import PROPERTIES_FILE, read_properties
 from engine.fs.s3 import is_s3_uri, resolve_s3_settings
 from engine.fs.storage import Storage
 from engine.fs.table_version import write_view_of_properties
-from engine.fs.view import FileSystemView
 from engine.io.bloom_filter import BloomFilterSpec
 from engine.metadata.sync import prepare_metadata_table
 from engine.model.schema import avro_to_arrow_schema, remove_meta_fields
 from engine.read.plan import parse_read_query, plan_query
-from engine.runner import Runner, runner_for_write
 from engine.services.archival import archive
 from engine.services.clean import CleanResult, clean
 from engine.services.clustering import (
@@ -68,6 +66,7 @@ from engine.services.restore import (
     restore,
 )
 from engine.services.restore_run import RUN_ID_KEY, RUN_NODE_KEY, RunRestorePlan, plan_run_restore
+from engine.services.rollback import rollback_failed_writes, rollback_instant, rollback_last_commit
 from engine.services.savepoint import (
     Savepoint,
     create_savepoint,
@@ -76,8 +75,9 @@ from engine.services.savepoint import (
 )
 from engine.timeline.instant import Action, Instant
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import FileSystemView
 from engine.write.precommit import AuditHook
-from engine.write.rollback import rollback_failed_writes, rollback_instant, rollback_last_commit
+from engine.write.runner import Runner, runner_for_write
 from engine.write.transaction import WriteResult, WriteTransaction
 
 __all__ = [

@@ -1,1 +1,3 @@
-"""The file system side of a table: storage, file names, properties, the file system view."""
+"""The storage side of a table: storage access, file names, ``hoodie.properties`` and table
+versions. Below the timeline: nothing here reads instants (the file system view over them is
+:mod:`engine.view`)."""

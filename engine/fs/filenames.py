@@ -31,6 +31,15 @@ _LOG_FILE_RE = re.compile(
 
 
 @dataclass(frozen=True, slots=True)
+class TaskInfo:
+    """The task attempt a writer runs in (a Spark task's stage and attempt): the last two parts
+    of the write token of the files it names."""
+
+    stage_id: int = 0
+    task_attempt_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class BaseFileName:
     """Parsed base file name."""
 

@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 from engine.errors import HudiError
 from engine.fs.properties import METAFOLDER
 from engine.fs.storage import Storage
-from engine.fs.view import FileSlice
 from engine.inspect.table import InspectedTable, small_file_limit
 from engine.services.compaction import HoodieCompactionPlan, pending_compactions
 from engine.timeline.instant import Action, State, instant_file_name
+from engine.view.fs_view import FileSlice
 
 
 @dataclass(frozen=True)

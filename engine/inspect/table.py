@@ -19,11 +19,11 @@ from engine import config
 from engine.config import HoodieConfig
 from engine.fs.s3 import is_s3_uri, resolve_s3_settings
 from engine.fs.storage import Storage
-from engine.fs.view import FileSlice, FileSystemView
 from engine.read.plan import TableInfo, load_table_info
 from engine.timeline.commit_metadata import HoodieCommitMetadata
 from engine.timeline.instant import Action, Instant, State, instant_file_name
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import FileSlice, FileSystemView
 
 # table properties that also steer the table services health evaluates
 _PERSISTED_SERVICE_OPTIONS = (config.ARCHIVELOG_FOLDER,)

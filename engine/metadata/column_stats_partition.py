@@ -24,7 +24,6 @@ from engine.config import HoodieConfig
 from engine.fs.filenames import is_base_file
 from engine.fs.properties import read_properties
 from engine.fs.storage import Storage
-from engine.fs.view import FileSystemView
 from engine.io.hfile import HFile
 from engine.metadata.column_stats import (
     COLUMN_STATS_PARTITION,
@@ -40,6 +39,7 @@ from engine.metadata.index_defs import read_index_defs
 from engine.metadata.partitions import Cell, GroupCells, MetadataInit, MetadataUpdate
 from engine.metadata.slices import METADATA_TABLE_PATH, latest_slices
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import FileSystemView
 
 __all__ = ["ColumnStatsPartition", "column_stats_definition"]
 

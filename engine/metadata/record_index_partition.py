@@ -25,7 +25,6 @@ from engine import config
 from engine.config import HoodieConfig
 from engine.fs.properties import read_properties
 from engine.fs.storage import Storage
-from engine.fs.view import FileSystemView
 from engine.io.hfile import HFile
 from engine.metadata.data_keys import (
     base_file_key_array,
@@ -48,6 +47,7 @@ from engine.metadata.record_index_writer import KeyLocation, commit_cells, initi
 from engine.metadata.slices import METADATA_TABLE_PATH, latest_slices
 from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import FileSystemView
 
 __all__ = ["RecordIndexPartition", "record_index_wanted"]
 

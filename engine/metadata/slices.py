@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from engine.errors import FileNameError, HudiError
-from engine.fs.completion_slicing import slice_logs_by_completion
 from engine.fs.filenames import LogFileName, parse_base_file_name, parse_log_file_name
 from engine.fs.storage import Storage
 from engine.io.hfile import HFile, read_hfile
@@ -31,6 +30,7 @@ from engine.io.logfile import (
     read_log_blocks,
 )
 from engine.timeline.timeline import Timeline
+from engine.view.completion_slicing import slice_logs_by_completion
 
 __all__ = [
     "METADATA_TABLE_PATH",

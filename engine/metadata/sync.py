@@ -41,7 +41,6 @@ from engine.fs.filenames import (
 )
 from engine.fs.properties import METAFOLDER, read_properties, write_properties
 from engine.fs.storage import Storage
-from engine.fs.view import list_partition_paths
 from engine.metadata.changes import FilesChange, of_clean, of_commit, of_rollbacks
 from engine.metadata.column_stats import COLUMN_STATS_PARTITION
 from engine.metadata.column_stats_partition import column_stats_definition, init_columns
@@ -63,7 +62,7 @@ from engine.metadata.writer import (
 from engine.timeline.commit_metadata import HoodieCommitMetadata
 from engine.timeline.instant import COMMIT_ACTIONS, Action, Instant
 from engine.timeline.timeline import Timeline
-from engine.write.create_table import take_over_metadata_table
+from engine.view.fs_view import list_partition_paths
 
 __all__ = [
     "check_metadata_options",
@@ -75,6 +74,7 @@ __all__ = [
     "record_commit",
     "record_restore",
     "record_rollback",
+    "take_over_metadata_table",
 ]
 
 _log = logging.getLogger(__name__)
@@ -406,6 +406,27 @@ def _is_stale(storage: Storage, mdt: Storage) -> str | None:
         if instant.instant_time not in synced and (instant.completion_time or "") > min(init):
             return instant.instant_time
     return None
+
+
+def take_over_metadata_table(storage: Storage, props: dict[str, str]) -> None:
+    """Remove the table's metadata table the way Hudi does with it switched off (empty
+    partitions property, then remove ``.hoodie/metadata``) so no reader trusts a file listing
+    the write will not keep current."""
+    keys = (config.METADATA_PARTITIONS.key, config.METADATA_PARTITIONS_INFLIGHT.key)
+    if any(props.get(k) for k in keys) or props.get(config.INDEX_DEFS_PATH.key):
+        updated = {k: v for k, v in props.items() if k != config.INDEX_DEFS_PATH.key}
+        for k in keys:
+            if k in updated:
+                updated[k] = ""
+        write_properties(storage, updated)
+        _log.warning(
+            "Table at %s has a metadata table (%s); it is removed with its index "
+            "definitions, as Hudi does when a writer disables the metadata table",
+            storage.base_path,
+            props.get(config.METADATA_PARTITIONS.key) or "pending partitions",
+        )
+    storage.delete_dir(f"{METAFOLDER}/metadata")
+    storage.delete_dir(f"{METAFOLDER}/.index_defs")
 
 
 def prepare_metadata_table(storage: Storage, cfg: HoodieConfig) -> None:

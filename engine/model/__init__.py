@@ -1,1 +1,1 @@
-"""The record model: table schemas, record keys, payload merge semantics."""
+"""The record model: table schemas, record keys, meta fields, payload merge semantics."""

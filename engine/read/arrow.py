@@ -21,7 +21,6 @@ import pyarrow.parquet as pq
 from engine.errors import QueryError
 from engine.fs.s3 import is_s3_uri, resolve_s3_settings
 from engine.fs.storage import Storage
-from engine.fs.view import FileSlice
 from engine.model.merge import MergeSpec
 from engine.model.promote import promote_table
 from engine.model.schema import (
@@ -37,6 +36,7 @@ from engine.read.cdc import read_changes
 from engine.read.filter import ReadFilter
 from engine.read.log_scanner import merge_slice_rows, slice_log_records
 from engine.read.plan import QueryPlan, parse_read_query, plan_query
+from engine.view.fs_view import FileSlice
 
 __all__ = [
     "apply_filters",

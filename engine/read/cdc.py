@@ -50,7 +50,6 @@ from engine.fs.filenames import (
 from engine.fs.properties import METAFOLDER, read_properties
 from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
-from engine.fs.view import FileSlice
 from engine.io.logfile import HoodieLogBlockType, decode_cdc_data_block, read_log_blocks
 from engine.io.parquet import read_base_file
 from engine.model.cdc_schema import (
@@ -78,6 +77,7 @@ from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteSta
 from engine.timeline.instant import Action, Instant
 from engine.timeline.lsm_history import read_history
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import FileSlice
 
 __all__ = ["CdcSplit", "plan_changes", "read_changes", "read_split"]
 

@@ -34,7 +34,6 @@ from engine.config import TableType
 from engine.errors import QueryError
 from engine.fs.filenames import parse_log_file_name, partition_file_path
 from engine.fs.storage import Storage
-from engine.fs.view import FileSlice, FileSystemView, Visibility
 from engine.io.parquet import read_base_file, table_arrow_schema
 from engine.model.cdc_schema import CdcOperation
 from engine.model.merge import MergeSpec, combine_with_stored
@@ -44,6 +43,7 @@ from engine.read.log_scanner import merge_slice_rows, slice_log_records
 from engine.read.plan import load_table_info
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import FileSlice, FileSystemView, Visibility
 
 __all__ = [
     "Change",

@@ -30,9 +30,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from engine.fs.view import FileSlice
 from engine.metadata.column_stats import ColumnStats, StatValue
 from engine.read.filter import ReadFilter
+from engine.view.fs_view import FileSlice
 
 __all__ = ["file_may_match", "skip_file_slices"]
 

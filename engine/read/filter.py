@@ -13,17 +13,15 @@ import re
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from engine import config
 from engine.errors import QueryError
 from engine.model.keygen import DEFAULT_PARTITION_PATH
 
-if TYPE_CHECKING:
-    from engine.read.plan import TableInfo
-
 __all__ = [
     "FILTER_OPS",
+    "PartitionLayout",
     "ReadFilter",
     "compare",
     "parse_filter",
@@ -32,6 +30,24 @@ __all__ = [
 ]
 
 FILTER_OPS = ("=", "!=", "<", "<=", ">", ">=", "IN", "NOT IN")
+
+
+class PartitionLayout(Protocol):
+    """How a table's partition paths spell its partition values: what pruning needs of the
+    table (:class:`engine.read.plan.TableInfo` is one), declared here so that filters stay
+    below the query planner that uses them."""
+
+    @property
+    def partition_fields(self) -> tuple[str, ...]: ...
+
+    @property
+    def keygen_class(self) -> str | None: ...
+
+    @property
+    def hive_style(self) -> bool: ...
+
+    @property
+    def url_encode(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -134,7 +150,7 @@ def compare(left: Any, op: str, right: Any) -> bool:
     raise QueryError(f"Unsupported filter operator {op!r}; expected one of {FILTER_OPS}")
 
 
-def partition_values(table: TableInfo, partition_path: str) -> dict[str, str | None] | None:
+def partition_values(table: PartitionLayout, partition_path: str) -> dict[str, str | None] | None:
     """Partition field -> raw value of a partition path; ``None`` when it cannot be parsed."""
     fields = table.partition_fields
     if not fields:
@@ -157,7 +173,7 @@ def partition_values(table: TableInfo, partition_path: str) -> dict[str, str | N
 
 
 def partition_pruner(
-    table: TableInfo, filters: Sequence[ReadFilter], avro_schema: str | None
+    table: PartitionLayout, filters: Sequence[ReadFilter], avro_schema: str | None
 ) -> Any:
     """A predicate on partition paths from the filters on partition columns, or ``None``.
 

@@ -44,7 +44,6 @@ import pyarrow.compute as pc
 
 from engine.errors import LogFormatError
 from engine.fs.storage import Storage
-from engine.fs.view import Visibility
 from engine.io.delete_block import DeleteRecord
 from engine.io.logfile import (
     HoodieLogBlockType,
@@ -65,6 +64,7 @@ from engine.model.merge import (
 )
 from engine.model.promote import promote_table
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
+from engine.view.fs_view import Visibility
 
 __all__ = [
     "LogScanResult",

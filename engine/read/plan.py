@@ -60,7 +60,6 @@ from engine.fs.table_version import (
     require_readable_base_format,
     table_format,
 )
-from engine.fs.view import FileSlice, FileSystemView, Visibility
 from engine.metadata.column_stats import COLUMN_STATS_PARTITION, read_column_stats
 from engine.metadata.files_index import has_files_index, read_files_partition
 from engine.metadata.slices import open_metadata_table
@@ -73,6 +72,7 @@ from engine.read.time_travel import (
     require_retained_files,
 )
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import FileSlice, FileSystemView, Visibility
 
 __all__ = [
     "QueryPlan",

@@ -30,7 +30,6 @@ from engine.faults import checkpoint
 from engine.fs.filenames import UNKNOWN_WRITE_TOKEN
 from engine.fs.properties import METAFOLDER
 from engine.fs.storage import Storage
-from engine.fs.view import FileSystemView
 from engine.io.logfile import HeaderMetadataType, HoodieLogBlockType, encode_block
 from engine.services.history_archival import archive_to_history
 from engine.timeline.avro_metadata import (
@@ -42,6 +41,7 @@ from engine.timeline.avro_metadata import (
 from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.timeline.instant import Action, Instant, State, instant_file_name
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import FileSystemView
 
 ARCHIVE_FILE_PREFIX = ".commits_.archive"
 _BLOCK_CONTENT_VERSION = 3

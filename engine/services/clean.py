@@ -26,7 +26,6 @@ from engine.config import HoodieConfig
 from engine.faults import checkpoint
 from engine.fs.filenames import partition_file_path
 from engine.fs.storage import Storage
-from engine.fs.view import FileGroup, FileSystemView, Visibility
 from engine.metadata.sync import record_clean
 from engine.services.savepoint import savepointed_files
 from engine.timeline.avro_metadata import (
@@ -37,6 +36,7 @@ from engine.timeline.avro_metadata import (
 )
 from engine.timeline.instant import Action, Instant, State, new_instant_time
 from engine.timeline.timeline import Timeline, complete, create_requested, transition_to_inflight
+from engine.view.fs_view import FileGroup, FileSystemView, Visibility
 
 CLEANER_PLAN_VERSION = 2
 

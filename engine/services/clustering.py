@@ -42,6 +42,7 @@ from engine.config import HoodieConfig
 from engine.errors import ClusteringUpdateError, HudiError, TimelineError, WriteConflictError
 from engine.faults import checkpoint
 from engine.fs.filenames import (
+    TaskInfo,
     format_base_file_name,
     make_write_token,
     new_file_id,
@@ -49,7 +50,6 @@ from engine.fs.filenames import (
 )
 from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
-from engine.fs.view import FileSystemView, Visibility
 from engine.io.bloom_filter import BloomFilterSpec
 from engine.io.parquet import (
     avro_schema_with_meta,
@@ -58,7 +58,9 @@ from engine.io.parquet import (
     write_base_file,
 )
 from engine.metadata.sync import record_commit
+from engine.model.meta_fields import stamp_commit, stamp_file_name
 from engine.model.schema import add_operation_field, schema_json, with_operation_column
+from engine.read.file_columns import table_has_operation_field
 from engine.read.plan import QueryPlan, ReadQuery, TableInfo, load_table_info
 from engine.services.clustering_plan import (
     CLUSTER_OPERATION,
@@ -73,15 +75,12 @@ from engine.services.clustering_plan import (
 from engine.services.compaction import compacting_file_groups
 from engine.services.heartbeat import Heartbeat
 from engine.services.layout_curves import order_rows
-from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.services.rollback import rollback_instant
+from engine.timeline.commit_metadata import HoodieWriteStat, build_commit_metadata
 from engine.timeline.instant import COMMIT_ACTIONS, Action, Instant, State, new_instant_time
+from engine.timeline.markers import create_marker, delete_markers, remove_unreported_files
 from engine.timeline.timeline import Timeline, complete, create_requested, transition_to_inflight
-from engine.write.commit import build_commit_metadata, remove_unreported_files
-from engine.write.handles import TaskInfo
-from engine.write.markers import create_marker, delete_markers
-from engine.write.meta_fields import stamp_commit, stamp_file_name
-from engine.write.operation_field import table_has_operation_field
-from engine.write.rollback import rollback_instant
+from engine.view.fs_view import FileSystemView, Visibility
 
 __all__ = [
     "ClusteringContext",

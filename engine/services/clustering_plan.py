@@ -44,11 +44,11 @@ from engine.config import HoodieConfig
 from engine.errors import ConfigError, TimelineError
 from engine.fs.filenames import parse_base_file_name, parse_log_file_name, partition_file_path
 from engine.fs.storage import Storage
-from engine.fs.view import FileSlice, FileSystemView
 from engine.timeline.avro_metadata import NAMESPACE, deserialize
 from engine.timeline.instant import Action, Instant, State, instant_file_name
 from engine.timeline.layout import TimelineLayout
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import FileSlice, FileSystemView
 
 __all__ = [
     "CLUSTER_OPERATION",

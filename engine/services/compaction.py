@@ -40,6 +40,7 @@ from engine.config import HoodieConfig
 from engine.errors import HudiError, TimelineError
 from engine.faults import checkpoint
 from engine.fs.filenames import (
+    TaskInfo,
     format_base_file_name,
     make_write_token,
     parse_base_file_name,
@@ -47,7 +48,6 @@ from engine.fs.filenames import (
 )
 from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
-from engine.fs.view import FileSlice, FileSystemView, Visibility, list_partition_paths
 from engine.io.bloom_filter import BloomFilterSpec
 from engine.io.logfile import HoodieLogBlockType, read_log_blocks
 from engine.io.parquet import (
@@ -57,6 +57,7 @@ from engine.io.parquet import (
     write_base_file,
 )
 from engine.metadata.sync import record_commit
+from engine.model.meta_fields import stamp_file_name
 from engine.model.schema import (
     COMMIT_SEQNO_COLUMN,
     RECORD_KEY_COLUMN,
@@ -64,10 +65,15 @@ from engine.model.schema import (
     schema_json,
     with_operation_column,
 )
+from engine.read.file_columns import table_has_operation_field
 from engine.read.plan import QueryPlan, ReadQuery, TableInfo, load_table_info
 from engine.services.clustering_plan import clustering_file_groups
 from engine.timeline.avro_metadata import COMPACTION_PLAN_SCHEMA, deserialize, serialize
-from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.timeline.commit_metadata import (
+    HoodieCommitMetadata,
+    HoodieWriteStat,
+    build_commit_metadata,
+)
 from engine.timeline.instant import (
     Action,
     Instant,
@@ -77,6 +83,12 @@ from engine.timeline.instant import (
     parse_instant_time,
 )
 from engine.timeline.layout import TimelineLayout
+from engine.timeline.markers import (
+    create_marker,
+    delete_markers,
+    list_marked_files,
+    remove_unreported_files,
+)
 from engine.timeline.timeline import (
     Timeline,
     complete,
@@ -84,11 +96,7 @@ from engine.timeline.timeline import (
     delete_instant_files,
     transition_to_inflight,
 )
-from engine.write.commit import build_commit_metadata, remove_unreported_files
-from engine.write.handles import TaskInfo
-from engine.write.markers import create_marker, delete_markers, list_marked_files
-from engine.write.meta_fields import stamp_file_name
-from engine.write.operation_field import table_has_operation_field
+from engine.view.fs_view import FileSlice, FileSystemView, Visibility, list_partition_paths
 
 __all__ = [
     "CompactionContext",

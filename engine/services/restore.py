@@ -3,7 +3,7 @@ slices are still on storage), as one ``restore`` action every Hudi reader unders
 
     <r>.restore.requested   Avro HoodieRestorePlan: the instants after the target, newest first
     <r>.restore.inflight    empty
-    (each instant rolled back in plan order through engine.write.rollback: <x>.rollback.requested
+    (each instant rolled back in plan order through engine.services.rollback: <x>.rollback.requested
      and .inflight are written, its files deleted or, for a merge-on-read log file in a slice an
      older instant opened in table version 6, a rollback COMMAND block appended; the rollbacks are
      never completed on their own)
@@ -35,6 +35,13 @@ from engine.faults import checkpoint
 from engine.fs.storage import Storage
 from engine.metadata.sync import record_restore
 from engine.read.time_travel import require_retained_files
+from engine.services.rollback import (
+    apply_rollback,
+    pending_rollback_plans,
+    roll_back_metadata_instant,
+    rollback_failed_writes,
+    start_rollback,
+)
 from engine.timeline.avro_metadata import (
     RESTORE_METADATA_SCHEMA,
     RESTORE_PLAN_SCHEMA,
@@ -48,13 +55,6 @@ from engine.timeline.timeline import (
     create_requested,
     delete_instant_files,
     transition_to_inflight,
-)
-from engine.write.rollback import (
-    apply_rollback,
-    pending_rollback_plans,
-    roll_back_metadata_instant,
-    rollback_failed_writes,
-    start_rollback,
 )
 
 __all__ = ["RestorePlan", "RestoreResult", "finish_pending_restores", "plan_restore", "restore"]

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 from engine.errors import QueryError, TimelineError
 from engine.fs.storage import Storage
-from engine.fs.view import FileSystemView
 from engine.read.time_travel import require_retained_files
 from engine.timeline.avro_metadata import SAVEPOINT_METADATA_SCHEMA, deserialize, serialize
 from engine.timeline.instant import Action, Instant
 from engine.timeline.timeline import Timeline, complete, create_inflight, delete_instant_files
+from engine.view.fs_view import FileSystemView
 
 __all__ = [
     "Savepoint",

@@ -35,6 +35,7 @@ from pyspark.sql import types as T
 
 from engine.errors import RecordKeyError
 from engine.faults import checkpoint
+from engine.fs.filenames import TaskInfo
 from engine.model.keygen import KeyGenSpec, invalid_record_key_message
 from engine.model.ordering import null_ordering_error
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
@@ -50,9 +51,11 @@ from engine.spark.jobs import (
 )
 from engine.spark.session import is_connect
 from engine.timeline.commit_metadata import HoodieWriteStat
-from engine.write.bucket_index import BucketSpec, BucketTargets, bucket_ids
+from engine.write.bucket_index import bucket_ids
+from engine.write.bucketing import BucketSpec
 from engine.write.grouping import groups_in_arrival_order
-from engine.write.handles import TaskInfo, WriteContext
+from engine.write.handles import WriteContext
+from engine.write.runner import BucketedWrite
 
 __all__ = ["write_bucketed", "write_bucketed_locally"]
 
@@ -66,7 +69,7 @@ _COALESCE = re.compile(r"^[\s:|+-]*Repartition \d+, false\b")
 
 
 def write_bucketed(
-    keyed: DataFrame, targets: BucketTargets, ctx: WriteContext, spec: KeyGenSpec
+    keyed: DataFrame, targets: BucketedWrite, ctx: WriteContext, spec: KeyGenSpec
 ) -> list[HoodieWriteStat]:
     """Route every record to its bucket and write the buckets (see the module notes)."""
     bucket_spec = targets.spec
@@ -119,7 +122,7 @@ def _assigned(
 
 def write_bucketed_locally(
     records: pa.Table,
-    targets: BucketTargets,
+    targets: BucketedWrite,
     ctx: WriteContext,
     spec: KeyGenSpec,
     threads: int,
@@ -178,7 +181,7 @@ def _refuse_null_ordering(batch: pa.RecordBatch) -> None:
 
 
 def _write_task(
-    targets: BucketTargets, ctx: WriteContext
+    targets: BucketedWrite, ctx: WriteContext
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The write stage's task: every (partition, bucket) it received, one after the other."""
 

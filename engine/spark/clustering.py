@@ -17,11 +17,11 @@ import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
+from engine.fs.filenames import TaskInfo
 from engine.services.clustering import ClusteringContext, cluster_group
 from engine.services.clustering_plan import ClusteringGroup
 from engine.spark.jobs import run_job
 from engine.timeline.commit_metadata import HoodieWriteStat
-from engine.write.handles import TaskInfo
 
 __all__ = ["run_groups"]
 

@@ -16,10 +16,10 @@ import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
+from engine.fs.filenames import TaskInfo
 from engine.services.compaction import CompactionContext, CompactionOperation, compact_file_slice
 from engine.spark.jobs import run_job
 from engine.timeline.commit_metadata import HoodieWriteStat
-from engine.write.handles import TaskInfo
 
 __all__ = ["run_operations"]
 

@@ -43,7 +43,6 @@ from pyspark.sql.types import StructType
 from engine.errors import QueryError
 from engine.fs.s3 import is_s3_uri, resolve_s3_settings
 from engine.fs.storage import Storage
-from engine.fs.view import FileSlice
 from engine.model.cdc_schema import cdc_query_schema
 from engine.read.arrow import plan_schema, read_file_slice
 from engine.read.cdc import CdcPlan, changes_table, plan_changes, read_split
@@ -55,6 +54,7 @@ from engine.read.plan import (
     plan_query,
     skip_by_column_stats,
 )
+from engine.view.fs_view import FileSlice
 
 __all__ = ["HudiChangesReader", "HudiDataSource", "HudiDataSourceReader", "to_read_filter"]
 

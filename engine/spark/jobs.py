@@ -31,6 +31,7 @@ from engine.errors import (
     SchemaError,
 )
 from engine.faults import checkpoint
+from engine.fs.filenames import TaskInfo
 from engine.model.keygen import (
     DEFAULT_PARTITION_PATH,
     EMPTY_RECORDKEY_PLACEHOLDER,
@@ -51,7 +52,7 @@ from engine.spark.partitioning import slot_values
 from engine.spark.schema import with_string_fields
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.bucketing import Bucket, BucketPlan
-from engine.write.handles import TaskInfo, WriteContext, write_file_group
+from engine.write.handles import WriteContext, write_file_group
 
 __all__ = [
     "BAD_KEY_COLUMN",

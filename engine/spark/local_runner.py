@@ -34,11 +34,11 @@ from engine import config
 from engine.config import HoodieConfig
 from engine.errors import KeyMovedError, RecordKeyError
 from engine.faults import checkpoint
+from engine.fs.filenames import TaskInfo
 from engine.fs.storage import Storage
 from engine.model.keygen import KeyGenSpec, invalid_record_key_message
 from engine.model.ordering import null_ordering_error
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
-from engine.runner import LocatedRecords
 from engine.spark import profile
 from engine.spark.bucket_write import write_bucketed_locally
 from engine.spark.bulk_write import task_records
@@ -47,12 +47,12 @@ from engine.spark.jobs import BAD_KEY_COLUMN, NULL_ORDERING_COLUMN, in_threads
 from engine.spark.profile import BatchProfile
 from engine.spark.runner import SparkRunner
 from engine.timeline.commit_metadata import HoodieWriteStat
-from engine.write.bucket_index import BucketTargets
 from engine.write.bulk_insert import write_task_records
 from engine.write.global_index import cross_partition_duplicate
-from engine.write.handles import TaskInfo, WriteContext
+from engine.write.handles import WriteContext
 from engine.write.index import IndexSource, PartitionKeyRange
-from engine.write.partition_write import TASK_BUCKETS, PartitionTargets
+from engine.write.partition_write import TASK_BUCKETS
+from engine.write.runner import BucketedWrite, LocatedRecords, PartitionedWrite
 
 __all__ = [
     "LocalRunner",
@@ -166,7 +166,7 @@ class LocalRunner(SparkRunner):
         )
 
     def write_bucketed(
-        self, keyed: DataFrame, targets: BucketTargets, ctx: WriteContext, spec: KeyGenSpec
+        self, keyed: DataFrame, targets: BucketedWrite, ctx: WriteContext, spec: KeyGenSpec
     ) -> list[HoodieWriteStat]:
         if not self.fits(keyed):
             return super().write_bucketed(keyed, targets, ctx, spec)
@@ -174,7 +174,7 @@ class LocalRunner(SparkRunner):
         return write_bucketed_locally(records, targets, ctx, spec, self._thread_count())
 
     def write_partitions(
-        self, keyed: DataFrame, targets: PartitionTargets, ctx: WriteContext, spec: KeyGenSpec
+        self, keyed: DataFrame, targets: PartitionedWrite, ctx: WriteContext, spec: KeyGenSpec
     ) -> list[HoodieWriteStat]:
         if not self.fits(keyed):
             return super().write_partitions(keyed, targets, ctx, spec)
@@ -200,7 +200,7 @@ def profile_inserts_locally(records: pa.Table, spec: KeyGenSpec) -> BatchProfile
 
 def write_partitions_locally(
     records: pa.Table,
-    targets: PartitionTargets,
+    targets: PartitionedWrite,
     ctx: WriteContext,
     spec: KeyGenSpec,
     threads: int,

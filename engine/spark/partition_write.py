@@ -39,7 +39,8 @@ from engine.spark.schema import spark_struct_of
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.global_index import cross_partition_duplicate
 from engine.write.handles import WriteContext
-from engine.write.partition_write import MAX_PARTITION_TASKS, TASK_BUCKETS, PartitionTargets
+from engine.write.partition_write import MAX_PARTITION_TASKS, TASK_BUCKETS
+from engine.write.runner import PartitionedWrite
 
 __all__ = ["write_partitions"]
 
@@ -47,7 +48,7 @@ _SLOT_COLUMN = "__partition_slot"
 
 
 def write_partitions(
-    keyed: DataFrame, targets: PartitionTargets, ctx: WriteContext, spec: KeyGenSpec
+    keyed: DataFrame, targets: PartitionedWrite, ctx: WriteContext, spec: KeyGenSpec
 ) -> list[HoodieWriteStat]:
     """Check the keys, bring each partition to one task, and write (see the module notes)."""
     # the job reads the batch once: a cached copy (key_records caches a costly batch for the
@@ -117,7 +118,7 @@ def _checked_slot(keyed: DataFrame, known: list[str], tasks: int, spec: KeyGenSp
 
 
 def _write_task(
-    targets: PartitionTargets, ctx: WriteContext
+    targets: PartitionedWrite, ctx: WriteContext
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The write stage's task: every partition it received, one after the other."""
 

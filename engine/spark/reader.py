@@ -30,12 +30,12 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from engine.fs.storage import Storage
-from engine.fs.view import FileSlice
 from engine.model.cdc_schema import cdc_query_schema
 from engine.model.schema import COMMIT_TIME_COLUMN
 from engine.read.arrow import plan_schema, read_file_slice
 from engine.read.cdc import changes_table, plan_changes, read_split
 from engine.read.plan import QueryPlan
+from engine.view.fs_view import FileSlice
 
 __all__ = ["escape_glob", "plan_spark_schema", "read_plan"]
 

@@ -1,4 +1,4 @@
-"""SparkRunner: the engine's runner (:mod:`engine.runner`) on a Spark session.
+"""SparkRunner: the engine's runner (:mod:`engine.write.runner`) on a Spark session.
 
 Every data job of the engine goes through here: key generation and the batch profile
 (:mod:`engine.spark.jobs`, :mod:`engine.spark.profile`), the write job, compaction
@@ -19,7 +19,6 @@ from pyspark.sql import DataFrame, SparkSession
 from engine.fs.storage import Storage
 from engine.model.keygen import KeyGenSpec
 from engine.read.plan import QueryPlan
-from engine.runner import GroupWriter, IncomingBatch, LocatedRecords
 from engine.services.clustering import ClusteringContext
 from engine.services.clustering_plan import ClusteringGroup
 from engine.services.compaction import CompactionContext, CompactionOperation
@@ -39,12 +38,17 @@ from engine.spark import (
 from engine.spark.schema import data_arrow_schema
 from engine.spark.session import get_spark
 from engine.timeline.commit_metadata import HoodieWriteStat
-from engine.write.bucket_index import BucketTargets
 from engine.write.bucketing import BucketPlan
 from engine.write.handles import WriteContext, write_file_group
 from engine.write.index import IndexSource
-from engine.write.partition_write import PartitionTargets
 from engine.write.precommit import CheckFailure, SqlCheck
+from engine.write.runner import (
+    BucketedWrite,
+    GroupWriter,
+    IncomingBatch,
+    LocatedRecords,
+    PartitionedWrite,
+)
 
 __all__ = ["SparkBatch", "SparkRunner"]
 
@@ -115,12 +119,12 @@ class SparkRunner:
         return bulk_write.write_unrouted(tagged, ctx, rows_per_file, spec)
 
     def write_bucketed(
-        self, keyed: DataFrame, targets: BucketTargets, ctx: WriteContext, spec: KeyGenSpec
+        self, keyed: DataFrame, targets: BucketedWrite, ctx: WriteContext, spec: KeyGenSpec
     ) -> list[HoodieWriteStat]:
         return bucket_write.write_bucketed(keyed, targets, ctx, spec)
 
     def write_partitions(
-        self, keyed: DataFrame, targets: PartitionTargets, ctx: WriteContext, spec: KeyGenSpec
+        self, keyed: DataFrame, targets: PartitionedWrite, ctx: WriteContext, spec: KeyGenSpec
     ) -> list[HoodieWriteStat]:
         return partition_write.write_partitions(keyed, targets, ctx, spec)
 

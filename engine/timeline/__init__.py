@@ -1,1 +1,2 @@
-"""The timeline: instants, their states and the metadata they carry."""
+"""The timeline: instants, their states and the metadata they carry, and the markers naming the
+files an instant writes."""

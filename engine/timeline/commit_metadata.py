@@ -14,9 +14,11 @@ A log append's stat (``HoodieDeltaWriteStat``) adds ``logVersion``, ``logOffset`
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from engine.config import WriteOperation
 from engine.errors import TimelineError
 
 SCHEMA_KEY = "schema"
@@ -254,3 +256,29 @@ class HoodieCommitMetadata:
 
 
 STAT_FIELDS = tuple(f.name for f in fields(HoodieWriteStat))
+
+
+def operation_type(operation: WriteOperation | None) -> str:
+    """The ``WriteOperationType`` name commit metadata carries; a table service's commit
+    (compaction) names no write operation: ``UNKNOWN``."""
+    return "UNKNOWN" if operation is None else WriteOperation(operation).type_name
+
+
+def build_commit_metadata(
+    stats: Iterable[HoodieWriteStat],
+    *,
+    schema: str,
+    operation: WriteOperation | None,
+    replaced: dict[str, list[str]] | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> HoodieCommitMetadata:
+    by_partition: dict[str, list[HoodieWriteStat]] = {}
+    for stat in sorted(stats, key=lambda s: (s.partition_path or "", s.file_id)):
+        by_partition.setdefault(stat.partition_path or "", []).append(stat)
+    return HoodieCommitMetadata(
+        partition_to_write_stats=by_partition,
+        compacted=False,
+        extra_metadata={**(extra or {}), SCHEMA_KEY: schema},
+        operation_type=operation_type(operation),
+        partition_to_replace_file_ids=replaced,
+    )

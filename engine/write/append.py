@@ -44,7 +44,12 @@ import pyarrow.compute as pc
 
 from engine.config import LOGFILE_DATA_BLOCK_FORMAT
 from engine.faults import checkpoint
-from engine.fs.filenames import format_log_file_name, make_write_token, partition_file_path
+from engine.fs.filenames import (
+    TaskInfo,
+    format_log_file_name,
+    make_write_token,
+    partition_file_path,
+)
 from engine.fs.storage import Storage
 from engine.io.delete_block import DeleteRecord
 from engine.io.logfile import (
@@ -54,14 +59,14 @@ from engine.io.logfile import (
 )
 from engine.io.parquet import align_to_schema
 from engine.model.merge import INSERT_COLUMN
+from engine.model.meta_fields import stamp_commit, stamp_file_name
 from engine.model.schema import (
     PARTITION_PATH_COLUMN,
     RECORD_KEY_COLUMN,
 )
 from engine.timeline.commit_metadata import HoodieWriteStat
-from engine.write.handles import TaskInfo, WriteContext, prepare_incoming
-from engine.write.markers import create_marker
-from engine.write.meta_fields import stamp_commit, stamp_file_name
+from engine.timeline.markers import create_marker
+from engine.write.handles import WriteContext, prepare_incoming
 from engine.write.operation_field import stamp_operations
 
 __all__ = [

@@ -50,17 +50,18 @@ import pyarrow.compute as pc
 from engine import config
 from engine.config import HoodieConfig, WriteOperation
 from engine.errors import ConfigError, NullOrderingValueError, RecordKeyError
+from engine.fs.filenames import TaskInfo
 from engine.fs.properties import write_partition_metadata
 from engine.fs.storage import Storage
-from engine.fs.view import list_partition_paths
 from engine.model.keygen import KeyGenSpec
 from engine.model.ordering import naming_ordering_field
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline, delete_instant_files
+from engine.view.fs_view import list_partition_paths
 from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
-from engine.write.bucketing import Bucket
-from engine.write.handles import TaskInfo, WriteContext, write_file_group
+from engine.write.bucketing import Bucket, BucketSpec
+from engine.write.handles import WriteContext, write_file_group
 from engine.write.listing import latest_table_slices
 from engine.write.merge_on_read import log_write_config
 from engine.write.plan import JobProfile, WriteJob
@@ -188,14 +189,6 @@ def bucket_of_file_id(file_id: str) -> int | None:
 
 
 # ---- the write's plan ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BucketSpec:
-    """Number of buckets and the fields hashed (picklable)."""
-
-    num_buckets: int
-    hash_fields: tuple[str, ...]
 
 
 def bucket_spec(cfg: HoodieConfig, keygen: KeyGenSpec) -> BucketSpec:

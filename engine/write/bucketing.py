@@ -24,9 +24,20 @@ from dataclasses import dataclass, field
 __all__ = [
     "Bucket",
     "BucketPlan",
+    "BucketSpec",
     "SizedBaseFile",
     "plan_buckets",
 ]
+
+
+@dataclass(frozen=True)
+class BucketSpec:
+    """The bucket index's buckets: their number and the fields hashed (picklable). Here, below
+    the runner interface whose bucket-index write hands it to the tasks, rather than in
+    :mod:`engine.write.bucket_index`, which hashes with it."""
+
+    num_buckets: int
+    hash_fields: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)

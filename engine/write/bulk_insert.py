@@ -28,6 +28,7 @@ from engine import config
 from engine.config import HoodieConfig, WriteOperation
 from engine.faults import checkpoint
 from engine.fs.filenames import (
+    TaskInfo,
     format_base_file_name,
     make_write_token,
     new_file_id,
@@ -38,16 +39,16 @@ from engine.fs.storage import Storage
 from engine.io.parquet import ROW_GROUP_ROWS, BaseFileWriter
 from engine.model.keygen import KeyGenSpec, generate_partition_paths, generate_record_keys
 from engine.model.merge import INTERNAL_COLUMNS
+from engine.model.meta_fields import stamp_commit, stamp_file_name
 from engine.model.schema import (
     PARTITION_PATH_COLUMN,
     RECORD_KEY_COLUMN,
 )
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
+from engine.timeline.markers import create_marker
 from engine.write.grouping import groups_in_arrival_order
-from engine.write.handles import TaskInfo, WriteContext, prepare_incoming
-from engine.write.markers import create_marker
-from engine.write.meta_fields import stamp_commit, stamp_file_name
+from engine.write.handles import WriteContext, prepare_incoming
 from engine.write.operation_field import stamp_operations
 from engine.write.plan import WriteJob
 

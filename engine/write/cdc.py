@@ -47,7 +47,7 @@ from engine.model.cdc_schema import (
     cdc_avro_schema,
 )
 from engine.model.schema import HOODIE_META_COLUMNS, RECORD_KEY_COLUMN
-from engine.write.markers import create_marker
+from engine.timeline.markers import create_marker
 
 __all__ = [
     "CdcChanges",

@@ -11,57 +11,22 @@ Order (the completed instant file is the commit point, so it is written last)::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from engine.config import WriteOperation
 from engine.faults import checkpoint
 from engine.fs.storage import Storage
 from engine.metadata.sync import record_commit
-from engine.timeline.commit_metadata import SCHEMA_KEY, HoodieCommitMetadata, HoodieWriteStat
+from engine.timeline.commit_metadata import (
+    HoodieCommitMetadata,
+    HoodieWriteStat,
+    build_commit_metadata,
+)
 from engine.timeline.instant import Action
+from engine.timeline.markers import delete_markers, remove_unreported_files
 from engine.timeline.timeline import complete
-from engine.write.markers import delete_markers, list_marked_files
 
-__all__ = ["build_commit_metadata", "commit_write", "operation_type", "remove_unreported_files"]
-
-
-def operation_type(operation: WriteOperation | None) -> str:
-    """The ``WriteOperationType`` name commit metadata carries; a table service's commit
-    (compaction) names no write operation: ``UNKNOWN``."""
-    return "UNKNOWN" if operation is None else WriteOperation(operation).type_name
-
-
-def remove_unreported_files(
-    storage: Storage, instant_time: str, stats: Iterable[HoodieWriteStat]
-) -> list[str]:
-    """Delete files a failed or duplicate task attempt wrote; returns what was deleted."""
-    reported = {p for s in stats for p in s.written_paths}
-    removed = []
-    for rel in list_marked_files(storage, instant_time):
-        if rel not in reported and storage.exists(rel):
-            storage.delete(rel)
-            removed.append(rel)
-    return removed
-
-
-def build_commit_metadata(
-    stats: Iterable[HoodieWriteStat],
-    *,
-    schema: str,
-    operation: WriteOperation | None,
-    replaced: dict[str, list[str]] | None = None,
-    extra: Mapping[str, str] | None = None,
-) -> HoodieCommitMetadata:
-    by_partition: dict[str, list[HoodieWriteStat]] = {}
-    for stat in sorted(stats, key=lambda s: (s.partition_path or "", s.file_id)):
-        by_partition.setdefault(stat.partition_path or "", []).append(stat)
-    return HoodieCommitMetadata(
-        partition_to_write_stats=by_partition,
-        compacted=False,
-        extra_metadata={**(extra or {}), SCHEMA_KEY: schema},
-        operation_type=operation_type(operation),
-        partition_to_replace_file_ids=replaced,
-    )
+__all__ = ["commit_write"]
 
 
 def commit_write(

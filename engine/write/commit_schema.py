@@ -32,8 +32,8 @@ from engine.model.schema_evolution import (
     normalize_schema,
 )
 from engine.read.plan import plan_query
-from engine.runner import IncomingBatch, Runner
 from engine.timeline.timeline import Timeline
+from engine.write.runner import IncomingBatch, Runner
 
 __all__ = ["commit_schema", "exact_only"]
 

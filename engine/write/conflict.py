@@ -31,11 +31,11 @@ from engine.io.parquet import read_base_file, read_record_key_range
 from engine.metadata.data_keys import log_file_keys
 from engine.model.schema import RECORD_KEY_COLUMN
 from engine.services.lock import TableLock
+from engine.services.rollback import rollback_instant
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
 from engine.write.index import key_range_meets, stored_keys_among
-from engine.write.rollback import rollback_instant
 
 __all__ = ["check_write_conflicts", "rollback_on_error"]
 

@@ -8,12 +8,12 @@ The first write creates the table under the table lock, right before its instant
 
 A write with ``hoodie.metadata.enable=false`` (or a version 6 table's write, where the metadata
 table is not written) removes the table's metadata table first, as Hudi does when it is
-disabled (:func:`take_over_metadata_table`); otherwise :mod:`engine.metadata.sync` keeps it.
+disabled (:func:`engine.metadata.sync.take_over_metadata_table`); otherwise
+:mod:`engine.metadata.sync` keeps it.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from engine import config
@@ -22,9 +22,7 @@ from engine.fs.properties import METAFOLDER, write_properties
 from engine.fs.storage import Storage
 from engine.fs.table_version import require_writable_version, versioned_properties
 
-__all__ = ["create_table", "new_table_properties", "take_over_metadata_table"]
-
-_log = logging.getLogger(__name__)
+__all__ = ["create_table", "new_table_properties"]
 
 
 _BUCKET_INDEX_OPTIONS: tuple[config.ConfigOption[Any], ...] = (
@@ -101,27 +99,6 @@ def new_table_properties(cfg: HoodieConfig, keygen_class: str, schema: str) -> d
     return versioned_properties(
         props, require_writable_version(version, key=config.WRITE_TABLE_VERSION.key)
     )
-
-
-def take_over_metadata_table(storage: Storage, props: dict[str, str]) -> None:
-    """Remove the table's metadata table the way Hudi does with it switched off (empty
-    partitions property, then remove ``.hoodie/metadata``) so no reader trusts a file listing
-    the write will not keep current."""
-    keys = (config.METADATA_PARTITIONS.key, config.METADATA_PARTITIONS_INFLIGHT.key)
-    if any(props.get(k) for k in keys) or props.get(config.INDEX_DEFS_PATH.key):
-        updated = {k: v for k, v in props.items() if k != config.INDEX_DEFS_PATH.key}
-        for k in keys:
-            if k in updated:
-                updated[k] = ""
-        write_properties(storage, updated)
-        _log.warning(
-            "Table at %s has a metadata table (%s); it is removed with its index "
-            "definitions, as Hudi does when a writer disables the metadata table",
-            storage.base_path,
-            props.get(config.METADATA_PARTITIONS.key) or "pending partitions",
-        )
-    storage.delete_dir(f"{METAFOLDER}/metadata")
-    storage.delete_dir(f"{METAFOLDER}/.index_defs")
 
 
 def create_table(storage: Storage, props: dict[str, str]) -> None:

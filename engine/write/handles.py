@@ -27,7 +27,12 @@ import pyarrow.compute as pc
 from engine.config import PARQUET_COMPRESSION_CODEC, WriteOperation
 from engine.errors import HudiError
 from engine.faults import checkpoint
-from engine.fs.filenames import format_base_file_name, make_write_token, partition_file_path
+from engine.fs.filenames import (
+    TaskInfo,
+    format_base_file_name,
+    make_write_token,
+    partition_file_path,
+)
 from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
 from engine.io.bloom_filter import BloomFilter, BloomFilterSpec, decode_footer_filter
@@ -41,17 +46,17 @@ from engine.model.merge import (
     delete_mask,
     precombine,
 )
+from engine.model.meta_fields import stamp_commit, stamp_file_name
 from engine.model.schema import (
     RECORD_KEY_COLUMN,
 )
 from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.timeline.markers import create_marker
 from engine.write.bucketing import Bucket
 from engine.write.cdc import changes_of_merge, needs_cdc_file, write_cdc_file
-from engine.write.markers import create_marker
-from engine.write.meta_fields import stamp_commit, stamp_file_name
 from engine.write.operation_field import stamp_operations
 
-__all__ = ["TaskInfo", "WriteContext", "write_file_group"]
+__all__ = ["WriteContext", "write_file_group"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,14 +77,6 @@ class WriteContext:
     # CDC tables: the supplemental logging mode of the .cdc files merges write (None: no CDC)
     cdc_mode: SupplementalLoggingMode | None = None
     s3: S3Settings | None = None  # how tasks reach a table on S3
-
-
-@dataclass(frozen=True, slots=True)
-class TaskInfo:
-    """The Spark task attempt a handle runs in."""
-
-    stage_id: int = 0
-    task_attempt_id: int = 0
 
 
 def prepare_incoming(records: pa.Table, ctx: WriteContext) -> tuple[pa.Table, pa.ChunkedArray]:

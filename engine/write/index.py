@@ -52,11 +52,11 @@ from engine.config import HoodieConfig, WriteOperation
 from engine.errors import HudiError
 from engine.fs.filenames import partition_file_path
 from engine.fs.storage import Storage
-from engine.fs.view import list_partition_paths
 from engine.io.parquet import read_base_file, read_bloom_filter, read_record_key_range
 from engine.metadata.record_index import located
 from engine.model.schema import RECORD_KEY_COLUMN
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import list_partition_paths
 from engine.write.bucketing import SizedBaseFile
 from engine.write.listing import latest_base_files
 

@@ -3,7 +3,7 @@
 An index lookup needs each live file group's latest base file (its key column and footer); the
 bucket planners need its size; a merge-on-read write also needs the slice an append would go to
 (its log files and next log version). All of them come from one listing of the touched
-partitions (:class:`engine.fs.view.FileSystemView`, the latest visible slice of every live file
+partitions (:class:`engine.view.fs_view.FileSystemView`, the latest visible slice of every live file
 group), so they can never disagree about which file is a file group's latest.
 """
 
@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from engine.fs.storage import Storage
-from engine.fs.view import FileSlice, FileSystemView
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import FileSlice, FileSystemView
 from engine.write.append import AppendSlice
 from engine.write.bucketing import SizedBaseFile
 

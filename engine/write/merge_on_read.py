@@ -45,9 +45,8 @@ from typing import TYPE_CHECKING, Any
 from engine import config
 from engine.config import HoodieConfig
 from engine.errors import HudiError
-from engine.fs.filenames import new_file_id
+from engine.fs.filenames import TaskInfo, new_file_id
 from engine.fs.storage import Storage
-from engine.runner import Runner
 from engine.services.clustering_plan import clustering_file_groups
 from engine.services.compaction import compacting_file_groups, run_pending_compactions
 from engine.timeline.commit_metadata import HoodieWriteStat
@@ -55,10 +54,11 @@ from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline
 from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
 from engine.write.bucketing import Bucket, BucketPlan, SizedBaseFile, plan_buckets
-from engine.write.handles import TaskInfo, WriteContext, write_file_group
+from engine.write.handles import WriteContext, write_file_group
 from engine.write.index import KeyIndex
 from engine.write.listing import TableSlices, latest_table_slices
 from engine.write.plan import WriteJob
+from engine.write.runner import Runner
 from engine.write.strategy import WriteStrategy
 
 if TYPE_CHECKING:

@@ -58,7 +58,7 @@ from engine import config
 from engine.config import HoodieConfig, TableType, WriteOperation
 from engine.errors import HudiError, KeyMovedError, NullOrderingValueError, RecordKeyError
 from engine.faults import checkpoint
-from engine.fs.filenames import new_file_id, partition_file_path
+from engine.fs.filenames import TaskInfo, new_file_id, partition_file_path
 from engine.fs.properties import write_partition_metadata
 from engine.fs.storage import Storage
 from engine.io.parquet import read_record_key_range
@@ -73,7 +73,7 @@ from engine.write import merge_on_read
 from engine.write.append import AppendSlice, LogWriteConfig
 from engine.write.bucketing import BucketPlan, SizedBaseFile, plan_buckets
 from engine.write.cdc import cdc_logging_mode
-from engine.write.handles import TaskInfo, WriteContext, write_file_group
+from engine.write.handles import WriteContext, write_file_group
 from engine.write.index import KeyIndex, SimpleIndex
 from engine.write.listing import TableSlices, latest_base_files, latest_table_slices
 from engine.write.plan import JobProfile, WriteJob, average_record_size

@@ -33,7 +33,6 @@ from engine.config import HoodieConfig, TableType, WriteOperation
 from engine.fs.storage import Storage
 from engine.model.keygen import KeyGenSpec
 from engine.model.ordering import naming_ordering_field
-from engine.runner import BatchProfile, Runner
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.timeline import Timeline
 from engine.write.bucket_index import bucket_profile, bucket_spec, write_into_buckets
@@ -46,6 +45,7 @@ from engine.write.partition_write import (
     write_by_partition,
 )
 from engine.write.plan import WriteJob, WriteJobKind
+from engine.write.runner import BatchProfile, Runner
 from engine.write.strategy import WriteStrategy
 
 __all__ = ["choose_job", "one_job_targets", "run_write_job", "tag_batch"]

@@ -24,16 +24,15 @@ from engine.io.parquet import avro_schema_with_meta, table_arrow_schema
 from engine.model.keygen import KeyGenSpec
 from engine.model.merge import MergeSpec
 from engine.model.schema import add_operation_field, schema_json, with_operation_column
-from engine.runner import BatchProfile, LocatedRecords, Runner
-from engine.timeline.commit_metadata import HoodieCommitMetadata
+from engine.timeline.commit_metadata import HoodieCommitMetadata, operation_type
 from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline, transition_to_inflight
 from engine.write.bucketing import BucketPlan
 from engine.write.cdc import cdc_logging_mode
-from engine.write.commit import operation_type
 from engine.write.handles import WriteContext
 from engine.write.index import IndexSource, PartitionKeyRange
 from engine.write.operation_field import writes_operation_field
+from engine.write.runner import BatchProfile, LocatedRecords, Runner
 
 __all__ = ["JobProfile", "PreparedRecords", "WriteJob", "WriteJobKind", "average_record_size"]
 

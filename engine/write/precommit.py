@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from engine import config
 from engine.config import HoodieConfig
@@ -46,11 +46,9 @@ from engine.timeline.commit_metadata import HoodieCommitMetadata
 from engine.timeline.instant import Action, Instant, State, completed_action, new_instant_time
 from engine.timeline.timeline import Timeline
 
-if TYPE_CHECKING:
-    from engine.runner import Runner
-
 __all__ = [
     "AuditHook",
+    "AuditRunner",
     "CheckFailure",
     "SqlCheck",
     "StagedSnapshot",
@@ -167,7 +165,9 @@ def staged_timeline(
     timeline: Timeline, instant_time: str, action: Action, metadata: HoodieCommitMetadata
 ) -> Timeline:
     """``timeline`` with the write's instant completed in memory: its commit metadata is
-    ``metadata`` (layout 2: it completes after every instant on the timeline)."""
+    ``metadata`` (layout 2: it completes after every instant on the timeline). Every other
+    instant keeps its state: another writer's requested or inflight instant stays pending, so
+    its files are not read, and the audit sees the committed table and this write only."""
     completion = None
     if timeline.layout.version >= 2:
         times = [i.instant_time for i in timeline.instants]
@@ -178,6 +178,22 @@ def staged_timeline(
     instants = tuple(sorted([*others, done], key=Instant.sort_key))
     archived = {**timeline.archived, instant_time: metadata.to_json()}
     return Timeline(timeline.storage, instants, timeline.layout, archived)
+
+
+class AuditRunner(Protocol):
+    """What an audit needs of the write's runner (:class:`engine.write.runner.Runner`, which
+    names these checks in its own interface): the snapshots as data frames, and the SQL checks
+    run on them."""
+
+    def read(self, plan: QueryPlan) -> Any:
+        """The rows of a query plan as the runner's data frame."""
+        ...
+
+    def validate(
+        self, before: QueryPlan | None, after: QueryPlan, checks: Sequence[SqlCheck]
+    ) -> list[CheckFailure]:
+        """The checks that failed on ``before`` and ``after``."""
+        ...
 
 
 @dataclass
@@ -196,7 +212,7 @@ class StagedSnapshot:
     instant_time: str
     before_timeline: Timeline
     staged: Timeline
-    runner: Runner
+    runner: AuditRunner
     _plans: dict[str, QueryPlan | None] = field(default_factory=dict)
 
     def before_plan(self) -> QueryPlan | None:
@@ -231,7 +247,7 @@ AuditHook = Callable[[StagedSnapshot], None]
 
 def audit_write(
     storage: Storage,
-    runner: Runner | None,
+    runner: AuditRunner | None,
     cfg: HoodieConfig,
     staged: tuple[str, Action, HoodieCommitMetadata],
     hooks: Sequence[AuditHook] = (),

@@ -36,11 +36,11 @@ from engine.config import HoodieConfig, WriteOperation
 from engine.errors import ConfigError
 from engine.fs.filenames import new_file_id
 from engine.fs.storage import Storage
-from engine.fs.view import FileSystemView
 from engine.timeline.avro_metadata import REQUESTED_REPLACE_METADATA_SCHEMA, serialize
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import FileSystemView
 from engine.write.bucketing import plan_buckets
 from engine.write.plan import WriteJob, average_record_size
 from engine.write.strategy import WriteStrategy

@@ -18,10 +18,10 @@ from typing import ClassVar
 
 from engine import config
 from engine.fs.storage import Storage
-from engine.runner import Runner
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
 from engine.write.plan import WriteJob, average_record_size
+from engine.write.runner import Runner
 
 __all__ = ["WriteStrategy"]
 

@@ -47,27 +47,37 @@ from engine.errors import (
 from engine.faults import checkpoint
 from engine.fs.properties import PROPERTIES_FILE
 from engine.fs.storage import Storage
-from engine.metadata.services import run_metadata_services
-from engine.metadata.sync import check_metadata_options, metadata_enabled, prepare_metadata_table
+from engine.metadata.sync import (
+    check_metadata_options,
+    metadata_enabled,
+    prepare_metadata_table,
+    take_over_metadata_table,
+)
 from engine.model.auto_keys import check_auto_keys, write_operation
 from engine.model.keygen import KeyGenSpec, keygen_spec_from_config
 from engine.model.merge import MergeSpec
 from engine.model.ordering import null_ordering_checked
-from engine.runner import Runner
 from engine.services.clustering import check_clustering_updates
 from engine.services.heartbeat import Heartbeat, is_write_alive
 from engine.services.inline import run_table_services, validate_service_options
 from engine.services.lock import TableLock
+from engine.services.metadata_table import run_metadata_services
 from engine.services.restore import finish_pending_restores
-from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.services.rollback import rollback_failed_writes
+from engine.timeline.commit_metadata import (
+    HoodieCommitMetadata,
+    HoodieWriteStat,
+    build_commit_metadata,
+)
 from engine.timeline.instant import Action, new_instant_time
+from engine.timeline.markers import remove_unreported_files
 from engine.timeline.timeline import Timeline, create_requested
 from engine.write.cdc import check_cdc_options
-from engine.write.commit import build_commit_metadata, commit_write, remove_unreported_files
+from engine.write.commit import commit_write
 from engine.write.commit_schema import commit_schema
 from engine.write.conflict import check_write_conflicts, rollback_on_error
 from engine.write.copy_on_write import CopyOnWriteWrite
-from engine.write.create_table import create_table, new_table_properties, take_over_metadata_table
+from engine.write.create_table import create_table, new_table_properties
 from engine.write.global_index import check_index_options
 from engine.write.index import IndexSource, KeyIndex
 from engine.write.merge_on_read import MergeOnReadWrite
@@ -80,7 +90,7 @@ from engine.write.replace import (
     partitions_to_delete,
     requested_replace_metadata,
 )
-from engine.write.rollback import rollback_failed_writes
+from engine.write.runner import Runner
 from engine.write.strategy import WriteStrategy
 
 __all__ = ["UNSUPPORTED_VALUES", "WriteResult", "WriteTransaction", "strategy_for"]

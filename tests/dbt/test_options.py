@@ -339,3 +339,55 @@ def test_hudi_audit_problems_reported() -> None:
     assert "equality: expected a query or a list of queries" in text
     assert "Invalid query format 'select 1'" in text
     assert "also set in hudi_options" in text
+
+
+@pytest.mark.parametrize(
+    ("store_failures", "store_failures_as", "flag", "expected"),
+    [
+        (None, None, False, None),
+        (None, None, True, "table"),  # --store-failures
+        (True, None, False, "table"),
+        (True, "view", False, "view"),
+        (False, "table", True, None),  # the test's own config wins over the flag
+        (True, "ephemeral", False, None),  # dbt stores nothing either
+    ],
+)
+def test_audit_stores_failures_as_dbts_test_materialization_decides(
+    store_failures: bool | None, store_failures_as: str | None, flag: bool, expected: str | None
+) -> None:
+    from argparse import Namespace
+    from types import SimpleNamespace
+
+    from dbt.flags import get_flags, set_flags
+
+    from dbt.adapters.hudi.audit import _stores_failures_as
+
+    config = SimpleNamespace(store_failures=store_failures, store_failures_as=store_failures_as)
+    before = get_flags()
+    set_flags(Namespace(STORE_FAILURES=flag))
+    try:
+        assert _stores_failures_as(config) == expected
+    finally:
+        set_flags(before)
+
+
+def test_audit_test_query_wraps_the_staged_rows_as_dbts_test_materialization() -> None:
+    from dbt.adapters.hudi.audit import ModelTest
+
+    test = ModelTest(
+        unique_id="test.p.unique_orders_id",
+        name="unique_orders_id",
+        path="models/schema.yml",
+        severity="error",
+        sql="select id from hudi_snapshot__s__orders join hudi_snapshot__s__orders_x using (id)",
+        limit=5,
+    )
+    staged = test.staged_sql("hudi_snapshot__s__orders", "hudi_staged__1__s__orders")
+    assert staged == (
+        "select id from `hudi_staged__1__s__orders` join hudi_snapshot__s__orders_x using (id)"
+        "\n  limit 5"
+    )
+    assert test.query("hudi_snapshot__s__orders", "hudi_staged__1__s__orders") == (
+        "select count(*) as failures, count(*) != 0 as should_warn, count(*) != 0 as "
+        f"should_error\nfrom (\n{staged}\n) dbt_internal_test"
+    )

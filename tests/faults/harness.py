@@ -23,11 +23,11 @@ import pyarrow.fs as pafs
 from engine.faults import FAULT_COUNTER_ENV, FAULT_PID_ENV, FAULT_POINT_ENV
 from engine.fs.filenames import is_base_file, is_log_file, parse_base_file_name, parse_log_file_name
 from engine.fs.storage import Storage
-from engine.fs.view import Visibility, list_partition_paths
 from engine.io.logfile import HeaderMetadataType, HoodieLogBlockType, read_log_blocks
 from engine.timeline.instant import Action, State
+from engine.timeline.markers import create_marker
 from engine.timeline.timeline import Timeline
-from engine.write.markers import create_marker
+from engine.view.fs_view import Visibility, list_partition_paths
 from tests.hudi_rs import hudi_rs_rows
 
 REPO = Path(__file__).resolve().parents[2]

@@ -24,11 +24,11 @@ import pytest
 from engine import write_hudi
 from engine.config import parse_options
 from engine.fs.storage import Storage
-from engine.fs.view import list_partition_paths
 from engine.services.clean import clean
 from engine.services.compaction import schedule_compaction
+from engine.services.rollback import plan_rollback
 from engine.timeline.timeline import Timeline
-from engine.write.rollback import plan_rollback
+from engine.view.fs_view import list_partition_paths
 from tests.faults.harness import (
     Rows,
     assert_no_orphans,

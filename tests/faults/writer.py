@@ -67,7 +67,7 @@ def _run_step(step: dict[str, Any], table: str, work: str, state: dict[str, Any]
             if scheduled is not None:
                 execute_clustering(storage, scheduled[0], cfg, runner=run_groups_locally)
     elif kind == "rollback":
-        from engine.write.rollback import rollback_failed_writes
+        from engine.services.rollback import rollback_failed_writes
 
         with TableLock(storage, cfg).hold():
             rollback_failed_writes(storage, Timeline.load(storage))

@@ -11,6 +11,7 @@ must agree with the same oracle.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ COW, MOR = "COPY_ON_WRITE", "MERGE_ON_READ"
 # Hudi's readers, asked about instants whose files a clean removed, read the full table instead
 HUDI_READ = {"hoodie.datasource.read.incr.fallback.fulltablescan.enable": "true"}
 END_OF_TIME = "99991231235959999"
+_QUERY_TYPE = "hoodie.datasource.query.type"
 _WRITES = {Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.CLUSTERING}
 
 
@@ -111,64 +113,98 @@ class Judge:
     def check(self, step: str, *, cleaned: bool = False) -> None:
         """Every reader agrees with the oracle (and with each other where it has no say).
         After a clean (``cleaned``) no time travel to the step before: Hudi refuses an instant
-        before the clean's earliest commit to retain."""
-        hudi = self.hudi.read(self.path, options=HUDI_READ)
+        before the clean's earliest commit to retain.
+
+        Apache Hudi's reads run in its own JVM while hudi-rs and the engine read here: the
+        JVM's answers are asked for first and collected last."""
+        point = self.points[-1] if self.points and not cleaned else None
+        begin = self._range_start(point) if point else ""
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            hudis = pool.submit(self._hudi_answers, point, begin)
+            ours = self._local_answers(point, begin)
+            hudi = hudis.result()
+        snapshot = hudi["snapshot"]
         expected = dict(self.oracle)
-        answers = {
-            "Apache Hudi": by_id(hudi),
-            "hudi-rs": by_id(hudi_rs_rows(self.path)),
-            "engine": by_id(read_table(str(self.path)).to_pylist()),
-        }
-        for reader, rows in answers.items():
+        for reader, rows in {"Apache Hudi": by_id(snapshot), **ours["snapshot"]}.items():
             assert rows == expected, f"after {step}: {reader} snapshot {diff(rows, expected)}"
         if self.table_type == MOR:
-            self._check_read_optimized(step)
-        if self.points and not cleaned:
-            self._check_time_travel(step, self.points[-1])
-            self._check_incremental(step, self.points[-1], hudi)
+            self._check_read_optimized(step, by_id(hudi["read_optimized"]), ours)
+        if point is not None:
+            self._check_time_travel(step, point, by_id(hudi["time_travel"]), ours)
+            self._check_incremental(step, point, begin, snapshot, by_id(hudi["incremental"]), ours)
         instant_time, completion_time = self._latest_write()
-        commit_times = {r["id"]: r["_hoodie_commit_time"] for r in hudi}
+        commit_times = {r["id"]: r["_hoodie_commit_time"] for r in snapshot}
         self.points.append(Point(instant_time, completion_time, expected, commit_times))
 
-    def _check_read_optimized(self, step: str) -> None:
-        hudi = by_id(self.hudi.read(self.path, "read_optimized", options=HUDI_READ))
-        rs = by_id(hudi_rs_rows(self.path, read_optimized=True))
-        ours = by_id(
-            read_table(
-                str(self.path), {"hoodie.datasource.query.type": "read_optimized"}
-            ).to_pylist()
-        )
-        assert rs == hudi, f"after {step}: hudi-rs read-optimized {diff(rs, hudi)}"
-        assert ours == hudi, f"after {step}: engine read-optimized {diff(ours, hudi)}"
+    def _hudi_answers(self, point: Point | None, begin: str) -> dict[str, list[dict[str, Any]]]:
+        """Apache Hudi's reads of the step: snapshot, read-optimized, as of ``point`` and
+        the changes since it."""
+        read, path = self.hudi.read, self.path
+        answers = {"snapshot": read(path, options=HUDI_READ)}
+        if self.table_type == MOR:
+            answers["read_optimized"] = read(path, "read_optimized", options=HUDI_READ)
+        if point is not None:
+            as_of = point.instant_time
+            answers["time_travel"] = read(path, "time_travel", as_of=as_of, options=HUDI_READ)
+            answers["incremental"] = read(path, "incremental", begin=begin, options=HUDI_READ)
+        return answers
 
-    def _check_time_travel(self, step: str, point: Point) -> None:
+    def _local_answers(self, point: Point | None, begin: str) -> dict[str, dict[str, Rows]]:
+        """hudi-rs's and the engine's reads of the same queries, by query then reader."""
+        path = str(self.path)
+        answers: dict[str, dict[str, Rows]] = {
+            "snapshot": {
+                "hudi-rs": by_id(hudi_rs_rows(path)),
+                "engine": by_id(read_table(path).to_pylist()),
+            }
+        }
+        if self.table_type == MOR:
+            answers["read_optimized"] = {
+                "hudi-rs": by_id(hudi_rs_rows(path, read_optimized=True)),
+                "engine": by_id(read_table(path, {_QUERY_TYPE: "read_optimized"}).to_pylist()),
+            }
+        if point is not None:
+            as_of = point.instant_time
+            answers["time_travel"] = {
+                "hudi-rs": by_id(hudi_rs_rows(path, as_of)),
+                "engine": by_id(read_table(path, {"as.of.instant": as_of}).to_pylist()),
+            }
+            since = {_QUERY_TYPE: "incremental", "hoodie.datasource.read.begin.instanttime": begin}
+            answers["incremental"] = {
+                "hudi-rs": by_id(hudi_rs_rows(path, incremental=(begin, END_OF_TIME))),
+                "engine": by_id(read_table(path, since).to_pylist()),
+            }
+        return answers
+
+    def _check_read_optimized(
+        self, step: str, hudi: Rows, ours: dict[str, dict[str, Rows]]
+    ) -> None:
+        for reader, rows in ours["read_optimized"].items():
+            assert rows == hudi, f"after {step}: {reader} read-optimized {diff(rows, hudi)}"
+
+    def _check_time_travel(
+        self, step: str, point: Point, hudi: Rows, ours: dict[str, dict[str, Rows]]
+    ) -> None:
         as_of = point.instant_time
-        hudi = by_id(self.hudi.read(self.path, "time_travel", as_of=as_of, options=HUDI_READ))
-        rs = by_id(hudi_rs_rows(self.path, as_of))
-        ours = by_id(read_table(str(self.path), {"as.of.instant": as_of}).to_pylist())
-        for reader, rows in (("Apache Hudi", hudi), ("hudi-rs", rs), ("engine", ours)):
+        for reader, rows in {"Apache Hudi": hudi, **ours["time_travel"]}.items():
             assert rows == point.rows, (
                 f"after {step}: {reader} as of {as_of} {diff(rows, point.rows)}"
             )
 
-    def _check_incremental(self, step: str, point: Point, snapshot: list[dict[str, Any]]) -> None:
+    def _check_incremental(
+        self,
+        step: str,
+        point: Point,
+        begin: str,
+        snapshot: list[dict[str, Any]],
+        hudi: Rows,
+        ours: dict[str, dict[str, Rows]],
+    ) -> None:
         """The changes since ``point``: the rows whose commit time is new since then."""
-        begin = self._range_start(point)
         expected = by_id(
             r for r in snapshot if point.commit_times.get(r["id"]) != r["_hoodie_commit_time"]
         )
-        hudi = by_id(self.hudi.read(self.path, "incremental", begin=begin, options=HUDI_READ))
-        rs = by_id(hudi_rs_rows(self.path, incremental=(begin, END_OF_TIME)))
-        ours = by_id(
-            read_table(
-                str(self.path),
-                {
-                    "hoodie.datasource.query.type": "incremental",
-                    "hoodie.datasource.read.begin.instanttime": begin,
-                },
-            ).to_pylist()
-        )
-        for reader, rows in (("Apache Hudi", hudi), ("hudi-rs", rs), ("engine", ours)):
+        for reader, rows in {"Apache Hudi": hudi, **ours["incremental"]}.items():
             assert rows == expected, f"after {step}: {reader} since {begin} {diff(rows, expected)}"
 
 

@@ -16,8 +16,8 @@ from engine import HudiTable, write_hudi
 from engine.config import WriteOperation
 from engine.errors import RecordKeyError
 from engine.fs.storage import Storage
-from engine.fs.view import FileSystemView
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import FileSystemView
 from engine.write.bucket_index import bucket_id, bucket_of_file_id
 from tests.hudi_rs import hudi_rs_rows
 

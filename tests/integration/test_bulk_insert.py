@@ -15,12 +15,13 @@ import pytest
 from engine import write_hudi
 from engine.config import WriteOperation
 from engine.errors import ConfigError, RecordKeyError
+from engine.fs.filenames import TaskInfo
 from engine.fs.storage import Storage
 from engine.io.bloom_filter import BloomFilterSpec
 from engine.io.parquet import avro_schema_with_meta, table_arrow_schema
 from engine.model.merge import MergeSpec
 from engine.write import bulk_insert
-from engine.write.handles import TaskInfo, WriteContext
+from engine.write.handles import WriteContext
 from tests.hudi_rs import hudi_rs_rows
 from tests.integration.metafolder import timeline_files
 from tests.keyed_table import SCHEMA, write_options

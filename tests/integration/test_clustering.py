@@ -17,10 +17,10 @@ import pytest
 from engine import HudiTable, read_hudi, spark_table, write_hudi
 from engine.errors import ClusteringUpdateError
 from engine.fs.storage import Storage
-from engine.fs.view import FileSystemView
 from engine.io.parquet import read_record_key_range
 from engine.timeline.layout import decode_commit_metadata
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import FileSystemView
 from tests.hudi_rs import hudi_rs_rows
 from tests.keyed_table import SCHEMA, write_options
 

@@ -165,8 +165,7 @@ def test_write_hudi_interrupted_write_rolled_back_by_next(spark, tmp_path, monke
 
 def test_commit_removes_files_of_failed_task_attempts(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from engine.fs.storage import Storage
-    from engine.write.commit import remove_unreported_files
-    from engine.write.markers import create_marker
+    from engine.timeline.markers import create_marker, remove_unreported_files
 
     storage = Storage(str(tmp_path))
     storage.write_bytes("p/f-0_0-1-1_001.parquet", b"x")

@@ -19,7 +19,6 @@ from engine.cli import main as cli_main
 from engine.config import parse_options
 from engine.errors import WriteConflictError
 from engine.fs.storage import Storage
-from engine.fs.view import FileSystemView
 from engine.io.parquet import read_base_file
 from engine.metadata.record_index import locate
 from engine.model.schema import RECORD_KEY_COLUMN
@@ -28,6 +27,7 @@ from engine.services.heartbeat import Heartbeat
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action, new_instant_time
 from engine.timeline.timeline import Timeline, create_requested, transition_to_inflight
+from engine.view.fs_view import FileSystemView
 from engine.write import pipeline
 from engine.write.conflict import check_write_conflicts
 from tests.hudi_rs import hudi_rs_rows

@@ -17,7 +17,6 @@ import pytest
 from engine import config
 from engine.fs.properties import write_properties
 from engine.fs.storage import Storage
-from engine.fs.view import Visibility
 from engine.io.delete_block import DeleteRecord
 from engine.io.logfile import (
     encode_avro_data_block,
@@ -29,6 +28,7 @@ from engine.read.arrow import read_table
 from engine.read.log_scanner import collect_log_blocks
 from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import Visibility
 from tests.hudi_rs import hudi_rs_rows
 
 T1, T2, T3, T4, T5, T6 = (f"2024020100000{i}000" for i in range(1, 7))

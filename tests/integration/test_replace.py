@@ -16,8 +16,8 @@ import pytest
 from engine import read_hudi, write_hudi
 from engine.errors import ConfigError, HudiError, RecordKeyError
 from engine.fs.storage import Storage
-from engine.fs.view import FileSystemView
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import FileSystemView
 from tests.hudi_rs import hudi_rs_rows
 from tests.integration.metafolder import instant_metadata
 from tests.keyed_table import SCHEMA, write_options

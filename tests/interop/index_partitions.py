@@ -11,7 +11,6 @@ from __future__ import annotations
 import pyarrow.compute as pc
 
 from engine.fs.storage import Storage
-from engine.fs.view import FileSystemView
 from engine.io.parquet import read_base_file
 from engine.metadata.column_stats import read_column_stats
 from engine.metadata.record_index import locate, read_record_index
@@ -19,6 +18,7 @@ from engine.metadata.sync import committed_listing
 from engine.model.schema import RECORD_KEY_COLUMN
 from engine.read.arrow import read_table
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import FileSystemView
 
 
 def file_id_of(file_name: str) -> str:

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from engine.fs.storage import Storage
-from engine.fs.view import list_partition_paths
 from engine.io.hfile import read_hfile
 from engine.io.logfile import HoodieLogBlockType, read_log_blocks
 from engine.metadata.files_index import read_files_partition
@@ -24,6 +23,7 @@ from engine.metadata.payload import (
     merge_file_slice,
 )
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import list_partition_paths
 
 pytestmark = pytest.mark.interop
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.fs.filenames import parse_log_file_name
+from engine.fs.filenames import TaskInfo, parse_log_file_name
 from engine.io import avro as avro_codec
 from engine.io.bloom_filter import BloomFilterSpec
 from engine.io.parquet import avro_schema_with_meta, commit_schema_of, table_arrow_schema
@@ -30,7 +30,7 @@ from engine.write.append import (
     estimate_record_sizes,
     plan_data_blocks,
 )
-from engine.write.handles import TaskInfo, WriteContext
+from engine.write.handles import WriteContext
 
 pytestmark = pytest.mark.unit
 

@@ -1,8 +1,10 @@
 """The architecture holds: layers without import cycles, pyspark only at the Spark boundary and in
 the adapter, no Spark internals, short functions, and docs/architecture.md listing every module.
 
-Imports are read from the source (every ``import`` statement of a module, function-level ones
-included; those under ``if TYPE_CHECKING:`` are left out, they never run).
+Imports are read from the source: every ``import`` statement of a module, function-level ones
+and those under ``if TYPE_CHECKING:`` included (a type one module names from another ties them
+as surely as a call: a cycle through annotations is still a cycle). ``make check`` also runs
+``lint-imports``, whose contracts in pyproject.toml declare the engine's layers.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ SPARK_BOUNDARY = ("engine.spark", "dbt.adapters.hudi")
 MAX_FUNCTION_LINES = 60
 
 
-def _modules() -> dict[str, Path]:
+def _modules(root: Path = REPO, packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
+    """module name -> its source file, for every module of ``packages`` under ``root``."""
     out: dict[str, Path] = {}
-    for package in PACKAGES:
-        for path in sorted((REPO / package).rglob("*.py")):
-            parts = list(path.relative_to(REPO).with_suffix("").parts)
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts.pop()
             out[".".join(parts)] = path
@@ -38,20 +41,10 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _imports(tree: ast.AST, module: str, is_package: bool) -> Iterator[str]:
-    """Fully qualified names every executed import statement of ``module`` names."""
+    """Fully qualified names every import statement of ``module`` names, wherever it stands
+    (module level, in a function, under ``if TYPE_CHECKING:``)."""
     for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            for child in node.orelse:
-                yield from _imports(child, module, is_package)
-            continue
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -66,17 +59,17 @@ def _imports(tree: ast.AST, module: str, is_package: bool) -> Iterator[str]:
             yield from _imports(node, module, is_package)
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(modules: dict[str, Path] = MODULES) -> dict[str, set[str]]:
     """module -> the project modules it imports (a submodule import runs its packages too)."""
     graph: dict[str, set[str]] = {}
-    for module, path in MODULES.items():
+    for module, path in modules.items():
         tree = ast.parse(path.read_text(), str(path))
         targets: set[str] = set()
         for name in _imports(tree, module, path.name == "__init__.py"):
             parts = name.split(".")
             for i in range(1, len(parts) + 1):
                 candidate = ".".join(parts[:i])
-                if candidate in MODULES and candidate != module:
+                if candidate in modules and candidate != module:
                     targets.add(candidate)
         graph[module] = {t for t in targets if not module.startswith(f"{t}.")}
     return graph
@@ -126,6 +119,28 @@ def test_import_cycle_detection_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
     tree = ast.parse("def f():\n    from engine.table import HudiTable\n")
     assert "engine.table" in set(_imports(tree, "engine.x", False))
+
+
+def test_import_cycle_through_type_checking_is_found(tmp_path: Path) -> None:
+    """A package whose planner imports its filter, and whose filter names the planner's type
+    under ``if TYPE_CHECKING:``, has a cycle; without that import it has none."""
+    package = tmp_path / "shop"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "plan.py").write_text("from shop.filter import prune\n\nclass Info: ...\n")
+    (package / "filter.py").write_text(
+        "from __future__ import annotations\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from shop.plan import Info\n"
+        "def prune(info: Info) -> None: ...\n"
+    )
+    (package / "read.py").write_text("from . import plan\n")
+    modules = _modules(tmp_path, ("shop",))
+    assert _cycles(_graph(modules)) == [["shop.filter", "shop.plan"]]
+
+    (package / "filter.py").write_text("def prune(info: object) -> None: ...\n")
+    assert _cycles(_graph(modules)) == []
 
 
 def test_pyspark_imported_only_at_the_spark_boundary() -> None:

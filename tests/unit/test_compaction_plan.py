@@ -17,6 +17,7 @@ import pytest
 from engine import config
 from engine.config import parse_options
 from engine.errors import TimelineError
+from engine.fs.filenames import TaskInfo
 from engine.fs.properties import write_partition_metadata, write_properties
 from engine.fs.storage import Storage
 from engine.io.bloom_filter import BloomFilterSpec
@@ -38,7 +39,7 @@ from engine.timeline.timeline import Timeline, create_requested, transition_to_i
 from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
 from engine.write.bucketing import Bucket
 from engine.write.commit import commit_write
-from engine.write.handles import TaskInfo, WriteContext, write_file_group
+from engine.write.handles import WriteContext, write_file_group
 
 pytestmark = pytest.mark.unit
 

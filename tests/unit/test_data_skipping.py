@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from engine.fs.view import FileSlice
 from engine.metadata.column_stats import ColumnStats
 from engine.read.data_skipping import file_may_match, skip_file_slices
 from engine.read.filter import ReadFilter
+from engine.view.fs_view import FileSlice
 
 SCHEMA = pa.schema([("n", pa.int64()), ("s", pa.string()), ("x", pa.float64())])
 SLICE = FileSlice("p", "f1", "001", "base.parquet", (".f1_001.log.1_0-1-1",))

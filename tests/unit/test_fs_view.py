@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from engine.fs.storage import Storage
-from engine.fs.view import FileSystemView, Visibility, list_partition_paths
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import FileSystemView, Visibility, list_partition_paths
 
 pytestmark = pytest.mark.unit
 

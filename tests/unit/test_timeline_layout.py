@@ -17,7 +17,6 @@ import pytest
 from engine import config
 from engine.cli import canonical_json_lines
 from engine.errors import QueryError, TimelineError
-from engine.fs.completion_slicing import slice_logs_by_completion
 from engine.fs.filenames import parse_log_file_name
 from engine.fs.storage import Storage
 from engine.fs.table_version import (
@@ -31,6 +30,7 @@ from engine.read.arrow import read_table
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.layout import TimelineLayout
 from engine.timeline.timeline import Timeline
+from engine.view.completion_slicing import slice_logs_by_completion
 
 V2 = TimelineLayout(
     table_format({"hoodie.table.version": "9", "hoodie.timeline.layout.version": "2"})

@@ -20,7 +20,13 @@ to this session only) after its files are written and before its commit:
   logs a warning and the write commits.
 
 dbt's own test run after the model (``dbt build``) then tests the published table, as always
-(``store_failures`` included).
+(``store_failures`` included). When the audit refuses the write, dbt skips that run: the audit
+then writes the failures table of each of the model's tests that stores its failures
+(``store_failures``, or ``--store-failures``; ``store_failures_as: table``, the default) as dbt's
+test materialization writes it (the test's schema and alias, the failing rows up to ``limit``),
+from the staged rows, so the rows that blocked the publish can be queried. A view
+(``store_failures_as: view``) cannot stand on rows that were never published: those tests'
+failures are not stored by the audit (a warning says so).
 """
 
 from __future__ import annotations
@@ -63,16 +69,24 @@ class ModelTest:
     warn_if: str = "!= 0"
     error_if: str = "!= 0"
     limit: int | None = None
+    # (schema, identifier) of the failures table dbt writes for the test, if it stores them
+    failures_table: tuple[str, str] | None = None
+    failures_view: bool = False  # store_failures_as: view, which the audit cannot write
+
+    def staged_sql(self, snapshot_view: str, staged_view: str) -> str:
+        """The test's query on ``staged_view`` (its rows are the failures), up to ``limit``."""
+        main = re.sub(rf"`?\b{re.escape(snapshot_view)}\b`?", f"`{staged_view}`", self.sql)
+        limit = f"\n  limit {self.limit}" if self.limit is not None else ""
+        return f"{main}{limit}"
 
     def query(self, snapshot_view: str, staged_view: str) -> str:
         """The test as dbt's test materialization runs it, the model's snapshot view pointed
         at ``staged_view``."""
-        main = re.sub(rf"`?\b{re.escape(snapshot_view)}\b`?", f"`{staged_view}`", self.sql)
-        limit = f"\n  limit {self.limit}" if self.limit is not None else ""
         calc = self.fail_calc
         return (
             f"select {calc} as failures, {calc} {self.warn_if} as should_warn, "
-            f"{calc} {self.error_if} as should_error\nfrom (\n{main}{limit}\n) dbt_internal_test"
+            f"{calc} {self.error_if} as should_error\nfrom (\n"
+            f"{self.staged_sql(snapshot_view, staged_view)}\n) dbt_internal_test"
         )
 
 
@@ -91,6 +105,7 @@ def model_tests(manifest: Any, runtime_config: Any, model_id: str) -> list[Model
         if getattr(node, "attached_node", None) not in (None, model_id):
             continue
         compiled = compiler.compile_node(copy.deepcopy(node), manifest, write=False)
+        stored_as = _stores_failures_as(config)
         tests.append(
             ModelTest(
                 unique_id=node.unique_id,
@@ -102,9 +117,31 @@ def model_tests(manifest: Any, runtime_config: Any, model_id: str) -> list[Model
                 warn_if=str(getattr(config, "warn_if", None) or "!= 0"),
                 error_if=str(getattr(config, "error_if", None) or "!= 0"),
                 limit=getattr(config, "limit", None),
+                failures_table=(
+                    (str(node.schema), str(node.alias or node.name))
+                    if stored_as == "table"
+                    else None
+                ),
+                failures_view=stored_as == "view",
             )
         )
     return sorted(tests, key=lambda t: t.unique_id)
+
+
+def _stores_failures_as(config: Any) -> str | None:
+    """How dbt's test materialization stores the test's failures: ``table``, ``view``, or
+    ``None`` (not stored), as its ``should_store_failures()`` decides (the test's
+    ``store_failures``, else the ``--store-failures`` flag)."""
+    from dbt.flags import get_flags
+
+    stores = getattr(config, "store_failures", None)
+    if stores is None:
+        flags = get_flags()  # type: ignore[no-untyped-call]
+        stores = bool(getattr(flags, "STORE_FAILURES", False))
+    if not stores:
+        return None
+    stored_as = getattr(config, "store_failures_as", None) or "table"
+    return str(stored_as) if stored_as in ("table", "view") else None
 
 
 def audit_hook(
@@ -122,25 +159,78 @@ def audit_hook(
                 staged.createOrReplaceTempView(staged_view)
             try:
                 results = [(t, run_sql(t.query(snapshot_view, staged_view))[0]) for t in tests]
+                failed = _verdict(model, results)
+                # dbt skips the refused model's own test run: the audit stores the failures
+                stored = (
+                    _store_failures(staged.sparkSession, model, tests, snapshot_view, staged_view)
+                    if failed
+                    else []
+                )
             finally:
                 staged.sparkSession.catalog.dropTempView(staged_view)
-        failed = []
-        for test, (failures, should_warn, should_error) in results:
-            if test.severity == "error" and should_error:
-                failed.append(_describe(test, failures, "fail", test.error_if))
-            elif should_warn:
-                logger.warning(
-                    f"audit_before_publish of model '{model}': "
-                    f"{_describe(test, failures, 'warn', test.warn_if)} (published all the same)"
-                )
         if failed:
             raise PreCommitValidationError(
                 f"audit_before_publish refused model '{model}': {len(failed)} of "
                 f"{len(tests)} data tests failed on its staged snapshot, nothing was "
-                "published:\n    " + "\n    ".join(failed)
+                "published:\n    " + "\n    ".join([*failed, *stored])
             )
 
     return hook
+
+
+def _verdict(model: str, results: Sequence[tuple[ModelTest, Sequence[Any]]]) -> list[str]:
+    """The failures of error-severity tests, described; warnings logged."""
+    failed = []
+    for test, (failures, should_warn, should_error) in results:
+        if test.severity == "error" and should_error:
+            failed.append(_describe(test, failures, "fail", test.error_if))
+        elif should_warn:
+            logger.warning(
+                f"audit_before_publish of model '{model}': "
+                f"{_describe(test, failures, 'warn', test.warn_if)} (published all the same)"
+            )
+    return failed
+
+
+def _store_failures(
+    spark: Any, model: str, tests: Sequence[ModelTest], snapshot_view: str, staged_view: str
+) -> list[str]:
+    """Write the failures table of each test that stores its failures, as dbt's test
+    materialization does (dropped and created again), from the staged rows; one line each
+    saying where. A table that cannot be written is said so, and the refusal stands."""
+    lines = []
+    with phase("write: audit store failures"):
+        for test in tests:
+            if test.failures_view:
+                logger.warning(
+                    f"audit_before_publish of model '{model}': the failures of test "
+                    f"{test.name} are not stored: store_failures_as 'view' cannot stand on "
+                    "rows that were not published (store them as a table)"
+                )
+            if test.failures_table is None:
+                continue
+            schema, identifier = test.failures_table
+            try:
+                _create_failures_table(
+                    spark, schema, identifier, test.staged_sql(snapshot_view, staged_view)
+                )
+            except Exception as e:  # the refusal must not be lost to it
+                lines.append(
+                    f"Could not store the failures of {test.name} in {schema}.{identifier}: {e}"
+                )
+                continue
+            lines.append(f"Stored the failures of {test.name} in {schema}.{identifier}")
+    return lines
+
+
+def _create_failures_table(spark: Any, schema: str, identifier: str, sql: str) -> None:
+    """``schema.identifier`` holds the rows of ``sql``: dbt-spark's ``create table ... as``."""
+    name = f"`{schema}`.`{identifier}`"
+    spark.sql(f"create schema if not exists `{schema}`")
+    if spark.catalog.tableExists(f"{schema}.{identifier}"):
+        kind = spark.catalog.getTable(f"{schema}.{identifier}").tableType
+        spark.sql(f"drop {'view' if str(kind).upper() == 'VIEW' else 'table'} {name}")
+    spark.sql(f"create table {name} as\n{sql}")
 
 
 def _describe(test: ModelTest, failures: Any, verb: str, condition: str) -> str:

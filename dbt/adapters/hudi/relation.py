@@ -109,12 +109,32 @@ def reads_hudi(relation_config: Any, manifest: Any) -> bool:
     return False
 
 
+# the answers of :func:`reads_hudi` for the manifest they were computed on: ``ref()`` renders a
+# view model many times per run (each model that selects from it, each compile), and the walk
+# through its upstream views would repeat; a new manifest (a new invocation) starts afresh
+_READS_HUDI: tuple[Any, dict[str, bool]] = (None, {})
+_READS_HUDI_LOCK = threading.Lock()
+
+
 def _is_view_over_hudi(relation_config: Any) -> bool:
     """A ``view`` model that reads Hudi models (``ref()`` renders its session view)."""
+    global _READS_HUDI
     if _materialized(relation_config) != "view":
         return False
     manifest = _project_manifest()
-    return manifest is not None and reads_hudi(relation_config, manifest)
+    if manifest is None:
+        return False
+    unique_id = getattr(relation_config, "unique_id", None)
+    with _READS_HUDI_LOCK:
+        if _READS_HUDI[0] is not manifest:
+            _READS_HUDI = (manifest, {})
+        answers = _READS_HUDI[1]
+        if unique_id is None or unique_id not in answers:
+            answer = reads_hudi(relation_config, manifest)
+            if unique_id is None:
+                return answer
+            answers[unique_id] = answer
+        return answers[unique_id]
 
 
 def _running_node(relation_config: Any) -> bool:

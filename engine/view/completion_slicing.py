@@ -9,7 +9,7 @@ delta commit that started before a compaction was scheduled but completed after 
 the compaction's new slice.
 
 A pending compaction opens a slice at its instant time before its base file exists, as in layout
-1: :class:`engine.fs.view.FileSystemView` then merges that slice onto the previous one.
+1: :class:`engine.view.fs_view.FileSystemView` then merges that slice onto the previous one.
 """
 
 from __future__ import annotations

@@ -53,10 +53,10 @@ from engine.metadata.writer import (
 )
 from engine.services.clean import CleanPlan, execute_clean, finish_pending_cleans
 from engine.services.compaction import CompactionOperation, HoodieCompactionPlan
+from engine.services.rollback import roll_back_metadata_instant, rollback_failed_writes
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import COMMIT_ACTIONS, Action
 from engine.timeline.timeline import Timeline, complete, create_requested, transition_to_inflight
-from engine.write.rollback import roll_back_metadata_instant, rollback_failed_writes
 
 __all__ = ["clean_metadata_table", "compact_metadata_table", "run_metadata_services"]
 

@@ -45,7 +45,6 @@ from engine.fs.filenames import (
 )
 from engine.fs.properties import METAFOLDER
 from engine.fs.storage import Storage
-from engine.fs.view import list_partition_paths
 from engine.io.logfile import encode_command_block
 from engine.metadata.sync import record_rollback
 from engine.services.clustering_plan import is_scheduled_clustering
@@ -56,6 +55,7 @@ from engine.timeline.avro_metadata import (
     serialize,
 )
 from engine.timeline.instant import COMMIT_ACTIONS, Action, Instant, State, new_instant_time
+from engine.timeline.markers import delete_markers, list_marked_files
 from engine.timeline.timeline import (
     Timeline,
     complete,
@@ -63,7 +63,7 @@ from engine.timeline.timeline import (
     delete_instant_files,
     transition_to_inflight,
 )
-from engine.write.markers import delete_markers, list_marked_files
+from engine.view.fs_view import list_partition_paths
 
 __all__ = [
     "RollbackPlan",

@@ -13,12 +13,20 @@ every marked file of a failed instant. The marker directory is removed after the
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 from engine.fs.properties import METAFOLDER
 from engine.fs.storage import Storage
+from engine.timeline.commit_metadata import HoodieWriteStat
 
-__all__ = ["create_marker", "delete_markers", "list_marked_files", "marker_dir"]
+__all__ = [
+    "create_marker",
+    "delete_markers",
+    "list_marked_files",
+    "marker_dir",
+    "remove_unreported_files",
+]
 
 IOType = Literal["CREATE", "MERGE", "APPEND"]
 _SUFFIX = ".marker."
@@ -59,3 +67,16 @@ def list_marked_files(storage: Storage, instant_time: str) -> list[str]:
 
 def delete_markers(storage: Storage, instant_time: str) -> None:
     storage.delete_dir(marker_dir(instant_time))
+
+
+def remove_unreported_files(
+    storage: Storage, instant_time: str, stats: Iterable[HoodieWriteStat]
+) -> list[str]:
+    """Delete files a failed or duplicate task attempt wrote; returns what was deleted."""
+    reported = {p for s in stats for p in s.written_paths}
+    removed = []
+    for rel in list_marked_files(storage, instant_time):
+        if rel not in reported and storage.exists(rel):
+            storage.delete(rel)
+            removed.append(rel)
+    return removed

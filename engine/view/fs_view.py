@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from engine.errors import FileNameError
-from engine.fs.completion_slicing import slice_logs_by_completion
 from engine.fs.filenames import (
     PARTITION_METAFILE_PREFIX,
     LogFileName,
@@ -39,6 +38,7 @@ from engine.fs.properties import METAFOLDER
 from engine.fs.storage import FileEntry, Storage
 from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline
+from engine.view.completion_slicing import slice_logs_by_completion
 
 __all__ = [
     "FileGroup",
@@ -87,7 +87,7 @@ class FileGroup:
     file_id: str
     base_files: dict[str, str] = field(default_factory=dict)
     log_files: dict[str, list[LogFileName]] = field(default_factory=dict)
-    # layout 2: log lists are already in completion order (engine.fs.completion_slicing)
+    # layout 2: log lists are already in completion order (engine.view.completion_slicing)
     logs_in_completion_order: bool = False
     # CDC tables: .cdc log file names by the base instant of the slice they belong to; never
     # part of a slice's data, cleaned with it

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from engine.config import HoodieConfig
+    from engine.fs.filenames import TaskInfo
     from engine.fs.storage import Storage
     from engine.model.keygen import KeyGenSpec
     from engine.read.plan import QueryPlan
@@ -39,18 +40,18 @@ if TYPE_CHECKING:
     from engine.services.clustering_plan import ClusteringGroup
     from engine.services.compaction import CompactionContext, CompactionOperation
     from engine.timeline.commit_metadata import HoodieWriteStat
-    from engine.write.bucket_index import BucketTargets
-    from engine.write.bucketing import Bucket, BucketPlan
-    from engine.write.handles import TaskInfo, WriteContext
-    from engine.write.index import IndexSource, PartitionKeyRange
-    from engine.write.partition_write import PartitionTargets
+    from engine.write.bucketing import Bucket, BucketPlan, BucketSpec
+    from engine.write.handles import WriteContext
+    from engine.write.index import IndexSource, KeyIndex, PartitionKeyRange
     from engine.write.precommit import CheckFailure, SqlCheck
 
 __all__ = [
     "BatchProfile",
+    "BucketedWrite",
     "GroupWriter",
     "IncomingBatch",
     "LocatedRecords",
+    "PartitionedWrite",
     "Runner",
     "runner_for_write",
 ]
@@ -110,6 +111,66 @@ class BatchProfile(Protocol):
         ...
 
 
+class BucketedWrite(Protocol):
+    """What the tasks of a bucket-index write run (picklable):
+    :class:`engine.write.bucket_index.BucketTargets`. Declared as the runner needs it, so the
+    interface stays below the write jobs that call it."""
+
+    @property
+    def spec(self) -> BucketSpec:
+        """The buckets a task hashes each record key to."""
+        ...
+
+    def write(
+        self,
+        records: pa.Table,
+        partition_path: str,
+        bucket: int,
+        number: int,
+        ctx: WriteContext,
+        task: TaskInfo,
+    ) -> list[HoodieWriteStat]:
+        """Write one bucket's records (inside a task); its write stats."""
+        ...
+
+
+class PartitionedWrite(Protocol):
+    """What the tasks of a one-job write run, one partition each (picklable):
+    :class:`engine.write.partition_write.PartitionTargets`."""
+
+    @property
+    def partitions(self) -> list[str]:
+        """Every partition of the table when it was listed."""
+        ...
+
+    @property
+    def global_index(self) -> bool:
+        """A key not stored in its own partition is looked up in every other one."""
+        ...
+
+    @property
+    def looks_up_keys(self) -> bool:
+        """The write looks its keys up (upserts, deletes)."""
+        ...
+
+    @property
+    def index(self) -> KeyIndex:
+        """The index the keys are looked up with."""
+        ...
+
+    def write(
+        self,
+        records: pa.Table,
+        partition: str,
+        first_number: int,
+        ctx: WriteContext,
+        task: TaskInfo,
+    ) -> tuple[list[HoodieWriteStat], int]:
+        """Look up, plan and write one partition's records (inside a task); the write stats
+        and how many bucket numbers from ``first_number`` on the partition used."""
+        ...
+
+
 class Runner(Protocol):
     """Executes the data work the driver planned."""
 
@@ -158,7 +219,7 @@ class Runner(Protocol):
         ...
 
     def write_bucketed(
-        self, keyed: Any, targets: BucketTargets, ctx: WriteContext, spec: KeyGenSpec
+        self, keyed: Any, targets: BucketedWrite, ctx: WriteContext, spec: KeyGenSpec
     ) -> list[HoodieWriteStat]:
         """Bucket-index write: route every record of ``keyed`` to its (partition, bucket) and
         write each bucket in one job (a null or empty key fails it before a file is written).
@@ -169,7 +230,7 @@ class Runner(Protocol):
         ...
 
     def write_partitions(
-        self, keyed: Any, targets: PartitionTargets, ctx: WriteContext, spec: KeyGenSpec
+        self, keyed: Any, targets: PartitionedWrite, ctx: WriteContext, spec: KeyGenSpec
     ) -> list[HoodieWriteStat]:
         """One-job simple-index write: each partition of ``keyed`` on one task, which looks
         its keys up, plans its buckets and writes them (a null or empty key, or a null
