@@ -300,10 +300,10 @@ def _roll_back_files(
 
 def _forget(storage: Storage, failed: Instant) -> None:
     """Drop a rolled-back instant from the timeline, then its markers and heartbeat."""
-    # a completed compaction is a `commit` whose pending files say `compaction`
-    actions = (
-        [failed.action, Action.COMPACTION] if failed.action is Action.COMMIT else [failed.action]
-    )
+    # a completed compaction is a `commit` whose pending files say `compaction`, a completed
+    # clustering of timeline layout 2 a `replacecommit` whose pending files say `clustering`
+    pending_as = {Action.COMMIT: Action.COMPACTION, Action.REPLACE_COMMIT: Action.CLUSTERING}
+    actions = [failed.action, *([pending_as[failed.action]] if failed.action in pending_as else [])]
     for action in actions:
         delete_instant_files(storage, failed.instant_time, action)
     delete_markers(storage, failed.instant_time)

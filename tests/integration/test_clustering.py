@@ -288,3 +288,21 @@ def test_allowed_update_fails_the_pending_clustering(spark, tmp_path) -> None:  
     rows = rows_of(spark, path)
     assert rows["k0_0"][1] == "changed"
     assert not list(path.rglob(f"*_{t}.parquet"))
+
+
+def test_restore_to_a_savepoint_before_a_clustering(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "t"
+    options = opts(version=9)
+    small_batches(spark, path, options, batches=2)
+    before = rows_of(spark, path)
+    groups = live_groups(path)
+    table = spark_table(str(path))
+    savepoint = table.savepoint().instant_time
+    (t,) = table.cluster(sort_columns="v")
+    assert live_groups(path).isdisjoint(groups)
+    table.restore(savepoint)
+    assert live_groups(path) == groups  # the replaced file groups are live again
+    assert rows_of(spark, path) == before
+    assert not list(path.rglob(f"*_{t}.parquet"))
+    (again,) = table.cluster(sort_columns="v")  # and the table clusters again
+    assert again > t and rows_of(spark, path) == before
