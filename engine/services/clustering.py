@@ -39,7 +39,13 @@ import pyarrow as pa
 
 from engine import config
 from engine.config import HoodieConfig
-from engine.errors import ClusteringUpdateError, HudiError, TimelineError, WriteConflictError
+from engine.errors import (
+    ClusteringUpdateError,
+    ConfigError,
+    HudiError,
+    TimelineError,
+    WriteConflictError,
+)
 from engine.faults import checkpoint
 from engine.fs.filenames import (
     TaskInfo,
@@ -88,6 +94,7 @@ __all__ = [
     "check_clustering_updates",
     "cluster_group",
     "cluster_inline_if_due",
+    "clustering_option_problems",
     "execute_clustering",
     "is_clustering_due",
     "run_groups_locally",
@@ -124,6 +131,19 @@ def is_clustering_due(storage: Storage, timeline: Timeline, cfg: HoodieConfig) -
     return len(commits) >= cfg.get(config.INLINE_CLUSTERING_MAX_COMMITS)
 
 
+def clustering_option_problems(cfg: HoodieConfig) -> list[str]:
+    """What makes clustering impossible with ``cfg`` (checked before a write starts when it
+    clusters inline): a bucket-index table is clustered by Hudi only with consistent hashing,
+    which this engine does not write; new file groups would break its bucket layout."""
+    inline = cfg.get(config.INLINE_CLUSTERING) or cfg.get(config.SCHEDULE_INLINE_CLUSTERING)
+    if inline and cfg.get(config.INDEX_TYPE) == "BUCKET":
+        return [
+            f"{config.INLINE_CLUSTERING.key} / {config.SCHEDULE_INLINE_CLUSTERING.key} on a "
+            f"table with {config.INDEX_TYPE.key}=BUCKET: a bucket-index table is not clustered"
+        ]
+    return []
+
+
 def schedule_clustering(
     storage: Storage, cfg: HoodieConfig, *, force: bool = False
 ) -> tuple[str, ClusteringPlan] | None:
@@ -132,7 +152,17 @@ def schedule_clustering(
 
     Returns:
         The instant and its plan, or ``None`` when nothing was scheduled.
+
+    Raises:
+        ConfigError: the table has the bucket index (Hudi clusters it only with consistent
+            hashing, which this engine does not write).
     """
+    if cfg.get(config.INDEX_TYPE) == "BUCKET":
+        raise ConfigError(
+            f"Cannot cluster {storage.base_path}: its {config.INDEX_TYPE.key} is BUCKET (new "
+            "file groups would break the bucket layout; Hudi clusters it only with consistent "
+            "hashing)"
+        )
     timeline = Timeline.load(storage)
     if not force and not is_clustering_due(storage, timeline, cfg):
         return None

@@ -23,7 +23,11 @@ from engine.errors import ConfigError
 from engine.fs.storage import Storage
 from engine.services.archival import archive
 from engine.services.clean import CleanResult, clean
-from engine.services.clustering import GroupRunner, cluster_inline_if_due
+from engine.services.clustering import (
+    GroupRunner,
+    cluster_inline_if_due,
+    clustering_option_problems,
+)
 from engine.services.compaction import OperationRunner, compact_inline_if_due
 from engine.services.lock import TableLock
 from engine.timeline.instant import Instant
@@ -50,7 +54,7 @@ def validate_service_options(cfg: HoodieConfig) -> None:
     min_commits = cfg.get(config.KEEP_MIN_COMMITS)
     max_commits = cfg.get(config.KEEP_MAX_COMMITS)
     retained = cfg.get(config.CLEANER_COMMITS_RETAINED)
-    problems = []
+    problems = list(clustering_option_problems(cfg))
     if min_commits < 1:
         problems.append(f"{config.KEEP_MIN_COMMITS.key}={min_commits} must be at least 1")
     if max_commits <= min_commits:

@@ -281,3 +281,15 @@ def test_curve_groups_rows_close_in_both_columns() -> None:
 def test_unknown_sort_column_names_the_columns() -> None:
     with pytest.raises(ConfigError, match=r"\['zz'\]"):
         order_rows(pa.table({"a": [1]}), ["zz"], "linear", "direct")
+
+
+def test_bucket_index_tables_are_not_clustered(tmp_path: Path) -> None:
+    from engine.services.clustering import schedule_clustering
+    from engine.services.inline import validate_service_options
+
+    bucket = {"hoodie.index.type": "BUCKET"}
+    validate_service_options(parse_options(bucket))  # no clustering asked: fine
+    with pytest.raises(ConfigError, match="bucket-index table is not clustered"):
+        validate_service_options(parse_options({**bucket, "hoodie.clustering.inline": "true"}))
+    with pytest.raises(ConfigError, match="is BUCKET"):
+        schedule_clustering(Storage(str(tmp_path)), parse_options(bucket), force=True)

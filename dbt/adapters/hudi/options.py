@@ -776,7 +776,8 @@ MODEL_CONFIGS: tuple[ModelConfigDoc, ...] = (
         "The model's table clusters itself after a run once this many commits completed since "
         "its last clustering: small file groups rewritten into files of "
         "`hoodie.clustering.plan.strategy.target.file.max.bytes`, ordered by `cluster_by` (see "
-        "[clustering](table-services.md#clustering)).",
+        "[clustering](table-services.md#clustering)). Not on the bucket index (a new keyed "
+        "`hudi_mor` table's default): give such a model another `index_type`.",
     ),
     ModelConfigDoc(
         "cluster_by",
