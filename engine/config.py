@@ -933,6 +933,149 @@ INLINE_COMPACT_TRIGGER_STRATEGY = _option(
     "How delta commits and elapsed time combine into 'compaction due'.",
 )
 
+# ---- clustering (Hudi's HoodieClusteringConfig, HoodieLayoutConfig) ----
+INLINE_CLUSTERING = _option(
+    "hoodie.clustering.inline",
+    parse_bool,
+    False,
+    "Schedule and run clustering after a write once hoodie.clustering.inline.max.commits "
+    "commits completed since the last clustering.",
+    aliases=("hoodie.datasource.clustering.inline.enable",),
+)
+INLINE_CLUSTERING_MAX_COMMITS = _option(
+    "hoodie.clustering.inline.max.commits",
+    parse_positive_int,
+    4,
+    "Commits since the last clustering that make an inline clustering due.",
+)
+SCHEDULE_INLINE_CLUSTERING = _option(
+    "hoodie.clustering.schedule.inline",
+    parse_bool,
+    False,
+    "Only schedule (plan) clustering after a write when due; a later run executes it.",
+)
+CLUSTERING_PLAN_STRATEGY_CLASS = _option(
+    "hoodie.clustering.plan.strategy.class",
+    choice("org.apache.hudi.client.clustering.plan.strategy.SparkSizeBasedClusteringPlanStrategy"),
+    "org.apache.hudi.client.clustering.plan.strategy.SparkSizeBasedClusteringPlanStrategy",
+    "How file slices are picked and grouped (the size-based strategy is the one implemented).",
+)
+CLUSTERING_EXECUTION_STRATEGY_CLASS = _option(
+    "hoodie.clustering.execution.strategy.class",
+    choice("org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"),
+    "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy",
+    "How a plan is executed: sort each group, write files of the target size (recorded in "
+    "the plan for Hudi's executors).",
+)
+CLUSTERING_SMALL_FILE_LIMIT = _option(
+    "hoodie.clustering.plan.strategy.small.file.limit",
+    parse_non_negative_int,
+    300 * 1024 * 1024,
+    "Base files below this many bytes are candidates for clustering.",
+)
+CLUSTERING_TARGET_FILE_MAX_BYTES = _option(
+    "hoodie.clustering.plan.strategy.target.file.max.bytes",
+    parse_positive_int,
+    1024 * 1024 * 1024,
+    "Target size of the files clustering writes: a group writes ceil(bytes / this) files.",
+)
+CLUSTERING_MAX_BYTES_PER_GROUP = _option(
+    "hoodie.clustering.plan.strategy.max.bytes.per.group",
+    parse_positive_int,
+    2 * 1024 * 1024 * 1024,
+    "Most bytes of input file slices in one clustering group.",
+)
+CLUSTERING_MAX_NUM_GROUPS = _option(
+    "hoodie.clustering.plan.strategy.max.num.groups",
+    parse_positive_int,
+    30,
+    "Most groups in one clustering plan.",
+)
+CLUSTERING_SINGLE_GROUP_ENABLED = _option(
+    "hoodie.clustering.plan.strategy.single.group.clustering.enabled",
+    parse_bool,
+    True,
+    "Whether a group of a single file slice is clustered (rewritten sorted) too.",
+)
+CLUSTERING_SORT_COLUMNS = _option(
+    "hoodie.clustering.plan.strategy.sort.columns",
+    parse_list,
+    EMPTY,
+    "Columns clustering sorts each group by (linearly or along a curve); none: row order kept.",
+)
+CLUSTERING_PARTITION_FILTER_MODE = _option(
+    "hoodie.clustering.plan.partition.filter.mode",
+    choice("NONE", "RECENT_DAYS", "SELECTED_PARTITIONS"),
+    "NONE",
+    "Which partitions a plan looks at: all, the most recent (day-based paths, by "
+    "hoodie.clustering.plan.strategy.daybased.*), or a begin..end range.",
+)
+CLUSTERING_DAYBASED_LOOKBACK_PARTITIONS = _option(
+    "hoodie.clustering.plan.strategy.daybased.lookback.partitions",
+    parse_non_negative_int,
+    2,
+    "RECENT_DAYS: how many of the latest partitions a plan looks at.",
+)
+CLUSTERING_DAYBASED_SKIP_FROM_LATEST = _option(
+    "hoodie.clustering.plan.strategy.daybased.skipfromlatest.partitions",
+    parse_non_negative_int,
+    0,
+    "RECENT_DAYS: how many of the latest partitions are skipped first.",
+)
+CLUSTERING_BEGIN_PARTITION = _optional(
+    "hoodie.clustering.plan.strategy.cluster.begin.partition",
+    parse_str,
+    "SELECTED_PARTITIONS: the first partition path clustered (inclusive).",
+)
+CLUSTERING_END_PARTITION = _optional(
+    "hoodie.clustering.plan.strategy.cluster.end.partition",
+    parse_str,
+    "SELECTED_PARTITIONS: the last partition path clustered (inclusive).",
+)
+CLUSTERING_PARTITION_SELECTED = _option(
+    "hoodie.clustering.plan.strategy.partition.selected",
+    parse_list,
+    EMPTY,
+    "Only these partition paths are clustered (comma-separated).",
+)
+CLUSTERING_PARTITION_REGEX_PATTERN = _optional(
+    "hoodie.clustering.plan.strategy.partition.regex.pattern",
+    parse_str,
+    "Only partition paths matching this regular expression are clustered.",
+)
+CLUSTERING_PRESERVE_COMMIT_METADATA = _option(
+    "hoodie.clustering.preserve.commit.metadata",
+    parse_bool,
+    True,
+    "Clustered rows keep their _hoodie_commit_time and _hoodie_commit_seqno.",
+)
+REJECT_UPDATE_STRATEGY = (
+    "org.apache.hudi.client.clustering.update.strategy.SparkRejectUpdateStrategy"
+)
+ALLOW_UPDATE_STRATEGY = "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy"
+CLUSTERING_UPDATES_STRATEGY = _option(
+    "hoodie.clustering.updates.strategy",
+    choice(REJECT_UPDATE_STRATEGY, ALLOW_UPDATE_STRATEGY),
+    REJECT_UPDATE_STRATEGY,
+    "An update or delete of a file group under pending clustering: rejected, or allowed (the "
+    "clustering then fails its conflict check and is rolled back).",
+)
+LAYOUT_OPTIMIZE_STRATEGY = _option(
+    "hoodie.layout.optimize.strategy",
+    choice("linear", "z-order", "hilbert", synonyms={"zorder": "z-order"}),
+    "linear",
+    "How clustering orders rows by the sort columns: lexicographically, or along a z-order "
+    "or Hilbert curve of the columns.",
+)
+LAYOUT_OPTIMIZE_CURVE_METHOD = _option(
+    "hoodie.layout.optimize.build.curve.method",
+    choice("direct", "sample"),
+    "direct",
+    "How column values become curve coordinates: from the values themselves (direct: "
+    "numbers scaled between their min and max, text by its first bytes) or from their rank "
+    "in the group (sample).",
+)
+
 LOCK_WAIT_TIME_MS = _option(
     "hoodie.write.lock.wait_time_ms",
     parse_int,

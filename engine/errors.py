@@ -67,6 +67,11 @@ class WriteConflictError(HudiError):
     """Another writer committed changes to the same file groups meanwhile."""
 
 
+class ClusteringUpdateError(WriteConflictError):
+    """A write updates a file group a pending clustering rewrites (Hudi's
+    ``hoodie.clustering.updates.strategy`` rejects it)."""
+
+
 class LockTimeoutError(HudiError):
     """The table lock could not be acquired in time."""
 

@@ -44,7 +44,14 @@ from engine.model.schema import avro_to_arrow_schema, remove_meta_fields
 from engine.read.plan import parse_read_query, plan_query
 from engine.services.archival import archive
 from engine.services.clean import CleanResult, clean
+from engine.services.clustering import (
+    execute_clustering,
+    run_pending_clustering,
+    schedule_clustering,
+)
+from engine.services.clustering_plan import ClusteringPlan, pending_clustering, plan_clustering
 from engine.services.compaction import (
+    compacting_file_groups,
     pending_compactions,
     run_pending_compactions,
     schedule_compaction,
@@ -103,7 +110,7 @@ _MUST_MATCH: tuple[tuple[config.ConfigOption[Any], config.ConfigOption[Any]], ..
 )
 # where --full-refresh keeps the previous table until the new one is committed
 BACKUP_SUFFIX = ".__dbt_hudi_previous"
-_WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
+_WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.CLUSTERING)
 
 
 def resolve_options(
@@ -149,6 +156,26 @@ def _check_table_version(options: HoodieConfig, props: Mapping[str, str], base_p
             f"{config.WRITE_TABLE_VERSION.key!r}={asked} would need an upgrade or downgrade, "
             "which is not supported (drop the option to continue the table in its version)"
         )
+
+
+def _clustering_options(
+    options: Mapping[str, Any] | None,
+    *,
+    sort_columns: Sequence[str] | str | None = None,
+    strategy: str | None = None,
+    partitions: Sequence[str] | str | None = None,
+) -> dict[str, Any]:
+    """``options`` with the clustering shorthands spelled as Hudi's keys."""
+    merged = dict(options or {})
+    shorthands = (
+        (config.CLUSTERING_SORT_COLUMNS, sort_columns),
+        (config.LAYOUT_OPTIMIZE_STRATEGY, strategy),
+        (config.CLUSTERING_PARTITION_SELECTED, partitions),
+    )
+    for option, value in shorthands:
+        if value:
+            merged[option.key] = value if isinstance(value, str) else ",".join(value)
+    return merged
 
 
 class HudiTable:
@@ -381,6 +408,59 @@ class HudiTable:
             if not completed and schedule_compaction(self.storage, cfg, force=True) is not None:
                 completed = run()
         return completed
+
+    def pending_clustering(self) -> list[str]:
+        """Instant times of the clusterings planned and not completed, oldest first."""
+        return [i.instant_time for i in pending_clustering(self.storage, self.timeline())]
+
+    def plan_clustering(
+        self, options: Mapping[str, Any] | None = None, **layout: Any
+    ) -> ClusteringPlan:
+        """The clustering plan ``options`` (and ``layout``: see :meth:`cluster`) would schedule
+        now (nothing written: a dry run)."""
+        cfg = self._existing_options(_clustering_options(options, **layout))
+        timeline = self.timeline()
+        busy = compacting_file_groups(self.storage, timeline)
+        return plan_clustering(self.storage, timeline, cfg, busy=busy)
+
+    def cluster(
+        self,
+        options: Mapping[str, Any] | None = None,
+        *,
+        schedule_only: bool = False,
+        on_planned: Callable[[str, ClusteringPlan], None] | None = None,
+        on_clustered: Callable[[str], None] | None = None,
+        **layout: Any,
+    ) -> list[str]:
+        """Run the requested clusterings, oldest first; when none is pending, plan one (whatever
+        ``hoodie.clustering.inline.max.commits`` says: the caller asked) and run it.
+
+        ``layout`` are shorthands over ``options``: ``sort_columns`` (a list or a
+        comma-separated text), ``strategy`` (linear, z-order, hilbert) and ``partitions`` (the
+        partition paths to cluster). ``on_planned`` gets a new plan before it runs;
+        ``on_clustered`` each completed instant.
+
+        Returns:
+            The clustering instants run (with ``schedule_only``: the one scheduled).
+        """
+        cfg = self._existing_options(_clustering_options(options, **layout))
+        with self._service_lock(cfg):
+            if schedule_only:
+                scheduled = schedule_clustering(self.storage, cfg, force=True)
+                return [scheduled[0]] if scheduled else []
+            runner = self._require_runner("Clustering").cluster
+            done = run_pending_clustering(self.storage, cfg, runner=runner, done=on_clustered)
+            if done:
+                return done
+            scheduled = schedule_clustering(self.storage, cfg, force=True)
+            if scheduled is None:
+                return []
+            if on_planned is not None:
+                on_planned(*scheduled)
+            execute_clustering(self.storage, scheduled[0], cfg, runner=runner)
+            if on_clustered is not None:
+                on_clustered(scheduled[0])
+            return [scheduled[0]]
 
     def clean(self, options: Mapping[str, Any] | None = None) -> CleanResult | None:
         """Finish a pending clean, then plan and run a new one under the table lock

@@ -39,7 +39,8 @@ SHARED = _shared_dir()
 _LONGEST_FILES = (
     "hudi_jvm/test_hudi_1_1_ours_first.py", "hudi_jvm/test_hudi_1_1_hudi_first.py",
     "hudi_jvm/test_two_writers.py", "hudi_jvm/test_dbt_spark_bundle.py",
-    "hudi_jvm/test_differential.py", "hudi_jvm/test_hudi_0_15.py", "s3/test_s3_concurrency.py",
+    "hudi_jvm/test_differential.py", "hudi_jvm/test_hudi_0_15.py",
+    "hudi_jvm/test_clustering_jvm.py", "s3/test_s3_concurrency.py",
     "interop/test_corpus_read.py",
     "cluster/test_standalone.py",
     "concurrency/test_two_writers.py", "cluster/test_connect.py", "property/test_cow_property.py",

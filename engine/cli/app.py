@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from engine.cli.clustering import add_clustering_parser
 from engine.cli.read import add_read_parser
 from engine.cli.report import add_report_parser
 from engine.cli.restore import add_restore_parsers
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_read_parser(sub, [common])
     add_inspect_parsers(sub, [common])
     add_service_parsers(sub, [common])
+    add_clustering_parser(sub, [common])
     add_restore_parsers(sub, [common])
     add_report_parser(sub, [common])
     return parser

@@ -16,10 +16,10 @@ from engine.cli.progress import progress, quiet_spark
 from engine.cli.tables import add_table_argument, parse_option_args
 from engine.errors import HudiError, TableNotFoundError
 
-__all__ = ["add_service_parsers"]
+__all__ = ["add_service_parsers", "emit_result", "open_for_service"]
 
 
-def _open_for_service(args: argparse.Namespace) -> tuple[HudiTable, dict[str, str]]:
+def open_for_service(args: argparse.Namespace) -> tuple[HudiTable, dict[str, str]]:
     """An existing table (its data work on Spark) and the ``--option`` values of the command;
     every verb runs through :class:`engine.HudiTable`, under the table lock, with the table's
     persisted properties merged with the options, as dbt's run-operations do."""
@@ -29,7 +29,7 @@ def _open_for_service(args: argparse.Namespace) -> tuple[HudiTable, dict[str, st
     return table, parse_option_args(args.option)
 
 
-def _emit(args: argparse.Namespace, result: dict[str, Any], lines: list[str]) -> None:
+def emit_result(args: argparse.Namespace, result: dict[str, Any], lines: list[str]) -> None:
     if args.json:
         render.print_json(result)
     else:
@@ -41,11 +41,11 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     """Run every pending compaction in ``--order``; with none pending, schedule one (whatever
     the trigger strategy says: the operator asked) and run it, on Spark. With ``--schedule``
     only write the plan."""
-    table, options = _open_for_service(args)
+    table, options = open_for_service(args)
     if args.schedule:
         planned = table.compact(options, schedule_only=True)
         result: dict[str, Any] = {"scheduled": planned[0] if planned else None, "compacted": []}
-        _emit(args, result, planned or ["nothing to compact"])
+        emit_result(args, result, planned or ["nothing to compact"])
         return 0
     quiet_spark()
     pending = table.pending_compactions()
@@ -53,18 +53,18 @@ def _cmd_compact(args: argparse.Namespace) -> int:
         done = table.compact(options, order=args.order, on_compacted=lambda _: advance(1))
     scheduled = None if pending else (done[0] if done else None)
     result = {"scheduled": scheduled, "compacted": done}
-    _emit(args, result, done or ["nothing to compact"])
+    emit_result(args, result, done or ["nothing to compact"])
     return 0
 
 
 def _cmd_clean(args: argparse.Namespace) -> int:
     """Finish a pending clean, then plan and run a new one (cleaner policy and retention from
     ``--option``). Prints the clean instant and the number of files deleted."""
-    table, options = _open_for_service(args)
+    table, options = open_for_service(args)
     with progress("cleaning"):
         outcome = table.clean(options)
     if outcome is None:
-        _emit(args, {"instant_time": None, "deleted": {}, "failed": {}}, ["nothing to clean"])
+        emit_result(args, {"instant_time": None, "deleted": {}, "failed": {}}, ["nothing to clean"])
         return 0
     result = {
         "instant_time": outcome.instant_time,
@@ -76,7 +76,7 @@ def _cmd_clean(args: argparse.Namespace) -> int:
         f"failed to delete in {partition or '.'}: {', '.join(rels)}"
         for partition, rels in sorted(outcome.failed.items())
     ]
-    _emit(args, result, lines)
+    emit_result(args, result, lines)
     return 0
 
 
@@ -85,23 +85,25 @@ def _cmd_rollback(args: argparse.Namespace) -> int:
     ``--failed``, finish pending rollbacks and undo every failed write."""
     if bool(args.instant) == bool(args.failed):
         raise HudiError("rollback takes an INSTANT or --failed (one of them)")
-    table, options = _open_for_service(args)
+    table, options = open_for_service(args)
     with progress("rolling back"):
         if args.failed:
             rolled = table.rollback_failed(options)
-            _emit(args, {"rolled_back": rolled}, rolled or ["nothing to roll back"])
+            emit_result(args, {"rolled_back": rolled}, rolled or ["nothing to roll back"])
             return 0
         rollback_time = table.rollback(args.instant, options)
-    _emit(args, {"rolled_back": [args.instant], "instant_time": rollback_time}, [rollback_time])
+    emit_result(
+        args, {"rolled_back": [args.instant], "instant_time": rollback_time}, [rollback_time]
+    )
     return 0
 
 
 def _cmd_archive(args: argparse.Namespace) -> int:
     """Archive the completed instants past ``hoodie.keep.max.commits`` (as after a commit)."""
-    table, options = _open_for_service(args)
+    table, options = open_for_service(args)
     with progress("archiving"):
         archived = [i.instant_time for i in table.archive(options)]
-    _emit(args, {"archived": archived}, archived or ["nothing to archive"])
+    emit_result(args, {"archived": archived}, archived or ["nothing to archive"])
     return 0
 
 

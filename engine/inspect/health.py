@@ -20,6 +20,7 @@ from engine.inspect.table import (
 )
 from engine.services.archival import instants_to_archive
 from engine.services.clean import plan_clean
+from engine.services.clustering_plan import is_scheduled_clustering
 from engine.services.heartbeat import is_write_alive
 from engine.timeline.instant import COMMIT_ACTIONS, Action, Instant
 from engine.timeline.timeline import Timeline
@@ -99,9 +100,9 @@ def _small_files(table: InspectedTable) -> list[Finding]:
                 f"{len(small)} base files under {config.PARQUET_SMALL_FILE_LIMIT.key}="
                 f"{limit} ({human_bytes(limit)}): {human_bytes(sum(small))} in all, "
                 f"smallest {human_bytes(small[0])}",
-                f"rewrite the partition with {config.OPERATION.key}=insert_overwrite "
-                "(materialized='hudi_insert_overwrite'), and keep "
-                f"{config.PARQUET_SMALL_FILE_LIMIT.key} above 0 so inserts fill small files",
+                _cmd(table, "cluster", "--partitions", partition)
+                if partition
+                else _cmd(table, "cluster"),
             )
         )
     return out
@@ -152,7 +153,17 @@ def _pending_instants(table: InspectedTable, now: float) -> list[Finding]:
                     _cmd(table, "compact"),
                 )
             )
-        elif instant.action in COMMIT_ACTIONS:
+        elif is_scheduled_clustering(table.storage, instant):
+            out.append(
+                Finding(
+                    "pending_clustering",
+                    "warning",
+                    instant.instant_time,
+                    what + ": updates into its file groups are rejected until it runs",
+                    _cmd(table, "cluster"),
+                )
+            )
+        elif instant.action in COMMIT_ACTIONS or instant.action is Action.CLUSTERING:
             out.append(_pending_write(table, instant, what))
         elif instant.action is Action.CLEAN:
             out.append(

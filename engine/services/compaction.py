@@ -67,6 +67,7 @@ from engine.model.schema import (
 )
 from engine.read.file_columns import table_has_operation_field
 from engine.read.plan import QueryPlan, ReadQuery, TableInfo, load_table_info
+from engine.services.clustering_plan import clustering_file_groups
 from engine.timeline.avro_metadata import COMPACTION_PLAN_SCHEMA, deserialize, serialize
 from engine.timeline.commit_metadata import (
     HoodieCommitMetadata,
@@ -252,9 +253,11 @@ def _read_plan(storage: Storage, instant: Instant) -> HoodieCompactionPlan:
 
 
 def plan_compaction(storage: Storage, timeline: Timeline) -> HoodieCompactionPlan:
-    """One operation per latest file slice with log files (groups of pending plans excluded),
+    """One operation per latest file slice with log files (groups of pending compaction and
+    clustering plans excluded),
     largest logs first (Hudi's LogFileSizeBasedCompactionStrategy order)."""
-    busy = compacting_file_groups(storage, timeline)
+    # groups of pending compactions and of pending clustering (Hudi excludes both)
+    busy = compacting_file_groups(storage, timeline) | clustering_file_groups(storage, timeline)
     view = FileSystemView(storage, timeline)
     sizes: dict[str, int] = {}
     for partition, entries in list_partition_paths(storage).items():

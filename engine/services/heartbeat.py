@@ -83,6 +83,12 @@ class Heartbeat:
         self.stop()
 
 
+def has_heartbeat(storage: Storage, instant_time: str) -> bool:
+    """Whether the writer of ``instant_time`` kept a heartbeat (alive or not): the engine's
+    writes and clusterings do, Apache Hudi's clustering does not."""
+    return storage.exists(_heartbeat_path(instant_time))
+
+
 def is_write_alive(storage: Storage, instant: Instant, cfg: HoodieConfig) -> bool:
     """Whether the writer of pending ``instant`` is still running (see the module notes)."""
     if instant.instant_time in _OWN:

@@ -3,6 +3,8 @@
 ::
 
     commit ──► inline compaction (merge-on-read, hoodie.compact.inline, when due)
+           ──► inline clustering (hoodie.clustering.inline: schedule and run when due;
+               hoodie.clustering.schedule.inline: schedule only)
            ──► clean   (hoodie.clean.automatic: finish a pending clean, then plan + execute)
            ──► archive (hoodie.archive.automatic: keep.min/keep.max commits active)
 
@@ -21,6 +23,11 @@ from engine.errors import ConfigError
 from engine.fs.storage import Storage
 from engine.services.archival import archive
 from engine.services.clean import CleanResult, clean
+from engine.services.clustering import (
+    GroupRunner,
+    cluster_inline_if_due,
+    clustering_option_problems,
+)
 from engine.services.compaction import OperationRunner, compact_inline_if_due
 from engine.services.lock import TableLock
 from engine.timeline.instant import Instant
@@ -33,6 +40,7 @@ class ServicesResult:
     """What the services did after one commit."""
 
     compaction: str | None = None
+    clustering: str | None = None
     clean: CleanResult | None = None
     archived: list[Instant] = field(default_factory=list)
 
@@ -46,7 +54,7 @@ def validate_service_options(cfg: HoodieConfig) -> None:
     min_commits = cfg.get(config.KEEP_MIN_COMMITS)
     max_commits = cfg.get(config.KEEP_MAX_COMMITS)
     retained = cfg.get(config.CLEANER_COMMITS_RETAINED)
-    problems = []
+    problems = list(clustering_option_problems(cfg))
     if min_commits < 1:
         problems.append(f"{config.KEEP_MIN_COMMITS.key}={min_commits} must be at least 1")
     if max_commits <= min_commits:
@@ -80,6 +88,7 @@ def run_table_services(
     *,
     merge_on_read: bool = False,
     compact: OperationRunner | None = None,
+    cluster: GroupRunner | None = None,
 ) -> ServicesResult:
     """Run the services due after a commit, holding ``lock``.
 
@@ -89,9 +98,11 @@ def run_table_services(
         lock: The writer's table lock (re-entrant).
         merge_on_read: The table is merge-on-read (inline compaction applies).
         compact: Runs a compaction's operations (inline compaction).
+        cluster: Runs a clustering's groups (inline clustering).
     """
     with lock.hold():
         compaction = compact_inline_if_due(storage, cfg, runner=compact) if merge_on_read else None
+        clustering = cluster_inline_if_due(storage, cfg, runner=cluster)
         cleaned = clean(storage, cfg) if cfg.get(config.CLEAN_AUTOMATIC) else None
         archived = archive(storage, cfg) if cfg.get(config.ARCHIVE_AUTOMATIC) else []
-    return ServicesResult(compaction, cleaned, archived)
+    return ServicesResult(compaction, clustering, cleaned, archived)

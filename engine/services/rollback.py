@@ -47,6 +47,8 @@ from engine.fs.properties import METAFOLDER
 from engine.fs.storage import Storage
 from engine.io.logfile import encode_command_block
 from engine.metadata.sync import record_rollback
+from engine.services.clustering_plan import is_scheduled_clustering
+from engine.services.heartbeat import has_heartbeat
 from engine.timeline.avro_metadata import (
     ROLLBACK_METADATA_SCHEMA,
     ROLLBACK_PLAN_SCHEMA,
@@ -300,10 +302,10 @@ def _roll_back_files(
 
 def _forget(storage: Storage, failed: Instant) -> None:
     """Drop a rolled-back instant from the timeline, then its markers and heartbeat."""
-    # a completed compaction is a `commit` whose pending files say `compaction`
-    actions = (
-        [failed.action, Action.COMPACTION] if failed.action is Action.COMMIT else [failed.action]
-    )
+    # a completed compaction is a `commit` whose pending files say `compaction`, a completed
+    # clustering of timeline layout 2 a `replacecommit` whose pending files say `clustering`
+    pending_as = {Action.COMMIT: Action.COMPACTION, Action.REPLACE_COMMIT: Action.CLUSTERING}
+    actions = [failed.action, *([pending_as[failed.action]] if failed.action in pending_as else [])]
     for action in actions:
         delete_instant_files(storage, failed.instant_time, action)
     delete_markers(storage, failed.instant_time)
@@ -410,7 +412,7 @@ def rollback_failed_writes(
     storage: Storage,
     timeline: Timeline,
     *,
-    actions: Iterable[Action] = COMMIT_ACTIONS,
+    actions: Iterable[Action] = (*COMMIT_ACTIONS, Action.CLUSTERING),
     is_alive: Callable[[Instant], bool] | None = None,
 ) -> list[str]:
     """Finish pending rollbacks, then roll back every pending write instant whose writer is
@@ -427,6 +429,8 @@ def rollback_failed_writes(
         alive = is_alive is not None and is_alive(failed)
         if alive or (is_alive is not None and _is_pending_clustering(storage, timeline, failed)):
             continue
+        if is_scheduled_clustering(storage, failed):
+            continue  # a plan waiting for its execution, not a failed write
         after = rollback_instant(storage, failed, after)
         rolled.append(failed.instant_time)
     return rolled
@@ -434,11 +438,14 @@ def rollback_failed_writes(
 
 def _is_pending_clustering(storage: Storage, timeline: Timeline, instant: Instant) -> bool:
     """A pending replacecommit of table version 6 whose requested file carries a clustering plan
-    (versions 8 and 9 name clustering ``clustering``, never among the writes rolled back here).
-    Clustering is a table service of Apache Hudi's that keeps no heartbeat, and Hudi never rolls
-    it back as a failed write (its own clustering retries or rolls it back): beside a running
-    Hudi writer the missing heartbeat says nothing, so other writers leave it
-    (:mod:`engine.timeline.clustering`)."""
+    (versions 8 and 9 name clustering ``clustering``, never among the writes rolled back here)
+    and that keeps no heartbeat. Apache Hudi's clustering keeps none, and Hudi never rolls it
+    back as a failed write (its own clustering retries or rolls it back): beside a running Hudi
+    writer the missing heartbeat says nothing, so other writers leave it
+    (:mod:`engine.timeline.clustering`). The engine's clustering beats
+    (:mod:`engine.services.clustering`): once its heartbeat stopped, it is a failed write."""
+    if has_heartbeat(storage, instant.instant_time):
+        return False
     return clustering_plan_groups(storage, timeline, instant) is not None
 
 

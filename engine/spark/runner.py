@@ -2,8 +2,9 @@
 
 Every data job of the engine goes through here: key generation and the batch profile
 (:mod:`engine.spark.jobs`, :mod:`engine.spark.profile`), the write job, compaction
-(:mod:`engine.spark.compaction`) and reads (:mod:`engine.spark.reader`). Only the public
-DataFrame API is used, so a classic session and Spark Connect behave alike.
+(:mod:`engine.spark.compaction`), clustering (:mod:`engine.spark.clustering`) and reads
+(:mod:`engine.spark.reader`). Only the public DataFrame API is used, so a classic session and
+Spark Connect behave alike.
 """
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ from pyspark.sql import DataFrame, SparkSession
 from engine.fs.storage import Storage
 from engine.model.keygen import KeyGenSpec
 from engine.read.plan import QueryPlan
+from engine.services.clustering import ClusteringContext
+from engine.services.clustering_plan import ClusteringGroup
 from engine.services.compaction import CompactionContext, CompactionOperation
 from engine.spark import (
     bucket_write,
     bulk_write,
+    clustering,
     compaction,
     evolution,
     insert_profile,
@@ -135,6 +139,11 @@ class SparkRunner:
         self, operations: Sequence[CompactionOperation], ctx: CompactionContext
     ) -> list[HoodieWriteStat]:
         return compaction.run_operations(self.spark, operations, ctx)
+
+    def cluster(
+        self, groups: Sequence[ClusteringGroup], ctx: ClusteringContext
+    ) -> list[HoodieWriteStat]:
+        return clustering.run_groups(self.spark, groups, ctx)
 
     def read(self, plan: QueryPlan) -> DataFrame:
         return reader.read_plan(self.spark, plan)

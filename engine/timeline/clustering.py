@@ -1,13 +1,12 @@
 """Pending clustering on the timeline: the file groups a clustering plan will rewrite.
 
-Apache Hudi schedules clustering as a plan in the requested file of its instant (a
-``replacecommit`` on table version 6, a ``clustering`` instant on 8 and 9): the
-``HoodieRequestedReplaceMetadata`` record with ``operationType`` ``CLUSTER`` and a
-``clusteringPlan`` whose input groups list the file slices to rewrite. This engine does not
-cluster, but writes beside a Hudi that does: a pending plan is Hudi's table service (no heartbeat,
-never rolled back as a failed write), and an update to one of its file groups would be lost when
-the plan executes from the slices it planned, so the conflict check refuses it, as Hudi's default
-``SparkRejectUpdateStrategy`` refuses such updates.
+A clustering is scheduled as a plan in the requested file of its instant (a ``replacecommit``
+on table version 6, a ``clustering`` instant on 8 and 9): the ``HoodieRequestedReplaceMetadata``
+record with ``operationType`` ``CLUSTER`` and a ``clusteringPlan`` whose input groups list the
+file slices to rewrite. Apache Hudi's pending plans keep no heartbeat and are never rolled back
+as failed writes (:func:`engine.services.rollback.rollback_failed_writes`); updates to their file
+groups are refused by ``hoodie.clustering.updates.strategy``
+(:func:`engine.services.clustering.check_clustering_updates`).
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from engine.timeline.avro_metadata import deserialize
 from engine.timeline.instant import Action, Instant, State, instant_file_name
 from engine.timeline.timeline import Timeline
 
-__all__ = ["clustering_plan_groups", "pending_clustering_groups"]
+__all__ = ["clustering_plan_groups"]
 
 
 def _requested_record(storage: Storage, timeline: Timeline, instant: Instant) -> dict[str, Any]:
@@ -48,15 +47,3 @@ def clustering_plan_groups(
         for group in plan.get("inputGroups") or []
         for s in group.get("slices") or []
     }
-
-
-def pending_clustering_groups(
-    storage: Storage, timeline: Timeline
-) -> dict[str, set[tuple[str, str]]]:
-    """Instant time -> the file groups of each pending clustering plan."""
-    out: dict[str, set[tuple[str, str]]] = {}
-    for instant in timeline.pending([Action.REPLACE_COMMIT, Action.CLUSTERING]):
-        groups = clustering_plan_groups(storage, timeline, instant)
-        if groups is not None:
-            out[instant.instant_time] = groups
-    return out

@@ -108,6 +108,7 @@ def plan_buckets(
     small_file_limit: int,
     pack_small_files: bool,
     new_file_id: Callable[[], str],
+    excluded: frozenset[tuple[str, str]] = frozenset(),
 ) -> BucketPlan:
     """Assign updates and inserts to buckets.
 
@@ -121,6 +122,7 @@ def plan_buckets(
         small_file_limit: ``hoodie.parquet.small.file.limit`` (0 disables packing).
         pack_small_files: False for bulk_insert.
         new_file_id: Makes a new file group id.
+        excluded: File groups under pending clustering: never small files (Hudi's rule).
     """
     buckets = _Buckets(latest_base_files)
     for (partition, file_id), _count in sorted(update_counts.items()):
@@ -136,8 +138,8 @@ def plan_buckets(
         if pack_small_files and small_file_limit > 0:
             small = [
                 f
-                for (p, _), f in sorted(latest_base_files.items())
-                if p == partition and f.size_bytes < small_file_limit
+                for (p, fid), f in sorted(latest_base_files.items())
+                if p == partition and f.size_bytes < small_file_limit and (p, fid) not in excluded
             ]
             assigned = _fill_small_files(
                 buckets, partition, small, total, max_file_size, record_size

@@ -32,7 +32,6 @@ from engine.metadata.data_keys import log_file_keys
 from engine.model.schema import RECORD_KEY_COLUMN
 from engine.services.lock import TableLock
 from engine.services.rollback import rollback_instant
-from engine.timeline.clustering import pending_clustering_groups
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
@@ -82,7 +81,6 @@ def check_write_conflicts(
     ours = _touched(stats, replaced)
     before = {i.instant_time for i in started.completed()}
     current = Timeline.load(storage)
-    _refuse_pending_clustering(storage, current, ours, instant_time, action)
     our_keys: pa.Array | None = None
     for other in current.commits_timeline():
         if other.instant_time in before or other.instant_time == instant_time:
@@ -107,31 +105,6 @@ def check_write_conflicts(
             f"Write {instant_time} ({action.value}) on {storage.base_path} conflicts with "
             f"{other.action.value} {other.instant_time}, completed meanwhile, on file group(s) "
             f"{shown}; the write was rolled back, retry it"
-        )
-
-
-def _refuse_pending_clustering(
-    storage: Storage,
-    current: Timeline,
-    ours: set[tuple[str, str]],
-    instant_time: str,
-    action: Action,
-) -> None:
-    """Fail (rolled back) a write to a file group a pending clustering plan rewrites: executed
-    from the slices it planned, the clustering would drop this write's changes to it."""
-    for planned, groups in pending_clustering_groups(storage, current).items():
-        clash = ours & groups if planned != instant_time else set()
-        if not clash:
-            continue
-        rollback_instant(
-            storage, Instant(instant_time, action, State.INFLIGHT), current.max_instant_time()
-        )
-        shown = ", ".join(f"{p}/{f}" if p else f for p, f in sorted(clash)[:5])
-        raise WriteConflictError(
-            f"Write {instant_time} ({action.value}) on {storage.base_path} changes file "
-            f"group(s) {shown}, which the pending clustering {planned} rewrites (as Hudi's "
-            "SparkRejectUpdateStrategy, updates to them wait for it); the write was rolled "
-            "back, retry it once the clustering completed"
         )
 
 

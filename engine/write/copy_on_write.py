@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from engine import config
 from engine.fs.filenames import new_file_id
+from engine.services.clustering_plan import clustering_file_groups
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
 from engine.write.bucketing import plan_buckets
@@ -43,6 +44,7 @@ def write_copy_on_write(job: WriteJob) -> list[HoodieWriteStat]:
         small_file_limit=cfg.get(config.PARQUET_SMALL_FILE_LIMIT),
         pack_small_files=job.operation.packs_small_files,
         new_file_id=new_file_id,
+        excluded=clustering_file_groups(job.storage, job.timeline),
     )
     job.start_inflight(Action.COMMIT, plan)
     return job.data_runner.write_buckets(located, plan, job.write_context())

@@ -48,6 +48,7 @@ from engine.config import HoodieConfig
 from engine.errors import HudiError
 from engine.fs.filenames import TaskInfo, new_file_id
 from engine.fs.storage import Storage
+from engine.services.clustering_plan import clustering_file_groups
 from engine.services.compaction import compacting_file_groups, run_pending_compactions
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
@@ -104,7 +105,8 @@ class SmallFileRule:
             latest slice is sized (base file + log bytes x ``log_to_base_ratio``) and those
             below ``hoodie.parquet.max.file.size`` take inserts as log blocks.
         log_to_base_ratio: ``hoodie.logfile.to.parquet.compression.ratio``.
-        compacting: File groups of pending compaction plans, never candidates.
+        compacting: File groups of pending compaction (and clustering) plans, never
+            candidates.
     """
 
     small_file_limit: int
@@ -164,7 +166,11 @@ class SmallFileRule:
         limit, smallest first, at most the candidates limit per partition."""
         by_partition: dict[str, list[tuple[tuple[str, str], SizedBaseFile]]] = {}
         for key, base in table_slices.base_files.items():
-            if key[0] in receiving and not table_slices.has_logs(key):
+            if (
+                key[0] in receiving
+                and not table_slices.has_logs(key)
+                and key not in self.compacting
+            ):
                 if base.size_bytes < self.small_file_limit:
                     by_partition.setdefault(key[0], []).append((key, base))
         found: dict[tuple[str, str], SizedBaseFile] = {}
@@ -283,8 +289,11 @@ def write_merge_on_read(job: WriteJob) -> list[HoodieWriteStat]:
     table_slices = latest_table_slices(job.storage, job.timeline, job.touched_partitions)
     located = job.locate()
     rule = SmallFileRule.of(cfg)
+    # never a small file: groups of pending compaction (logs-rule) and of pending clustering
+    busy = clustering_file_groups(job.storage, job.timeline)
     if rule.inserts_to_logs:
-        rule = replace(rule, compacting=compacting_file_groups(job.storage, job.timeline))
+        busy |= compacting_file_groups(job.storage, job.timeline)
+    rule = replace(rule, compacting=busy)
     plan, small_file_ids = plan_merge_on_read_buckets(
         update_counts=located.update_counts,
         insert_counts=located.insert_counts,

@@ -15,6 +15,7 @@ that Spark does the work, so the same write and compaction code runs unchanged o
       by partition  runner.write_partitions (one job: one task per partition looks up, plans
                   and writes its file groups)
     compaction  runner.compact (one task per file slice)
+    clustering  runner.cluster (one job, one task per input group)
     read        runner.read (a query plan as the runner's data frame)
     audit       runner.validate (Hudi's SQL pre-commit checks on the staged snapshot)
 
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from engine.fs.storage import Storage
     from engine.model.keygen import KeyGenSpec
     from engine.read.plan import QueryPlan
+    from engine.services.clustering import ClusteringContext
+    from engine.services.clustering_plan import ClusteringGroup
     from engine.services.compaction import CompactionContext, CompactionOperation
     from engine.timeline.commit_metadata import HoodieWriteStat
     from engine.write.bucketing import Bucket, BucketPlan, BucketSpec
@@ -258,6 +261,12 @@ class Runner(Protocol):
         self, operations: Sequence[CompactionOperation], ctx: CompactionContext
     ) -> list[HoodieWriteStat]:
         """Compact every operation (one task per file slice); the write stats."""
+        ...
+
+    def cluster(
+        self, groups: Sequence[ClusteringGroup], ctx: ClusteringContext
+    ) -> list[HoodieWriteStat]:
+        """Rewrite every clustering group (one job, one task per group); the write stats."""
         ...
 
     def read_changes(self, base_path: str | Storage, begin: str, end: str | None) -> Any:

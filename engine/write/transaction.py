@@ -57,6 +57,7 @@ from engine.model.auto_keys import check_auto_keys, write_operation
 from engine.model.keygen import KeyGenSpec, keygen_spec_from_config
 from engine.model.merge import MergeSpec
 from engine.model.ordering import null_ordering_checked
+from engine.services.clustering import check_clustering_updates
 from engine.services.heartbeat import Heartbeat, is_write_alive
 from engine.services.inline import run_table_services, validate_service_options
 from engine.services.lock import TableLock
@@ -230,8 +231,14 @@ class WriteTransaction:
         checkpoint("write.after_commit")
         merge_on_read = self.table_type == TableType.MERGE_ON_READ
         compact = self.runner.compact if merge_on_read and self._runner is not None else None
+        cluster = self.runner.cluster if self._runner is not None else None
         run_table_services(
-            self.storage, self.cfg, self.lock, merge_on_read=merge_on_read, compact=compact
+            self.storage,
+            self.cfg,
+            self.lock,
+            merge_on_read=merge_on_read,
+            compact=compact,
+            cluster=cluster,
         )
         with self.lock.hold():  # after the data services, whose instants it records too
             run_metadata_services(self.storage, self.cfg)
@@ -414,6 +421,7 @@ class WriteTransaction:
     def _commit(self, job: WriteJob, stats: list[HoodieWriteStat]) -> None:
         action = self.strategy.action
         with self.lock.hold():  # commit: conflict check, then the completed instant
+            check_clustering_updates(self.storage, self.cfg, stats, job.instant_time, action)
             replaced = self.strategy.replaced(self.storage, job, stats)
             check_write_conflicts(
                 self.storage,

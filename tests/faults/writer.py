@@ -6,6 +6,7 @@ Usage: ``python -m tests.faults.writer SPEC_JSON`` where the spec is
     {"kind": "write", "rows": [[id, dt, ts, v], ...], "options": {...}}   Spark (local[1])
     {"kind": "clean", "options": {...}}                                  no Spark
     {"kind": "compact"}                           pending compactions, in-process runner
+    {"kind": "cluster", "options": {...}}         plan and run a clustering, in-process runner
     {"kind": "rollback"}                          roll back failed writes
     {"kind": "archive", "options": {...}}
     {"kind": "restore", "to": INSTANT}            restore the table to INSTANT
@@ -54,6 +55,17 @@ def _run_step(step: dict[str, Any], table: str, work: str, state: dict[str, Any]
 
         with TableLock(storage, cfg).hold():
             run_pending_compactions(storage, runner=run_operations_locally)
+    elif kind == "cluster":
+        from engine.services.clustering import (
+            execute_clustering,
+            run_groups_locally,
+            schedule_clustering,
+        )
+
+        with TableLock(storage, cfg).hold():
+            scheduled = schedule_clustering(storage, cfg, force=True)
+            if scheduled is not None:
+                execute_clustering(storage, scheduled[0], cfg, runner=run_groups_locally)
     elif kind == "rollback":
         from engine.services.rollback import rollback_failed_writes
 

@@ -593,6 +593,26 @@ class HudiAdapter(SparkAdapter):
         return result
 
     @available
+    def hudi_cluster(
+        self,
+        relation: Any,
+        sort_columns: Any = None,
+        strategy: str | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Cluster a Hudi model's table (``dbt run-operation hudi_cluster``)."""
+        from dbt.adapters.hudi.services import run_cluster
+
+        target, path = self._resolve_model(relation)
+        try:
+            result = run_cluster(path, sort_columns, strategy, options)
+        except HudiError as e:
+            raise DbtRuntimeError(f"Clustering {target} failed: {e}") from e
+        if result.get("instant_time"):
+            self.hudi_publish(target, path)
+        return result
+
+    @available
     def hudi_restore(
         self, invocation_id: str, relations: list[str], dry_run: bool = False, force: bool = False
     ) -> dict[str, Any]:

@@ -15,6 +15,9 @@ Mapping (Hudi's own keys live in ``engine.config``)::
     payload                       -> payload class: overwrite_latest | event_time | partial_update
     hive_style_partitioning       -> hive-style partition paths (default true)
     compaction_delta_commits      -> inline compaction every N deltacommits (hudi_mor, default 5)
+    cluster_every (int)           -> inline clustering every N commits (hoodie.clustering.inline)
+    cluster_by (str | list)       -> hoodie.clustering.plan.strategy.sort.columns
+    cluster_layout                -> hoodie.layout.optimize.strategy: linear | z-order | hilbert
     overwrite_scope               -> partitions | table (hudi_insert_overwrite)
     on_schema_change              -> the schema evolution keys of schema_change.mode_options
     index_type                    -> hoodie.index.type: SIMPLE | GLOBAL_SIMPLE | BLOOM |
@@ -102,6 +105,7 @@ class HudiModelConfig:
     buckets: int | None = None
     audit_before_publish: bool = False
     audit_options: Mapping[str, str] = field(default_factory=dict)
+    clustering_options: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def table_type(self) -> TableType:
@@ -139,7 +143,11 @@ class HudiModelConfig:
         applies to; ``batch_bytes`` estimates its batch). ``table_index``: the index type a
         continued table persists (a bucket-index table does): no default then, the table's own
         setting applies."""
-        opts: dict[str, str] = {**self.hudi_options, **self.audit_options}
+        opts: dict[str, str] = {
+            **self.hudi_options,
+            **self.audit_options,
+            **self.clustering_options,
+        }
         opts[hc.TABLE_NAME.key] = table_name
         if database:
             opts[hc.DATABASE_NAME.key] = database
@@ -528,6 +536,28 @@ def _materialization_configs(
     return scope, compaction
 
 
+CLUSTER_LAYOUTS = ("linear", "z-order", "hilbert")
+
+
+def _clustering(config: Mapping[str, Any], problems: list[str]) -> dict[str, str]:
+    """``cluster_every``, ``cluster_by`` and ``cluster_layout`` as Hudi's clustering keys: the
+    model clusters itself inline every N commits, ordering rows by the columns."""
+    out: dict[str, str] = {}
+    if config.get("cluster_every") is not None:
+        every = _positive_int(config.get("cluster_every"), "cluster_every", 1, problems)
+        out[hc.INLINE_CLUSTERING.key] = "true"
+        out[hc.INLINE_CLUSTERING_MAX_COMMITS.key] = str(every)
+    columns = _names(config.get("cluster_by"), "cluster_by", problems, required=False)
+    if columns:
+        out[hc.CLUSTERING_SORT_COLUMNS.key] = ",".join(columns)
+    if config.get("cluster_layout") is not None:
+        layout = _choice(
+            config.get("cluster_layout"), "cluster_layout", CLUSTER_LAYOUTS, "linear", problems
+        )
+        out[hc.LAYOUT_OPTIMIZE_STRATEGY.key] = layout
+    return out
+
+
 def _unique_key(
     config: Mapping[str, Any], materialization: str, problems: list[str]
 ) -> tuple[str, ...]:
@@ -586,6 +616,7 @@ def parse_model_config(
             config.get("audit_before_publish"), "audit_before_publish", False, problems
         ),
         audit_options=_hudi_audit(config.get("hudi_audit"), raw, problems),
+        clustering_options=_clustering(config, problems),
     )
     _conflicts(cfg, problems)
     problems.extend(option_conflicts(on_schema_change, raw))
@@ -742,6 +773,38 @@ MODEL_CONFIGS: tuple[ModelConfigDoc, ...] = (
         str(DEFAULT_COMPACTION_DELTA_COMMITS),
         "`hoodie.compact.inline.max.delta.commits` (with `hoodie.compact.inline=true`)",
         "Inline compaction runs every this many deltacommits.",
+    ),
+    ModelConfigDoc(
+        "cluster_every",
+        "Hudi models",
+        "positive integer",
+        "none (no clustering)",
+        "`hoodie.clustering.inline=true`, `hoodie.clustering.inline.max.commits`",
+        "The model's table clusters itself after a run once this many commits completed since "
+        "its last clustering: small file groups rewritten into files of "
+        "`hoodie.clustering.plan.strategy.target.file.max.bytes`, ordered by `cluster_by` (see "
+        "[clustering](table-services.md#clustering)). Not on the bucket index (a new keyed "
+        "`hudi_mor` table's default): give such a model another `index_type`.",
+    ),
+    ModelConfigDoc(
+        "cluster_by",
+        "Hudi models (the clusterings their runs plan: `cluster_every`, or "
+        "`hoodie.clustering.schedule.inline` in `hudi_options`)",
+        "a column or a list of columns",
+        "none (rows keep their order)",
+        "`hoodie.clustering.plan.strategy.sort.columns`",
+        "The columns clustering orders rows by: a selective filter on them then reads few "
+        "files (data skipping through column stats).",
+    ),
+    ModelConfigDoc(
+        "cluster_layout",
+        "Hudi models (as `cluster_by`)",
+        "how rows are ordered by `cluster_by`",
+        "`linear`",
+        "`hoodie.layout.optimize.strategy`",
+        "`linear` sorts by the columns in turn; `z-order` and `hilbert` order along a "
+        "space-filling curve of all of them, so a filter on any one column skips files.",
+        CLUSTER_LAYOUTS,
     ),
     ModelConfigDoc(
         "overwrite_scope",

@@ -1,4 +1,5 @@
-"""Table services behind ``dbt run-operation hudi_clean`` / ``hudi_compact`` / ``hudi_health``.
+"""Table services behind ``dbt run-operation hudi_clean`` / ``hudi_compact`` / ``hudi_cluster``
+/ ``hudi_health``.
 
 Both go through :class:`engine.HudiTable` as the ``dbt-hudi`` command does: on the driver,
 against a model's base path, under the table lock, with the table's persisted properties merged
@@ -9,7 +10,7 @@ downstream SQL sees the new snapshot (a compaction changes which base files are 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine import spark_table
@@ -52,6 +53,37 @@ def run_compact(base_path: str, options: Mapping[str, Any] | None = None) -> dic
     return {
         "instant_time": done[-1],
         "message": f"compaction committed {', '.join(done)} in {seconds:.1f}s",
+    }
+
+
+def run_cluster(
+    base_path: str,
+    sort_columns: Sequence[str] | str | None = None,
+    strategy: str | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Run pending clusterings, or plan one and run it (``sort_columns`` and ``strategy`` are
+    ``hoodie.clustering.plan.strategy.sort.columns`` and ``hoodie.layout.optimize.strategy``).
+
+    Returns:
+        ``instant_time`` (None when there was nothing to cluster), ``groups`` planned,
+        ``message``.
+    """
+    planned: list[int] = []
+    started = time.monotonic()
+    done = spark_table(base_path).cluster(
+        options,
+        on_planned=lambda _, plan: planned.append(len(plan.groups)),
+        sort_columns=sort_columns,
+        strategy=strategy,
+    )
+    seconds = time.monotonic() - started
+    if not done:
+        return {"instant_time": None, "groups": 0, "message": "nothing to cluster"}
+    return {
+        "instant_time": done[-1],
+        "groups": sum(planned),
+        "message": f"clustering committed {', '.join(done)} in {seconds:.1f}s",
     }
 
 

@@ -1,5 +1,6 @@
 {#- Run-operations on a Hudi model's table; `relation` is 'schema.model' or 'model' (target schema).
       dbt run-operation hudi_compact --args '{relation: analytics.orders_mor}'
+      dbt run-operation hudi_cluster --args '{relation: orders, sort_columns: [customer_id, day], strategy: z-order}'
       dbt run-operation hudi_clean --args '{relation: orders, options: {hoodie.cleaner.commits.retained: 1}}'
       dbt run-operation hudi_health --args '{relation: orders}'
       dbt run-operation hudi_restore --args '{invocation_id: 5f0c..., dry_run: true}'
@@ -7,6 +8,16 @@
 {% macro hudi_compact(relation, options={}) %}
   {%- set result = adapter.hudi_compact(relation, options) -%}
   {%- do log('Hudi compaction of ' ~ relation ~ ': ' ~ result['message'], info=True) -%}
+  {{ return(result) }}
+{% endmacro %}
+
+
+{#- Cluster the model's table: rewrite its small file groups into files of the target size,
+    ordered by `sort_columns` (linear, z-order or hilbert `strategy`); a plan a writer scheduled
+    runs first. `options` are further hoodie.clustering.* / hoodie.layout.optimize.* settings. -#}
+{% macro hudi_cluster(relation, sort_columns=none, strategy=none, options={}) %}
+  {%- set result = adapter.hudi_cluster(relation, sort_columns, strategy, options) -%}
+  {%- do log('Hudi clustering of ' ~ relation ~ ': ' ~ result['message'], info=True) -%}
   {{ return(result) }}
 {% endmacro %}
 
