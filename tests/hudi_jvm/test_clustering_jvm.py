@@ -1,7 +1,7 @@
 """Apache Hudi reads and continues tables our engine clustered, and executes a clustering plan
 our engine scheduled: Hudi 0.15.0 on table version 6 (copy-on-write), Hudi 1.1.1 on version 9
-(merge-on-read, metadata table; ``make test-long``). Every step is judged by Hudi's reader, hudi-rs, our reader
-and the oracle (tests/hudi_jvm/judge.py)."""
+(merge-on-read, metadata table; ``make test-long``). Every step is judged by Hudi's reader,
+hudi-rs, our reader and the oracle (tests/hudi_jvm/judge.py)."""
 
 from __future__ import annotations
 
