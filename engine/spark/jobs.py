@@ -13,14 +13,14 @@ from __future__ import annotations
 import contextvars
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel, TaskContext
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from engine.errors import (
@@ -110,6 +110,38 @@ def in_threads(pool: ThreadPoolExecutor, work: Callable[[T], R], items: list[T])
     (a warm-up's :func:`engine.faults.passed_by` holds in the threads it writes with)."""
     futures = [pool.submit(contextvars.copy_context().run, work, item) for item in items]
     return [f.result() for f in futures]
+
+
+Item = TypeVar("Item")
+
+
+def run_task_per_item(
+    spark: SparkSession,
+    items: Sequence[Item],
+    work: Callable[[Item, TaskInfo, int], Sequence[HoodieWriteStat]],
+) -> list[HoodieWriteStat]:
+    """One Spark job with one task per item (a compaction's file slice, a clustering's group):
+    ``work`` runs on an executor with the task's identity (its files' write tokens) and the
+    item's index, and the write stats of the files it wrote come back to the driver, which
+    alone completes the instant."""
+    if not items:
+        return []
+    by_index = dict(enumerate(items))
+    frame = spark.createDataFrame([(k,) for k in by_index], "item_index int")
+
+    def task(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
+        number = key[0].as_py() if hasattr(key[0], "as_py") else int(key[0])
+        context = TaskContext.get()
+        info = TaskInfo(
+            stage_id=context.stageId() if context else 0,
+            task_attempt_id=context.taskAttemptId() if context else 0,
+        )
+        stats = work(by_index[number], info, number)
+        return pa.table({"stat": [json.dumps(s.to_dict()) for s in stats]})
+
+    result = frame.groupBy("item_index").applyInArrow(task, "stat string")
+    rows = run_job(result.collect)
+    return [HoodieWriteStat.from_dict(json.loads(r["stat"])) for r in rows]
 
 
 def run_job(action: Callable[[], T]) -> T:
