@@ -200,12 +200,13 @@ def test_every_page_renders(browser: Browser, server: str, site: Path) -> None:
 
 
 # the results, once the worker answered: "No matching documents" can show for a moment while the
-# worker still indexes, so only one that stays for 2 s counts
+# worker still indexes, so only one that stays for 2 s counts; the worker builds its index first,
+# which on a loaded machine took over 15 s, so the wait is up to 60 s
 SEARCH = """(async () => {
   const wait = ms => new Promise(r => setTimeout(r, ms));
   const meta = () => document.querySelector('.md-search-result__meta')?.textContent || '';
   let nothing = 0;
-  for (let i = 0; i < 150 && nothing < 20; i++) {
+  for (let i = 0; i < 600 && nothing < 20; i++) {
     const links = [...document.querySelectorAll('.md-search-result__link')]
       .map(a => a.getAttribute('href'));
     if (links.length) return {meta: meta(), links};
