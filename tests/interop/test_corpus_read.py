@@ -1,7 +1,7 @@
 """Our readers on the tables Apache Hudi wrote (shared/corpus).
 
-* ``check_corpus.py`` judges the CLI (``python -m engine.cli read``) against every documented
-  expectation of the corpus.
+* ``check_corpus.py`` judges the CLI's ``read`` (run in this process, each query's arguments as
+  ``--reader-cmd`` would get them) against every documented expectation of the corpus.
 * Every hudi-rs golden (``golden/<table>/<query>.jsonl``: snapshot, read_optimized, as_of_<t>,
   incr_<start>_<end>), of table versions 6, 8 and 9, must equal our Arrow reader's output byte
   for byte after canonicalization, and the CLI must print exactly that text.
@@ -9,15 +9,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import importlib.util
+import io
+import json
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 
 from engine import config
 from engine.cli import canonical_json_lines
+from engine.cli.app import main as cli_main
 from engine.read.arrow import read_table
 
 pytestmark = pytest.mark.interop
@@ -105,17 +113,50 @@ def test_cli_read_corpus_prints_golden_text(
     assert done.stdout == golden
 
 
+def _cli_reader(table: str, query: dict[str, Any]) -> list[dict[str, Any]]:
+    """``dbt-hudi read TABLE ... --meta`` run in this process: the arguments check_corpus.py
+    gives its ``--reader-cmd``, the CLI's code from argument parsing to the printed JSON lines
+    (process start and exit are the golden CLI tests' part)."""
+    check_corpus = _check_corpus_module()
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["read", table, *check_corpus.query_args(query), "--meta"]
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = cli_main(argv)
+    if status != 0:
+        raise RuntimeError(err.getvalue().strip()[-500:])
+    return [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
+
+
+@functools.cache
+def _check_corpus_module() -> ModuleType:
+    shared = _shared()
+    assert shared is not None
+    tools = shared / "tools"
+    sys.path.insert(0, str(tools))  # check_corpus.py imports hudi_rs_read beside it
+    spec = importlib.util.spec_from_file_location("check_corpus", tools / "check_corpus.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_check_corpus_with_engine_cli_all_expectations_pass(
-    shared_dir: Path, tmp_path: Path
+    shared_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    reader = f"{sys.executable} -m engine.cli read"
-    done = subprocess.run(
-        [sys.executable, str(shared_dir / "tools" / "check_corpus.py"), "--reader-cmd", reader,
-         "--work-dir", str(tmp_path)],
-        capture_output=True, text=True, cwd=REPO, check=False,
-    )  # fmt: skip
-    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    """shared/tools/check_corpus.py, its ``--reader-cmd`` reader being the CLI's ``read``: every
+    expectation of the corpus holds."""
+    check_corpus = _check_corpus_module()
+    monkeypatch.setattr(check_corpus, "read_cmd", lambda _cmd, table, q: _cli_reader(table, q))
+    argv = ["check_corpus.py", "--reader-cmd", "dbt-hudi read", "--work-dir", str(tmp_path)]
+    monkeypatch.setattr(sys, "argv", argv)
+    status = check_corpus.main()
+    printed = capsys.readouterr().out.strip()
+    summary = printed.splitlines()[-1]
+    failed = [line for line in printed.splitlines() if line.startswith("FAIL")]
+    assert not status and not failed, "\n".join(failed)[-3000:]
     passed, total = summary.split()[0].split("/")
     # 79: the v6 tables and the tables Hudi 1.0 (version 8) and 1.1 (version 9) wrote
     assert passed == total and int(total) >= 79, summary
