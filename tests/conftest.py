@@ -33,7 +33,7 @@ def _shared_dir() -> Path | None:
 SHARED = _shared_dir()
 
 # The longest files, then folders by how long their files run: ``make test`` hands files to its
-# workers in collection order (pytest-xdist, ``--dist loadfile --no-loadscope-reorder``), so the
+# workers in collection order (pytest-xdist, ``--dist loadgroup --no-loadscope-reorder``), so the
 # long ones start first and the short unit files fill the gaps at the end instead of one worker
 # finishing a long file alone.
 _LONGEST_FILES = (
@@ -64,9 +64,24 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         class_archive.prepare()
 
 
+# The files that talk to Apache Hudi's JVMs (tests/hudi_jvm/fixtures.py: one per release per
+# worker process, started on first use): one worker runs them all, so each release's JVM starts
+# once in the run and its warmed-up JIT serves every case, instead of once on each worker.
+_ONE_WORKER = "hudi_jvm"
+_HUDI_JVM_FILES = (
+    "hudi_jvm/test_hudi_1_1_ours_first.py", "hudi_jvm/test_hudi_1_1_hudi_first.py",
+    "hudi_jvm/test_two_writers.py", "hudi_jvm/test_differential.py",
+    "hudi_jvm/test_hudi_0_15.py", "hudi_jvm/test_clustering_jvm.py",
+)  # fmt: skip
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Orders the collected tests by :data:`_LONGEST_FILES`, then :data:`_LONGEST_FIRST`
-    (stable: a file keeps its order)."""
+    (stable: a file keeps its order), and names each test's work unit for ``make test``'s
+    workers (``--dist loadgroup``): its file, as ``--dist loadfile`` would (a file's module
+    fixtures are shared), or :data:`_ONE_WORKER` for :data:`_HUDI_JVM_FILES`. Runs before
+    pytest-xdist reads the groups."""
 
     def rank(item: pytest.Item) -> tuple[int, int]:
         parts = item.path.relative_to(REPO).parts
@@ -78,6 +93,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return 1, order
 
     items.sort(key=rank)
+    for item in items:
+        inside = "/".join(item.path.relative_to(REPO).parts[1:])
+        unit = _ONE_WORKER if inside in _HUDI_JVM_FILES else item.path.relative_to(REPO).as_posix()
+        item.add_marker(pytest.mark.xdist_group(unit))
 
 
 # where the one-job writes of this process run: "driver" (every batch, whatever its size, on the

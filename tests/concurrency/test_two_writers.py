@@ -1,4 +1,4 @@
-"""Two writer processes on one table, 8 rounds each (20 under ``make test-long``): no lost and
+"""Two writer processes on one table, 5 rounds each (20 under ``make test-long``): no lost and
 no duplicated rows.
 
 Each writer alternates between its own partition (disjoint: never a conflict) and a partition
@@ -29,7 +29,7 @@ from tests.faults.harness import REPO, Rows, assert_no_orphans, assert_reads
 
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
 
-ROUNDS = 20 if os.environ.get("HUDI_TEST_LONG") else 8
+ROUNDS = 20 if os.environ.get("HUDI_TEST_LONG") else 5
 WRITERS = ("a", "b")
 OPTIONS = {
     "hoodie.table.name": "two_writers",

@@ -1,5 +1,6 @@
 """The fixture that hands tests Apache Hudi's JVMs: one per release per test process, started
-on first use and stopped at the end of the session."""
+on first use and stopped at the end of the session (``make test`` runs every file using it on
+one worker, so each release's JVM starts once: tests/conftest.py)."""
 
 from __future__ import annotations
 

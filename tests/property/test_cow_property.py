@@ -4,8 +4,8 @@ Batches carry duplicate keys, out-of-order ordering values, ``_hoodie_is_deleted
 deletes by key, and keys landing in new partitions (null ordering values are refused by upserts,
 tests/integration/test_null_ordering.py). After every commit hudi-rs must read
 exactly the model's rows (data and commit times); after the last one ``read_hudi`` (Spark) must
-agree too. ``make test`` runs 40 sequences in each of table versions 6, 8 and 9, ``make
-test-long`` ten times as many; a tenth of them again on the bucket index, with
+agree too. ``make test`` runs 24 sequences on table version 6 and 8 on each of 8 and 9,
+``make test-long`` 400 on each; a tenth of them again on the bucket index, with
 ``insert_overwrite`` drawn too, and a tenth on the BLOOM index with tiny filters (most absent
 keys pass them; ranges pruning on or off, SIMPLE or DYNAMIC_V0 filters).
 """

@@ -13,8 +13,8 @@ After every commit the table is judged: by hudi-rs for the payloads it merges
 (OverwriteWithLatest, Default), by the engine's reader for the others (hudi-rs refuses custom
 payloads on slices with logs); at the end everything is compacted and hudi-rs, the snapshot,
 the read-optimized view and ``read_hudi`` (Spark) must all equal the model.
-``make test`` runs 40 sequences in each of table versions 6, 8 and 9 (``make test-long`` ten
-times as many).
+``make test`` runs 24 sequences on table version 6 and 8 on each of 8 and 9 (``make
+test-long`` 400 on each).
 """
 
 from __future__ import annotations

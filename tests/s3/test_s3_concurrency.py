@@ -1,6 +1,6 @@
 """Two writer processes on one S3 table under optimistic concurrency control with the
 conditional-write lock: no lost and no duplicated rows, conflicts fail and are retried cleanly
-(the local run of the same test: ``tests/concurrency``), 4 rounds each (10 under
+(the local run of the same test: ``tests/concurrency``), 3 rounds each (10 under
 ``make test-long``); the lock itself is also raced by concurrent writers against the same server
 (``test_s3_lock.py``)."""
 
@@ -20,7 +20,7 @@ pytestmark = [
     pytest.mark.interop,
 ]
 
-ROUNDS = 10 if os.environ.get("HUDI_TEST_LONG") else 4
+ROUNDS = 10 if os.environ.get("HUDI_TEST_LONG") else 3
 S3_OPTIONS = {
     **OPTIONS,
     "hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
