@@ -98,6 +98,13 @@ class HudiJvm:
         rows: list[Row] = answer["rows"]
         return rows
 
+    def reads(self, path: str | Path, queries: dict[str, dict[str, Any]]) -> dict[str, list[Row]]:
+        """Several of :meth:`read`'s queries of the table at ``path`` at once, by name (each
+        value: ``query`` and its ``begin``, ``end``, ``as_of``, ``options``)."""
+        reads = [{"path": str(path), **query} for query in queries.values()]
+        answers: list[list[Row]] = self.request("reads", reads=reads)["answers"]
+        return dict(zip(queries, answers, strict=True))
+
     def sql(self, statement: str) -> list[Row]:
         """Rows of ``statement`` in Hudi's Spark session (CALL procedures among them)."""
         rows: list[Row] = self.request("sql", statement=statement)["rows"]

@@ -173,17 +173,17 @@ class Judge:
         self.points.append(Point(instant_time, completion_time, expected, commit_times))
 
     def _hudi_answers(self, point: Point | None, begin: str) -> dict[str, list[dict[str, Any]]]:
-        """Apache Hudi's reads of the step: snapshot, read-optimized, as of ``point`` and
-        the changes since it."""
-        read, path = self.hudi.read, self.path
-        answers = {"snapshot": read(path, options=HUDI_READ)}
+        """Apache Hudi's reads of the step, in one request (its JVM runs them at once):
+        snapshot, read-optimized, as of ``point`` and the changes since it."""
+        queries: dict[str, dict[str, Any]] = {"snapshot": {"query": "snapshot"}}
         if self.table_type == MOR:
-            answers["read_optimized"] = read(path, "read_optimized", options=HUDI_READ)
+            queries["read_optimized"] = {"query": "read_optimized"}
         if point is not None:
-            as_of = point.instant_time
-            answers["time_travel"] = read(path, "time_travel", as_of=as_of, options=HUDI_READ)
-            answers["incremental"] = read(path, "incremental", begin=begin, options=HUDI_READ)
-        return answers
+            queries["time_travel"] = {"query": "time_travel", "as_of": point.instant_time}
+            queries["incremental"] = {"query": "incremental", "begin": begin}
+        for query in queries.values():
+            query["options"] = HUDI_READ
+        return self.hudi.reads(self.path, queries)
 
     def _local_answers(self, point: Point | None, begin: str) -> dict[str, dict[str, Rows]]:
         """hudi-rs's and the engine's reads of the same queries, by query then reader (their

@@ -8,6 +8,8 @@ provision.py); imports nothing from the project. Requests (``op`` and its fields
   ``mode`` (append | overwrite) -> ``{}``
 - ``read``: ``path``, ``query`` (snapshot | read_optimized | incremental | time_travel),
   ``begin``/``end`` (incremental), ``as_of`` (time travel), ``options`` -> ``{"rows": [...]}``
+- ``reads``: ``reads``, a list of ``read`` requests, run at once on threads of the session (tiny
+  reads wait on Spark's scheduling more than they compute) -> ``{"answers": [[...], ...]}``
 - ``sql``: ``statement`` -> ``{"rows": [...]}``
 - ``register``: ``name``, ``path``: the table at ``path`` in the catalog as ``name`` (the
   procedures that take a table name)
@@ -106,6 +108,15 @@ def _read(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
     return {"rows": _rows(frame)}
 
 
+def _reads(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    reads = request["reads"]
+    with ThreadPoolExecutor(max_workers=max(1, len(reads))) as pool:
+        answers = list(pool.map(lambda read: _read(spark, read)["rows"], reads))
+    return {"answers": answers}
+
+
 def _write(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
     frame = spark.read.parquet(request["parquet"])
     writer = frame.write.format("hudi").options(**request.get("options", {}))
@@ -163,6 +174,8 @@ def _answer(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
         return _write(spark, request)
     if op == "read":
         return _read(spark, request)
+    if op == "reads":
+        return _reads(spark, request)
     if op == "sql":
         return {"rows": _rows(spark.sql(request["statement"]))}
     if op == "register":
