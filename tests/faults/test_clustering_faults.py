@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from engine import write_hudi
+from engine.cli import main
 from engine.fs.storage import Storage
 from engine.timeline.timeline import Timeline
 from tests.faults.harness import Rows, assert_no_orphans, assert_reads, run_writer
@@ -84,7 +85,8 @@ TASK_POINTS = [
 @pytest.mark.parametrize("point", TASK_POINTS)
 def test_kill_inside_clustering_task(spark, tmp_path, point) -> None:  # type: ignore[no-untyped-def]
     """The kill comes from a Spark task (a Python worker) of the clustering job: the driver and
-    its JVM die with it, the clustering is left inflight with some of its files written."""
+    its JVM die with it, the clustering is left inflight with some of its files written, and
+    ``dbt-hudi rollback --failed`` or the next writer rolls it back."""
     path = tmp_path / "t"
     state = _seed(spark, path)
     step = {
@@ -101,10 +103,16 @@ def test_kill_inside_clustering_task(spark, tmp_path, point) -> None:  # type: i
     assert written, f"a kill at {point} leaves the files the task wrote before it"
     assert_reads(spark, path, state, f"a kill at {point}")
 
+    # the first case recovers by dbt-hudi rollback --failed, the other by the next writer
+    by_cli = point == "clustering.task_after_file"
+    if by_cli:
+        assert main(["rollback", str(path), "--failed"]) == 0
+        assert not _clustering_files(path, instant.instant_time)
+        assert_reads(spark, path, state, f"dbt-hudi rollback --failed after a kill at {point}")
     more = [("n1", "d1", 5, "new")]
     result = write_hudi(spark.createDataFrame(more, SCHEMA), str(path), BASE)
     state["n1"] = ("d1", 5, "new")
-    assert instant.instant_time in result.rolled_back
+    assert (instant.instant_time in result.rolled_back) != by_cli
     assert not _clustering_files(path, instant.instant_time)
     assert_reads(spark, path, state, f"the write after a kill at {point}")
     assert_no_orphans(path)
