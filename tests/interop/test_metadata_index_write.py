@@ -107,6 +107,17 @@ def test_selective_filter_reads_fewer_files(spark: Any, tmp_path: Path) -> None:
     for query, expected in ((filters, [20, 21, 22]), (narrow, [20, 21])):
         frame = read_hudi(spark, path, {}, query)
         assert sorted(r["id"] for r in frame.collect()) == expected, query
+    # every operator keeps the rows the Arrow reader keeps
+    for f in [
+        ReadFilter("ts", "=", 101),
+        ReadFilter("ts", "!=", 101),
+        ReadFilter("ts", "<=", 101),
+        ReadFilter("ts", ">", 101),
+        ReadFilter("v", "IN", ("v0", "v2")),
+        ReadFilter("v", "NOT IN", ("v0", "v2")),
+    ]:
+        ids = sorted(r["id"] for r in read_hudi(spark, path, {}, [f]).collect())
+        assert ids == sorted(r["id"] for r in read_table(path, {}, [f]).to_pylist()), f
     with pytest.raises(QueryError, match="'nope'"):
         read_hudi(spark, path, {}, [ReadFilter("nope", "=", 1)])
 
