@@ -53,11 +53,16 @@ The codec section writes and reads one partition's base file with each codec
 (``bench/codecs.py``). Every timed run is verified (row count, distinct keys, rows carrying the
 batch's ordering values; Hudi tables through hudi-rs) and carries its peak RSS (this process and
 its children: the JVM and Python workers) and the 1-minute load average.
-``BENCH_ONLY=codec,upsert,cold,bulk,scan``, ``BENCH_SHAPES=uniform,small`` and
+The clustering section (:func:`clustering_section`) writes a 5R-row table in
+``BENCH_CLUSTER_BATCHES`` (default 100) small bulk_inserts, clusters it (z-order, linear) into
+about ``BENCH_CLUSTER_FILES`` (default 64) files against Spark's repartitionByRange + sort +
+Parquet write, and reads a ~1 % filter on each of two columns before and after each.
+``BENCH_ONLY=codec,upsert,cold,bulk,scan,clustering``, ``BENCH_SHAPES=uniform,small`` and
 ``BENCH_VARIANTS=cow-gzip`` select parts; ``BENCH_WORK`` sets
 the work directory.
 
     BENCH_ROWS=200000 BENCH_REPS=2 python bench/run.py      # a quick run
+    BENCH_ONLY=clustering python bench/run.py               # the clustering section alone
     python bench/run.py --summarize run.log                 # medians of a run's JSON lines
 """
 
@@ -89,7 +94,7 @@ from engine.config import WriteOperation  # noqa: E402
 
 ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
 REPS = int(os.environ.get("BENCH_REPS", "3"))
-ONLY = set(os.environ.get("BENCH_ONLY", "codec,upsert,cold,bulk,scan").split(","))
+ONLY = set(os.environ.get("BENCH_ONLY", "codec,upsert,cold,bulk,scan,clustering").split(","))
 SHAPES_WANTED = os.environ.get(
     "BENCH_SHAPES", "uniform,hot2,small,large,recent,recent-large,rli,rli-large"
 ).split(",")
@@ -656,6 +661,323 @@ def scan_section(bench: Bench, meta: dict[str, Any]) -> list[str]:
     ]
 
 
+# ---- clustering -------------------------------------------------------------------------------
+
+# the table: 5R rows (5M at the default BENCH_ROWS) written in CLUSTER_BATCHES bulk_inserts,
+# clustered into about CLUSTER_FILES files
+CLUSTER_ROWS = 5 * ROWS
+CLUSTER_BATCHES = int(os.environ.get("BENCH_CLUSTER_BATCHES", "100"))
+CLUSTER_FILES = int(os.environ.get("BENCH_CLUSTER_FILES", "64"))
+CLUSTER_COLUMNS = ("c_int1", "c_int2")
+# about 1 % of each column's uniform range (gen_data.py: c_int1 in [0, 1e6), c_int2 in
+# [-2^40, 2^40))
+CLUSTER_FILTERS = {
+    "c_int1": ("<", 10_000),
+    "c_int2": ("<", -(2**40) + 2**41 // 100),
+}
+# what a user sets for column stats: the engine's default table version (6) keeps no
+# column_stats partition (Hudi reads them on 8 and 9), and Hudi's writer default is off
+COLUMN_STATS_KEYS = {
+    hc.WRITE_TABLE_VERSION.key: "9",
+    hc.METADATA_ENABLE.key: "true",
+    hc.COLUMN_STATS_ENABLE.key: "true",
+}
+CLUSTER_LAYOUTS = ("before", "z-order", "linear")
+
+
+def cluster_model_options(operation: str, new_table: bool) -> dict[str, str]:
+    """A dbt ``hudi_upsert`` model with ``unique_key='id'``, ``precombine_key='ts'``, no
+    partitioning, and the column stats keys (adapter's own code, as :func:`model_options`)."""
+    from dbt.adapters.hudi.options import parse_model_config
+
+    config = {"unique_key": "id", "precombine_key": "ts", "hudi_options": COLUMN_STATS_KEYS}
+    cfg = parse_model_config("bench_clustered", "hudi_upsert", config)
+    return cfg.write_options(
+        table_name="bench_clustered", database=None, operation=operation, new_table=new_table
+    )
+
+
+def small_batches(data: Path, out: Path, batches: int) -> list[Path]:
+    """``base.parquet`` cut into ``batches`` Parquet files in row order (untimed)."""
+    import pyarrow.parquet as pq
+
+    files = [out / f"batch-{k:04d}.parquet" for k in range(batches)]
+    if all(f.exists() for f in files):
+        return files
+    out.mkdir(parents=True, exist_ok=True)
+    base = pq.read_table(data / "base.parquet")
+    size = -(-base.num_rows // batches)
+    for k, f in enumerate(files):
+        pq.write_table(base.slice(k * size, size), f, compression="snappy")
+    return files
+
+
+def filtered_oracle(data: Path) -> dict[str, tuple[int, int, int, int]]:
+    """Per filtered column, the filtered rows' count and sums of ts, c_int1, c_int2 (pyarrow
+    over the generated data: what every read must return)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    base = pq.read_table(data / "base.parquet", columns=["ts", *CLUSTER_COLUMNS])
+    out = {}
+    for column, (_, bound) in CLUSTER_FILTERS.items():
+        rows = base.filter(pc.less(base[column], bound))
+        sums = [pc.sum(rows[c]).as_py() or 0 for c in ("ts", *CLUSTER_COLUMNS)]
+        out[column] = (rows.num_rows, *sums)
+    return out
+
+
+def clustering_data(bench_dir: Path) -> Path:
+    """The clustering table's rows: the ``large`` shape's base data (5R rows), shared."""
+    rows, updates, hot = SHAPES["large"]
+    out = WORK / "data" / f"{rows}-{updates}-hot{hot}"
+    generate(bench_dir, out, rows, updates, hot)
+    return out
+
+
+class ClusteringBench:
+    """The clustering section's tables: the batches' table once (untimed), its clusterings."""
+
+    def __init__(self, bench: Bench, data: Path) -> None:
+        self.bench, self.data = bench, data
+        self.work = WORK / f"clustering-{data.name}-{CLUSTER_BATCHES}"
+        self.prepared = self.work / "prepared"
+        self.tables: dict[str, Path] = {"before": self.prepared}
+        self.target_bytes = 0
+
+    def prepare(self) -> None:
+        """The table written by CLUSTER_BATCHES bulk_inserts (new small files each, as a
+        stream of small appends leaves them: upserts would pack inserts into small files)."""
+        from engine import write_hudi
+
+        spark = self.bench.spark
+        if not (self.prepared / ".hoodie" / "hoodie.properties").exists():
+            shutil.rmtree(self.prepared, ignore_errors=True)
+            for k, batch in enumerate(
+                small_batches(self.data, self.work / "batches", CLUSTER_BATCHES)
+            ):
+                df = spark.read.parquet(str(batch))
+                write_hudi(df, str(self.prepared), cluster_model_options("bulk_insert", k == 0))
+        data_bytes = sum(p.stat().st_size for p in self.prepared.glob("*.parquet") if p.is_file())
+        self.target_bytes = data_bytes // CLUSTER_FILES + 1
+
+    def cluster_options(self) -> dict[str, str]:
+        return {hc.CLUSTERING_TARGET_FILE_MAX_BYTES.key: str(self.target_bytes)}
+
+    def clustering(self, strategy: str) -> Contender:
+        """Clustering the prepared table (a fresh copy each round) along ``strategy``."""
+        from engine import spark_table
+
+        def run(rep: int) -> dict[str, Any]:
+            table = WORK / "out" / f"clustered-{strategy}-{rep}"
+            self.bench.anchors.copytree(str(self.prepared), str(table))
+            handle = spark_table(str(table), self.bench.spark)
+
+            def op() -> dict[str, Any]:
+                done = handle.cluster(
+                    self.cluster_options(), sort_columns=CLUSTER_COLUMNS, strategy=strategy
+                )
+                return {"instants": done}
+
+            rec = dict(
+                self.bench.anchors.timed(
+                    f"cluster-{strategy}", CLUSTER_ROWS, op, rep=rep, load=loadavg()
+                )
+            )
+            rows = handle.plan_read().files_read
+            rec["files_after"] = rows
+            rec["verified"] = bool(rec["instants"]) and verify_rows(table, CLUSTER_ROWS)
+            previous = self.tables.get(strategy)
+            if previous is not None and previous != self.prepared:
+                shutil.rmtree(previous, ignore_errors=True)
+            self.tables[strategy] = table
+            return rec
+
+        return Contender(f"cluster {strategy}", run)
+
+    def anchor(self) -> Contender:
+        """Spark's own layout optimisation of the same rows: repartitionByRange on the two
+        columns into as many files, sortWithinPartitions, a Parquet write."""
+        spark = self.bench.spark
+
+        def run(rep: int) -> dict[str, Any]:
+            out = WORK / "out" / f"range-sort-{rep}"
+            shutil.rmtree(out, ignore_errors=True)
+
+            def op() -> None:
+                df = spark.read.parquet(
+                    *(
+                        str(b)
+                        for b in small_batches(self.data, self.work / "batches", CLUSTER_BATCHES)
+                    )
+                )
+                df = df.repartitionByRange(CLUSTER_FILES, *CLUSTER_COLUMNS)
+                df.sortWithinPartitions(*CLUSTER_COLUMNS).write.mode("overwrite").parquet(str(out))
+
+            rec = dict(
+                self.bench.anchors.timed(
+                    "spark-range-sort-write", CLUSTER_ROWS, op, rep=rep, load=loadavg()
+                )
+            )
+            rec["verified"] = spark.read.parquet(str(out)).count() == CLUSTER_ROWS
+            shutil.rmtree(out, ignore_errors=True)
+            return rec
+
+        return Contender("spark range+sort write", run)
+
+    def query(self, layout: str, column: str, expected: tuple[int, int, int, int]) -> Contender:
+        """The selective filter on ``column`` read through ``read_hudi`` (filters known at
+        planning: data skipping by column stats), aggregated to its checksum."""
+        from pyspark.sql import functions as F
+
+        from engine import read_hudi, spark_table
+        from engine.read.filter import ReadFilter
+
+        op_name, bound = CLUSTER_FILTERS[column]
+        filters = [ReadFilter(column, op_name, bound)]
+        spark = self.bench.spark
+
+        def run(rep: int) -> dict[str, Any]:
+            path = str(self.tables[layout])
+            found: list[tuple[int, int, int, int]] = []
+
+            def op() -> None:
+                frame = read_hudi(spark, path, {}, filters)
+                sums = [F.sum(c) for c in ("ts", *CLUSTER_COLUMNS)]
+                row = frame.agg(F.count(F.lit(1)), *sums).collect()[0]
+                found.append(tuple(int(v or 0) for v in row))  # type: ignore[arg-type]
+
+            rec = dict(
+                self.bench.anchors.timed(
+                    f"query-{layout}-{column}", expected[0], op, rep=rep, load=loadavg()
+                )
+            )
+            plan = spark_table(path, spark).plan_read({}, filters)
+            rec.update(files_read=plan.files_read, files=plan.files_read + plan.skipped_slices)
+            rec["verified"] = found == [expected]
+            return rec
+
+        return Contender(f"{layout} {column}", run)
+
+
+def verify_rows(path: Path, rows: int) -> bool:
+    """Every row still there once, read back through hudi-rs (row count, distinct keys)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from hudi import HudiReadOptions, HudiTableBuilder
+
+    table = HudiTableBuilder.from_base_uri(str(path)).build()
+    t = pa.Table.from_batches(table.read(HudiReadOptions().with_projection(["id"])))
+    return bool(t.num_rows == rows and pc.count_distinct(t["id"]).as_py() == rows)
+
+
+def clustering_section(bench: Bench, data: Path) -> list[str]:
+    """Clustering's promise, measured: a table of many small files (CLUSTER_BATCHES
+    bulk_inserts of a 5R-row table, no partitioning), a selective filter (~1 % of the rows) on
+    each of two columns before clustering, after z-order and after linear clustering on both,
+    read through ``read_hudi`` with the filter known at planning (files skipped by the metadata
+    table's column stats, counted by ``HudiTable.plan_read``); every read's row count and sums
+    checked against pyarrow over the generated data.
+
+    Column stats are not on by default: the engine's default table version (6) keeps no
+    column_stats partition and Hudi's writer default is off, so the table sets the keys a user
+    sets (COLUMN_STATS_KEYS, printed). Clustering writes about CLUSTER_FILES files
+    (``hoodie.clustering.plan.strategy.target.file.max.bytes`` = data bytes / CLUSTER_FILES,
+    printed). Its cost is set against Spark's repartitionByRange + sortWithinPartitions +
+    Parquet write of the same rows into as many files."""
+    cb = ClusteringBench(bench, data)
+    cb.prepare()
+    costs = [cb.clustering("z-order"), cb.clustering("linear"), cb.anchor()]
+    rounds(costs)
+    oracle = filtered_oracle(data)
+    queries = {
+        (layout, column): cb.query(layout, column, oracle[column])
+        for layout in CLUSTER_LAYOUTS
+        for column in CLUSTER_COLUMNS
+    }
+    rounds(list(queries.values()))
+    record_clustering(costs, queries, cb.target_bytes)
+    keys = ", ".join(f"{k}={v}" for k, v in COLUMN_STATS_KEYS.items())
+    lines = [
+        f"## Clustering: {CLUSTER_ROWS:,} rows in {CLUSTER_BATCHES} bulk_inserts, "
+        f"filters of ~1 % on {' and '.join(CLUSTER_COLUMNS)} (median s)",
+        "",
+        f"column stats: {keys}; clustering: {hc.CLUSTERING_TARGET_FILE_MAX_BYTES.key}="
+        f"{cb.target_bytes} (about {CLUSTER_FILES} files)",
+        "",
+        "| layout | filter | rows | files read / files | s | load |",
+        "|---|---|---|---|---|---|",
+    ]
+    for (layout, column), c in queries.items():
+        op_name, bound = CLUSTER_FILTERS[column]
+        lines.append(
+            f"| {layout}{'' if c.verified else ' (NOT VERIFIED)'} | {column} {op_name} {bound} "
+            f"| {oracle[column][0]:,} | {c.median('files_read'):.0f} / {c.median('files'):.0f} "
+            f"| {c.median():.3f} | {c.median('load'):.1f} |"
+        )
+    lines += ["", "| contender | s | files | peak RSS MB | load |", "|---|---|---|---|---|"]
+    for c in costs:
+        files = f"{c.median('files_after'):.0f}" if "files_after" in c.records[0] else ""
+        lines.append(
+            f"| {c.name}{'' if c.verified else ' (NOT VERIFIED)'} | {c.median():.2f} | {files} "
+            f"| {c.median('peak_rss_mb'):.0f} | {c.median('load'):.1f} |"
+        )
+    header = ["| column | ratio | measured | ours / other: median s (load) | target | |"]
+    return [*lines, "", *header, TARGET_HEADER[1], *clustering_targets(costs, queries)]
+
+
+def clustering_targets(
+    costs: list[Contender], queries: dict[tuple[str, str], Contender]
+) -> list[str]:
+    """The issue's goal per column (z-order against before: files read <= 10 %, time >= 3x
+    faster), and clustering's cost against the anchor (no bound: the ratio is the figure)."""
+    out = []
+    for column in CLUSTER_COLUMNS:
+        before, after = queries[("before", column)], queries[("z-order", column)]
+        files = after.median("files_read") / max(before.median("files_read"), 1)
+        state = "met" if files <= 0.10 else "NOT met"
+        out.append(
+            f"| {column} | files read z-order / before | {files:.2f}x | "
+            f"{after.median('files_read'):.0f} / {before.median('files_read'):.0f} files | "
+            f"<= 0.1x | {state} |"
+        )
+        speed = before.median() / after.median()
+        state = "met" if speed >= 3.0 else "NOT met"
+        out.append(
+            f"| {column} | speed-up before / z-order | {speed:.2f}x | "
+            f"{before.median():.3f} s ({before.median('load'):.1f}) / "
+            f"{after.median():.3f} s ({after.median('load'):.1f}) | >= 3x | {state} |"
+        )
+    anchor = costs[-1]
+    for c in costs[:-1]:
+        out.append(
+            f"| all | {c.name} / {anchor.name} | {c.median() / anchor.median():.2f}x | "
+            f"{c.median():.2f} s ({c.median('load'):.1f}) / "
+            f"{anchor.median():.2f} s ({anchor.median('load'):.1f}) | (cost) | |"
+        )
+    return out
+
+
+def record_clustering(
+    costs: list[Contender], queries: dict[tuple[str, str], Contender], target_bytes: int
+) -> None:
+    """The section's medians into bench/results.json."""
+    every = [*costs, *queries.values()]
+    bench_results.record(
+        "clustering",
+        "two-columns",
+        {
+            "rows": CLUSTER_ROWS,
+            "batches": CLUSTER_BATCHES,
+            "target_file_bytes": target_bytes,
+            "reps": REPS,
+            "load": round(statistics.median(r["load"] for c in every for r in c.records), 1),
+            "seconds": {c.name: round(c.median(), 3) for c in every},
+            "files_read": {c.name: c.median("files_read") for c in queries.values()},
+        },
+    )
+
+
 def summarize(log: Path) -> None:
     """Medians and ratios from the JSON lines of a run (also of one cut short)."""
     runs: dict[str, list[dict[str, Any]]] = {}
@@ -801,8 +1123,10 @@ def main() -> None:
     bench_dir = shared_bench_dir()
     anchors = load_anchors(bench_dir)
     WORK.mkdir(parents=True, exist_ok=True)
-    wanted = [s for s in SHAPES_WANTED if s in SHAPES]
-    if "scan" in ONLY and "uniform" not in wanted:
+    # the shapes' data only for the sections that read it (BENCH_ONLY=clustering needs none)
+    shaped = ONLY & {"codec", "upsert", "cold", "bulk", "scan"}
+    wanted = [s for s in SHAPES_WANTED if s in SHAPES] if shaped else []
+    if "scan" in ONLY and "uniform" not in wanted and shaped:
         wanted.insert(0, "uniform")
     datasets = {}
     for shape in wanted:
@@ -836,6 +1160,8 @@ def main() -> None:
         report += [*bulk_section(bench, data, meta), ""]
     if "scan" in ONLY:
         report += [*scan_section(bench, datasets["uniform"][1]), ""]
+    if "clustering" in ONLY:
+        report += [*clustering_section(bench, clustering_data(bench_dir)), ""]
     spark.stop()
     text = "\n".join(report)
     print("\n" + text)

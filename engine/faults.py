@@ -51,6 +51,8 @@ KILL_POINTS = (
     "clean.requested",  # clean plan written, nothing deleted
     "clean.mid_delete",  # some of the clean plan's files deleted
     "compaction.before_complete",  # compacted base files written, commit not yet
+    "clustering.task_after_file",  # a clustering task wrote one new base file (more may follow)
+    "clustering.task_before_return",  # a clustering task wrote all its files, stats not returned
     "clustering.before_complete",  # clustered base files written, replacecommit not yet
     "clustering.after_complete",  # clustering's replacecommit written, markers not yet removed
     "archive.after_write",  # archive log written, instant files not yet removed

@@ -41,7 +41,8 @@ from engine.fs.table_version import write_view_of_properties
 from engine.io.bloom_filter import BloomFilterSpec
 from engine.metadata.sync import prepare_metadata_table
 from engine.model.schema import avro_to_arrow_schema, remove_meta_fields
-from engine.read.plan import parse_read_query, plan_query
+from engine.read.filter import ReadFilter
+from engine.read.plan import QueryPlan, parse_read_query, plan_query
 from engine.services.archival import archive
 from engine.services.clean import CleanResult, clean
 from engine.services.clustering import (
@@ -340,19 +341,33 @@ class HudiTable:
         runner = runner_for_write(self.runner, cfg)
         return WriteTransaction(self.storage, cfg, props, runner, audit).run(data)
 
-    def read(self, options: Mapping[str, Any] | None = None) -> Any:
+    def read(
+        self, options: Mapping[str, Any] | None = None, filters: Sequence[ReadFilter] = ()
+    ) -> Any:
         """The table's rows for a query (``hoodie.datasource.query.type``, ``as.of.instant``,
         incremental instants) as the runner's data frame, meta columns included.
+
+        ``filters`` keep the rows matching every one of them; known before planning, they
+        prune partitions and skip the file slices the metadata table's column stats prove hold
+        no match (data skipping), so only the files :meth:`plan_read` counts are opened.
 
         Raises:
             TableNotFoundError: no table at the base path.
             QueryError: an unsupported table or malformed query.
         """
         runner = self._require_runner("Reading")
-        query = parse_read_query(options)
+        query = parse_read_query(options, filters)
         if query.is_cdc:
             return runner.read_changes(self.storage, str(query.begin), query.end)
         return runner.read(plan_query(self.storage, query))
+
+    def plan_read(
+        self, options: Mapping[str, Any] | None = None, filters: Sequence[ReadFilter] = ()
+    ) -> QueryPlan:
+        """The plan :meth:`read` runs for the same arguments, not read: its ``files_read``
+        (the data files opened) and ``skipped_slices`` (the slices data skipping left out)
+        say what a layout saves a query, as Hudi's data skipping reports files pruned."""
+        return plan_query(self.storage, parse_read_query(options, filters))
 
     # ---- table services ----------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine import config
+from engine.errors import TimelineError
 from engine.fs.properties import METAFOLDER
 from engine.inspect.layout import FileGroupRow, base_file_sizes, file_groups
 from engine.inspect.table import (
@@ -20,12 +21,20 @@ from engine.inspect.table import (
 )
 from engine.services.archival import instants_to_archive
 from engine.services.clean import plan_clean
-from engine.services.clustering_plan import is_scheduled_clustering
+from engine.services.clustering_plan import (
+    CLUSTER_OPERATION,
+    ClusteringPlan,
+    is_scheduled_clustering,
+    read_clustering_plan,
+)
 from engine.services.heartbeat import is_write_alive
 from engine.timeline.instant import COMMIT_ACTIONS, Action, Instant
 from engine.timeline.timeline import Timeline
 
 METADATA_TABLE_FOLDER = f"{METAFOLDER}/metadata"
+# the share of a clustered layout's bytes written since its clustering past which its sort order
+# no longer holds: a filter on the sort columns then opens that share of files whatever it selects
+SORT_ORDER_DRIFT = 0.10
 
 
 @dataclass(frozen=True)
@@ -106,6 +115,54 @@ def _small_files(table: InspectedTable) -> list[Finding]:
             )
         )
     return out
+
+
+def _last_clustering(table: InspectedTable) -> tuple[str, ClusteringPlan] | None:
+    """The newest completed clustering that sorted its rows, with its plan."""
+    for instant in reversed(table.timeline.completed([Action.REPLACE_COMMIT])):
+        if table.commit_metadata(instant).operation_type != CLUSTER_OPERATION:
+            continue
+        try:
+            plan = read_clustering_plan(table.storage, instant)
+        except TimelineError:
+            return None  # its plan archived: nothing to judge the layout by
+        return (instant.instant_time, plan) if plan.sort_columns else None
+    return None
+
+
+def _sort_order(table: InspectedTable) -> list[Finding]:
+    """A clustering's sort order that no longer holds: in the partitions it clustered, the
+    file groups written since (new groups, rewritten or logged ones) hold at least
+    SORT_ORDER_DRIFT of the bytes; their rows span the sort columns' whole ranges, so
+    data skipping by column stats opens them for any filter."""
+    last = _last_clustering(table)
+    if last is None:
+        return []
+    instant_time, plan = last
+    partitions = {g.partition_path for g in plan.groups}
+    total = since = 0
+    for s in table.latest_slices:
+        if s.partition_path not in partitions:
+            continue
+        size = table.view.file_size(s.base_file_path) if s.base_file_path else 0
+        size += sum(table.view.file_size(p) for p in s.log_file_paths)
+        total += size
+        if s.base_instant_time > instant_time or s.log_files:
+            since += size
+    if total == 0 or since / total < SORT_ORDER_DRIFT:
+        return []
+    columns = ",".join(plan.sort_columns)
+    return [
+        Finding(
+            "sort_order",
+            "warning",
+            ",".join(sorted(partitions)) or "(non-partitioned)",
+            f"{human_bytes(since)} of {human_bytes(total)} written since clustering "
+            f"{instant_time} ordered the rows by {columns} ({plan.layout_strategy}): those "
+            "files are outside that order, so filters on those columns read them all",
+            _cmd(table, "cluster", "--sort-columns", columns, "--strategy", plan.layout_strategy),
+        )
+    ]
 
 
 def _compaction_trigger(table: InspectedTable) -> list[Finding]:
@@ -368,6 +425,7 @@ def health(table: InspectedTable, *, now: float | None = None) -> HealthReport:
     findings = [
         *_pending_instants(table, now),
         *_small_files(table),
+        *_sort_order(table),
         *_compaction_trigger(table),
         *_clean_due(table, now, facts),
         *_archival_lag(table),

@@ -298,6 +298,8 @@ def cluster_group(
                 num_inserts=chunk.num_rows,
             )
         )
+        checkpoint("clustering.task_after_file")
+    checkpoint("clustering.task_before_return")
     return stats
 
 

@@ -7,12 +7,13 @@ The two entry points of the engine for Spark users, re-exported as ``engine.writ
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from engine.fs.s3 import is_s3_uri
+from engine.read.filter import ReadFilter
 from engine.spark.local_runner import runner_for
 from engine.spark.reader import spark_opens
 from engine.table import HudiTable, WriteResult
@@ -65,7 +66,10 @@ def write_hudi(df: DataFrame, path: str, options: Mapping[str, Any] | None = Non
 
 
 def read_hudi(
-    spark: SparkSession, path: str, options: Mapping[str, Any] | None = None
+    spark: SparkSession,
+    path: str,
+    options: Mapping[str, Any] | None = None,
+    filters: Sequence[ReadFilter] = (),
 ) -> DataFrame:
     """Read the Hudi table at ``path`` as a Spark DataFrame (meta columns included).
 
@@ -74,11 +78,14 @@ def read_hudi(
         path: the table's base path (local path or URI).
         options: Hudi read keys (``hoodie.datasource.query.type``, ``as.of.instant``,
             ``hoodie.datasource.read.begin.instanttime`` / ``.end.instanttime``).
+        filters: rows kept (``ReadFilter("c", ">=", 5)``...); known when the read is planned,
+            they prune partitions and skip files by the metadata table's column stats (a
+            ``DataFrame.filter`` applied afterwards filters rows only).
 
     Raises:
         TableNotFoundError: no table at ``path``.
         ConfigError: an unknown or malformed option.
         QueryError: an unsupported table or malformed query.
     """
-    result: DataFrame = spark_table(path, spark, options).read(options)
+    result: DataFrame = spark_table(path, spark, options).read(options, filters)
     return result

@@ -29,11 +29,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from engine.errors import QueryError
 from engine.fs.storage import Storage
 from engine.model.cdc_schema import cdc_query_schema
 from engine.model.schema import COMMIT_TIME_COLUMN
 from engine.read.arrow import plan_schema, read_file_slice
 from engine.read.cdc import changes_table, plan_changes, read_split
+from engine.read.filter import ReadFilter
 from engine.read.plan import QueryPlan
 from engine.view.fs_view import FileSlice
 
@@ -73,7 +75,38 @@ def read_plan(spark: SparkSession, plan: QueryPlan) -> DataFrame:
         frames.append(_merged_frame(spark, plan, merged, arrow_schema, spark_schema))
     if not frames:
         return spark.createDataFrame([], spark_schema)
-    return reduce(lambda a, b: a.unionByName(b), frames)
+    return _filtered(reduce(lambda a, b: a.unionByName(b), frames), plan.query.filters)
+
+
+_COMPARISONS = {
+    "=": lambda c, v: c == v,
+    "!=": lambda c, v: c != v,
+    "<": lambda c, v: c < v,
+    "<=": lambda c, v: c <= v,
+    ">": lambda c, v: c > v,
+    ">=": lambda c, v: c >= v,
+    "IN": lambda c, v: c.isin(list(v)),
+    "NOT IN": lambda c, v: ~c.isin(list(v)),
+}
+
+
+def _filtered(df: DataFrame, filters: Sequence[ReadFilter]) -> DataFrame:
+    """``df``'s rows matching every filter the plan skipped files by (nulls never match, as
+    the Arrow reader's :func:`engine.read.arrow.apply_filters`): skipping only drops whole
+    files, the rows of the files kept are filtered here.
+
+    Raises:
+        QueryError: a filter names a column the table lacks, or an unknown operator.
+    """
+    for f in filters:
+        if f.field not in df.columns:
+            raise QueryError(f"Filter column {f.field!r} is not in the table")
+        compare = _COMPARISONS.get(f.op)
+        if compare is None:
+            raise QueryError(f"Unsupported filter operator {f.op!r}")
+        column = F.col(f.field)
+        df = df.filter(column.isNotNull() & compare(column, f.value))
+    return df
 
 
 _OPENS: dict[tuple[int, str], bool] = {}

@@ -3,6 +3,7 @@
 * a copy-on-write table with two small base files in one partition (inserts written with
   ``hoodie.parquet.small.file.limit=0``), three slices of one file group and automatic cleaning
   off (a stale clean), and a write whose writer died after its instant went inflight;
+* a table clustered by ``v``, then written outside that order (its sort order no longer holds);
 * the merge-on-read table of tests/cli/conftest.py (three delta commits per file group) judged
   with a lower compaction trigger, then with a compaction scheduled and left pending.
 """
@@ -143,6 +144,32 @@ def test_rewriting_the_partition_clears_small_files(
     batch = spark.createDataFrame(rows(40, ts=4, parts=("a",)), SCHEMA)
     write_hudi(batch, str(path), write_options("cow", overwrite))
     assert checks(health(path)) == []
+
+
+def test_health_flags_a_sort_order_that_no_longer_holds_and_clustering_clears_it(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A clustering sorted partition "a" by ``v``; a write after it adds a file group of a
+    third of the bytes outside that order: a warning whose fix, run, restores the order."""
+    from engine import spark_table, write_hudi
+
+    path = tmp_path / "sorted"
+    opts = write_options("sorted", {"hoodie.parquet.small.file.limit": "0", **NO_CLEAN})
+    for start in (0, 20):
+        batch = spark.createDataFrame(rows(20, start=start, parts=("a",)), SCHEMA)
+        write_hudi(batch, str(path), opts)
+    [clustered] = spark_table(str(path), spark).cluster(sort_columns="v", strategy="z-order")
+    assert "sort_order" not in {c for c, _ in checks(health(path))}
+
+    batch = spark.createDataFrame(rows(20, start=40, parts=("a",)), SCHEMA)
+    write_hudi(batch, str(path), opts)
+    [finding] = [f for f in health(path)["findings"] if f["check"] == "sort_order"]
+    assert (finding["severity"], finding["subject"]) == ("warning", "a")
+    assert f"since clustering {clustered} ordered the rows by v (z-order)" in finding["message"]
+    assert finding["fix"] == f"dbt-hudi cluster {path} --sort-columns v --strategy z-order"
+    status, _, err = run_cli(*finding["fix"].split()[1:])
+    assert status == 0, err
+    assert "sort_order" not in {c for c, _ in checks(health(path))}
 
 
 def test_health_flags_archival_lag_and_archive_clears_it(

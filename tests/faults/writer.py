@@ -7,6 +7,7 @@ Usage: ``python -m tests.faults.writer SPEC_JSON`` where the spec is
     {"kind": "clean", "options": {...}}                                  no Spark
     {"kind": "compact"}                           pending compactions, in-process runner
     {"kind": "cluster", "options": {...}}         plan and run a clustering, in-process runner
+    {"kind": "cluster", "options": {...}, "spark": true}   the same, its groups in Spark tasks
     {"kind": "rollback"}                          roll back failed writes
     {"kind": "archive", "options": {...}}
     {"kind": "restore", "to": INSTANT}            restore the table to INSTANT
@@ -25,6 +26,17 @@ from typing import Any
 SCHEMA = "id string, dt string, ts long, v string"
 
 
+def _spark(state: dict[str, Any], work: str) -> Any:
+    """The process's one local session (started by the first step that needs it)."""
+    if "spark" not in state:
+        from engine.spark.session import local_session
+
+        state["spark"] = local_session(
+            work, master="local[1]", extra_conf={"spark.driver.memory": "1g"}
+        )
+    return state["spark"]
+
+
 def _run_step(step: dict[str, Any], table: str, work: str, state: dict[str, Any]) -> None:
     from engine.config import parse_options
     from engine.fs.storage import Storage
@@ -37,13 +49,7 @@ def _run_step(step: dict[str, Any], table: str, work: str, state: dict[str, Any]
     if kind == "write":
         from engine import write_hudi
 
-        if "spark" not in state:
-            from engine.spark.session import local_session
-
-            state["spark"] = local_session(
-                work, master="local[1]", extra_conf={"spark.driver.memory": "1g"}
-            )
-        df = state["spark"].createDataFrame([tuple(r) for r in step["rows"]], SCHEMA)
+        df = _spark(state, work).createDataFrame([tuple(r) for r in step["rows"]], SCHEMA)
         write_hudi(df, table, step["options"])
     elif kind == "clean":
         from engine.services.clean import clean
@@ -62,10 +68,15 @@ def _run_step(step: dict[str, Any], table: str, work: str, state: dict[str, Any]
             schedule_clustering,
         )
 
+        runner = run_groups_locally
+        if step.get("spark"):
+            from engine.spark.runner import SparkRunner
+
+            runner = SparkRunner(_spark(state, work)).cluster
         with TableLock(storage, cfg).hold():
             scheduled = schedule_clustering(storage, cfg, force=True)
             if scheduled is not None:
-                execute_clustering(storage, scheduled[0], cfg, runner=run_groups_locally)
+                execute_clustering(storage, scheduled[0], cfg, runner=runner)
     elif kind == "rollback":
         from engine.services.rollback import rollback_failed_writes
 

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from engine import write_hudi
+from engine import read_hudi, spark_table, write_hudi
+from engine.errors import QueryError
 from engine.fs.storage import Storage
 from engine.read.arrow import read_table
 from engine.read.filter import ReadFilter
@@ -98,6 +99,27 @@ def test_selective_filter_reads_fewer_files(spark: Any, tmp_path: Path) -> None:
     assert (skipping.files_read, every.files_read) == (1, 3)
     rows = read_table(path, {}, filters).to_pylist()
     assert sorted(r["id"] for r in rows) == [20, 21, 22]
+    # Spark's reader plans with the same filters: the table's own count of files opened
+    table = spark_table(path, spark)
+    assert table.plan_read({}, filters).files_read == 1
+    assert table.plan_read(no_skipping, filters).files_read == 3
+    narrow = [ReadFilter("ts", ">=", 200), ReadFilter("ts", "<", 202)]
+    for query, expected in ((filters, [20, 21, 22]), (narrow, [20, 21])):
+        frame = read_hudi(spark, path, {}, query)
+        assert sorted(r["id"] for r in frame.collect()) == expected, query
+    # every operator keeps the rows the Arrow reader keeps
+    for f in [
+        ReadFilter("ts", "=", 101),
+        ReadFilter("ts", "!=", 101),
+        ReadFilter("ts", "<=", 101),
+        ReadFilter("ts", ">", 101),
+        ReadFilter("v", "IN", ("v0", "v2")),
+        ReadFilter("v", "NOT IN", ("v0", "v2")),
+    ]:
+        ids = sorted(r["id"] for r in read_hudi(spark, path, {}, [f]).collect())
+        assert ids == sorted(r["id"] for r in read_table(path, {}, [f]).to_pylist()), f
+    with pytest.raises(QueryError, match="'nope'"):
+        read_hudi(spark, path, {}, [ReadFilter("nope", "=", 1)])
 
 
 @pytest.mark.parametrize(("version", "typed"), [(8, False), (9, True)])
