@@ -48,6 +48,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
+import numpy as np
+
 from engine.errors import HFileFormatError
 
 __all__ = [
@@ -376,7 +378,17 @@ def _mvcc_length(payload: bytes, pos: int) -> int:
 
 def _pair_starts(payload: bytes, with_mvcc: bool) -> list[int]:
     """Where each key/value pair of a data block starts; only the pairs' lengths are read
-    (the block's rows are not copied: a lookup compares a few of them)."""
+    (the block's rows are not copied: a lookup compares a few of them).
+
+    The cells Hudi writes are found at once over the block's bytes
+    (:func:`_hudi_cell_starts`); a block of other cells (HBase's, with a column family) is
+    walked pair by pair (:func:`_walked_pair_starts`). Both give the same starts."""
+    starts = _hudi_cell_starts(payload, with_mvcc)
+    return starts if starts is not None else _walked_pair_starts(payload, with_mvcc)
+
+
+def _walked_pair_starts(payload: bytes, with_mvcc: bool) -> list[int]:
+    """:func:`_pair_starts` one pair after the other: each start is the previous pair's end."""
     starts: list[int] = []
     append, lengths = starts.append, _LENGTHS.unpack_from
     pos, end = 0, len(payload)
@@ -392,6 +404,79 @@ def _pair_starts(payload: bytes, with_mvcc: bool) -> list[int]:
     if pos != end:
         raise HFileFormatError(f"a data block's pairs run {pos - end} bytes past its end")
     return starts
+
+
+def _be(data: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
+    """The big-endian unsigned integers of ``width`` bytes at positions ``at`` of ``data``."""
+    out = np.zeros(at.size, np.int64)
+    for i in range(width):
+        out = (out << 8) | data[at + i]
+    return out
+
+
+# what follows the row in the key of every cell Hudi writes: an empty column family, the
+# timestamp Long.MAX_VALUE and the type Put
+_HUDI_KEY_TAIL = np.frombuffer(b"\x00\x7f\xff\xff\xff\xff\xff\xff\xff\x04", np.uint8)
+
+
+def _hudi_cell_starts(payload: bytes, with_mvcc: bool) -> list[int] | None:
+    """:func:`_pair_starts` of a block of Hudi's cells whose rows are as long as the first
+    (record keys of one shape), vectorised over the block's bytes; None for any other block
+    (the caller then walks it).
+
+    Such a cell's key is int16 row length, the row, then the fixed :data:`_HUDI_KEY_TAIL`, and
+    its int32 key length is the row length + 12. Every place the tail ends a row of that
+    length, under those two lengths, is a candidate start, and each candidate's end (the next
+    pair's start, past the value and the MVCC vlong) is computed for all of them at once.
+    Candidates can also lie inside values: the real starts are exactly those reached from
+    byte 0 by going from start to end (:func:`_reached_from_first`), and the walk must end on
+    the block's last byte."""
+    data = np.frombuffer(payload, np.uint8)
+    if data.size < 20:
+        return None
+    row = int(data[8]) << 8 | int(data[9])
+    # the tail's rare 0x7f byte, then its first and last (a superset: the walk decides)
+    tail = np.flatnonzero(data[row + 11 : data.size - 8] == _HUDI_KEY_TAIL[1]) + row + 10
+    tail = tail[(data[tail] == _HUDI_KEY_TAIL[0]) & (data[tail + 9] == _HUDI_KEY_TAIL[9])]
+    head = tail - 10 - row
+    head = head[(_be(data, head, 4) == row + 12) & (_be(data, head + 8, 2) == row)]
+    if head.size == 0 or head[0] != 0:
+        return None
+    ends = head + 20 + row + _be(data, head + 4, 4)
+    if with_mvcc:
+        inside = ends < data.size
+        first = np.where(inside, data[np.minimum(ends, data.size - 1)], 0).astype(np.int8)
+        ends = ends + np.where(first >= -112, 1, 1 + np.where(first >= -120, -112, -120) - first)
+        ends = np.where(inside, ends, data.size + 1)
+    return _reached_from_first(head, ends, data.size)
+
+
+def _reached_from_first(head: np.ndarray, ends: np.ndarray, size: int) -> list[int] | None:
+    """The candidates reached from the first by following ``ends`` (see
+    :func:`_hudi_cell_starts`), when that walk ends exactly at ``size``; else None."""
+    count = head.size
+    if ends[-1] == size and (ends[:-1] == head[1:]).all():
+        starts: list[int] = head.tolist()  # no candidate inside a value: each ends the last
+        return starts
+    following = np.searchsorted(head, ends)
+    found = following < count
+    found[found] = head[following[found]] == ends[found]
+    jump = np.where(found, following, count)  # count: the walk stops
+    jump = np.append(jump, count)
+    reached = np.zeros(count + 1, bool)
+    reached[0] = True
+    while True:  # reached: the candidates less than 2**k steps from the first
+        grown = reached.copy()
+        grown[jump[reached]] = True
+        if (grown == reached).all():
+            break
+        reached, jump = grown, jump[jump]
+    chain = np.flatnonzero(reached[:count])
+    last = chain[-1]
+    if ends[last] != size or not found[chain[:-1]].all():
+        return None
+    reached_starts: list[int] = head[chain].tolist()
+    return reached_starts
 
 
 def _row_at(payload: bytes, start: int) -> bytes:
