@@ -30,9 +30,10 @@ then the payload (compressed as the trailer's codec says: Hudi's writers use GZ)
     trailer       "TRABLK\\"$", varint length, TrailerProto, zero padding, int32 version 3
 
 Looking keys up (:func:`lookup_hfile`) uses the root data index instead: only the data blocks
-whose key range holds a wanted key are decompressed, and in them only the two lengths of each
-pair are read to find where pairs start; the wanted rows are then found by binary search. A
-lookup of a few keys thus costs a few blocks, not the whole file.
+whose key range holds a wanted key are decompressed, and in them only where pairs start is
+found (over the block's bytes at once for Hudi's cells, :func:`_hudi_cell_starts`; else from
+the two lengths of each pair); the wanted rows are then found by binary search. A lookup of a
+few keys thus costs a few blocks, not the whole file.
 
 Reading walks the blocks between the first data block and the load-on-open section and keeps
 the data blocks, so inline index blocks of multi-level indexes (HBase's writer) are skipped
