@@ -50,6 +50,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from engine.errors import HFileFormatError
 
@@ -489,14 +491,45 @@ def _find_in_block(payload: bytes, with_mvcc: bool, wanted: Sequence[bytes]) -> 
     """The values of the ``wanted`` rows a data block holds (of equal rows, the last, as a
     whole read merging pairs in file order keeps it)."""
     starts = _pair_starts(payload, with_mvcc)
+    matched = _matched_rows(payload, starts, wanted)
+    if matched is None:
+        matched = [_searched_row(payload, starts, row) for row in wanted]
     found: dict[bytes, bytes] = {}
-    for row in wanted:
-        i = bisect_right(starts, row, key=lambda start: _row_at(payload, start)) - 1
-        if i >= 0 and _row_at(payload, starts[i]) == row:
+    for row, i in zip(wanted, matched, strict=True):
+        if i >= 0:
             key_length, value_length = _LENGTHS.unpack_from(payload, starts[i])
             value_start = starts[i] + 8 + key_length
             found[row] = payload[value_start : value_start + value_length]
     return found
+
+
+def _searched_row(payload: bytes, starts: list[int], row: bytes) -> int:
+    """The index of the last pair whose row is ``row`` (-1: none), by binary search."""
+    i = bisect_right(starts, row, key=lambda start: _row_at(payload, start)) - 1
+    return i if i >= 0 and _row_at(payload, starts[i]) == row else -1
+
+
+def _matched_rows(payload: bytes, starts: list[int], wanted: Sequence[bytes]) -> list[int] | None:
+    """:func:`_searched_row` of every wanted row at once, for a block whose rows are all as
+    long (record keys of one shape): the rows are cut out of the block as one Arrow array and
+    the wanted ones found by hash (the block reversed, so of equal rows the last is found).
+    None for a block of rows of several lengths."""
+    if not starts:
+        return None
+    data = np.frombuffer(payload, np.uint8)
+    at = np.asarray(starts, np.int64)
+    lengths = _be(data, at + 8, 2)
+    row = int(lengths[0])
+    if row == 0 or (lengths != row).any():
+        return None
+    cells = data[at[::-1, None] + 10 + np.arange(row)]  # last pair first
+    rows = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(row), at.size, [None, pa.py_buffer(cells.tobytes())]
+    )
+    asked = [w if len(w) == row else None for w in wanted]
+    position = pc.index_in(pa.array(asked, pa.binary(row)), value_set=rows)
+    last = at.size - 1
+    return [-1 if p is None else last - p for p in position.to_pylist()]
 
 
 def _blocks_of(

@@ -15,7 +15,9 @@ from engine.io.hfile import (
     DATA_MAGIC,
     CompressionCodec,
     _hudi_cell_starts,
+    _matched_rows,
     _pair_starts,
+    _searched_row,
     _walked_pair_starts,
     lookup_hfile,
     read_hfile,
@@ -217,3 +219,24 @@ def test_vectorised_pair_starts_of_a_record_index_block() -> None:
     assert len([b for b in hfile.blocks if b.magic == DATA_MAGIC]) > 1
     found, _ = lookup_hfile(data, [row for row, _ in pairs[::7]])
     assert found == dict(pairs[::7])
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    rows=st.lists(st.binary(min_size=2, max_size=2), min_size=1, max_size=40),
+    asked=st.lists(st.binary(min_size=1, max_size=3), max_size=20),
+    data=st.data(),
+)
+def test_rows_matched_at_once_equal_the_binary_search(
+    rows: list[bytes], asked: list[bytes], data: st.DataObject
+) -> None:
+    """A block's rows of one length matched by hash find, for each wanted row, the pair the
+    binary search finds: of equal rows the last, none for an absent row or one of another
+    length."""
+    rows = sorted(rows)
+    payload = b"".join(_cell(r, b"v%d" % i, b"\0") for i, r in enumerate(rows))
+    starts = _walked_pair_starts(payload, True)
+    wanted = [*data.draw(st.lists(st.sampled_from(rows), max_size=10)), *asked]
+    assert _matched_rows(payload, starts, wanted) == [
+        _searched_row(payload, starts, row) for row in wanted
+    ]
