@@ -32,8 +32,9 @@ then the payload (compressed as the trailer's codec says: Hudi's writers use GZ)
 Looking keys up (:func:`lookup_hfile`) uses the root data index instead: only the data blocks
 whose key range holds a wanted key are decompressed, and in them only where pairs start is
 found (over the block's bytes at once for Hudi's cells, :func:`_hudi_cell_starts`; else from
-the two lengths of each pair); the wanted rows are then found by binary search. A lookup of a
-few keys thus costs a few blocks, not the whole file.
+the two lengths of each pair); the wanted rows are then matched by hash against the block's
+rows cut out as one Arrow array when they are all as long (:func:`_matched_rows`), else found
+by binary search. A lookup of a few keys thus costs a few blocks, not the whole file.
 
 Reading walks the blocks between the first data block and the load-on-open section and keeps
 the data blocks, so inline index blocks of multi-level indexes (HBase's writer) are skipped
