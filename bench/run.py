@@ -16,6 +16,8 @@ the table size ``R``; shapes::
     recent-large  the same on 5R rows with an R/2-row batch
     rli       R rows, R/50-row batch (2 %) over all partitions, version 9 tables
     rli-large 5R rows, the same R/50-row batch (the record index's cost must stay flat)
+    rli-xl    20R rows, the same R/50-row batch, merge-on-read only and no anchors: the
+              record index's time here against its time on ``rli`` (at most 1.3x)
 
 Contenders per shape, each run on a fresh copy of its prepared table (untimed), one warm-up
 round, then ``BENCH_REPS`` (default 3) rounds A B C ... A B C, medians:
@@ -96,7 +98,7 @@ ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
 REPS = int(os.environ.get("BENCH_REPS", "3"))
 ONLY = set(os.environ.get("BENCH_ONLY", "codec,upsert,cold,bulk,scan,clustering").split(","))
 SHAPES_WANTED = os.environ.get(
-    "BENCH_SHAPES", "uniform,hot2,small,large,recent,recent-large,rli,rli-large"
+    "BENCH_SHAPES", "uniform,hot2,small,large,recent,recent-large,rli,rli-large,rli-xl"
 ).split(",")
 WORK = Path(os.environ.get("BENCH_WORK", str(Path(tempfile.gettempdir()) / "dbt-hudi-bench")))
 
@@ -110,6 +112,7 @@ SHAPES: dict[str, tuple[int, int, int]] = {
     "recent-large": (5 * ROWS, ROWS // 2, 0),
     "rli": (ROWS, ROWS // 50, 0),
     "rli-large": (5 * ROWS, ROWS // 50, 0),
+    "rli-xl": (20 * ROWS, ROWS // 50, 0),
 }
 # time-ordered keys: every index side by side (dbt's default, cow / mor, is GLOBAL_SIMPLE)
 RECENT_SHAPES = ("recent", "recent-large")
@@ -119,9 +122,14 @@ RECENT_VARIANTS = [
     for index in ("simple", "bloom", "gbloom", "bucket")
 ]
 # the record index against dbt's GLOBAL_SIMPLE on version 9 tables, one 2 % batch (of the 1M
-# table) on 1M and 5M rows: the record index's cost should follow the batch, not the table
-RLI_SHAPES = ("rli", "rli-large")
+# table) on 1M, 5M and 20M rows: the record index's cost should follow the batch, not the table
+RLI_SHAPES = ("rli", "rli-large", "rli-xl")
 RLI_VARIANTS = [f"{kind}-{index}" for kind in ("cow", "mor") for index in ("gsimple9", "rli")]
+# 20M rows: merge-on-read only (the goals' table type), no Spark or delta-rs anchor
+RLI_XL_VARIANTS = ["mor-gsimple9", "mor-rli"]
+ANCHORLESS_SHAPES = ("rli-xl",)
+# the record index's time on a shape against its time on another, per contender: bound
+GROWTH_TARGETS: dict[tuple[str, str], dict[str, float]] = {("rli-xl", "rli"): {"mor-rli": 1.3}}
 VARIANT_SHAPES = ("uniform", "hot2", "small", "large")
 VARIANTS = [
     v
@@ -150,6 +158,7 @@ TARGETS: dict[str, dict[tuple[str, str], float]] = {
     "recent-large": {},
     "rli": {},
     "rli-large": {("cow-rli", "cow-gsimple9"): 0.5, ("mor-rli", "mor-gsimple9"): 0.5},
+    "rli-xl": {("mor-rli", "mor-gsimple9"): 0.5},
 }
 
 
@@ -480,28 +489,16 @@ def upsert_section(bench: Bench, datasets: dict[str, tuple[Path, dict[str, Any]]
         "|---|---|---|---|---|---|---|",
     ]
     targets: list[str] = []
+    measured: dict[str, dict[str, Contender]] = {}
     for shape, (data, meta) in datasets.items():
-        kinds = ["cow", "mor"]
-        if shape in VARIANT_SHAPES:
-            kinds += VARIANTS
-        if shape in RECENT_SHAPES:
-            kinds += RECENT_VARIANTS
-        if shape in RLI_SHAPES:
-            kinds = RLI_VARIANTS
+        kinds = shape_kinds(shape)
         contenders = [bench.hudi_upsert(k, shape, data, meta) for k in kinds]
-        contenders += [bench.spark_io(shape, data, meta), bench.delta_merge(shape, data, meta)]
+        if shape not in ANCHORLESS_SHAPES:
+            contenders += [bench.spark_io(shape, data, meta), bench.delta_merge(shape, data, meta)]
         rounds(contenders)
-        by_name = {c.name: c for c in contenders}
+        by_name = measured[shape] = {c.name: c for c in contenders}
         record_shape(shape, contenders)
-        spark_s = by_name["spark-io"].median()
-        delta_s = by_name["delta-merge"].median()
-        for c in contenders:
-            s = c.median()
-            lines.append(
-                f"| {shape} | {c.name}{'' if c.verified else ' (NOT VERIFIED)'} | {s:.2f} | "
-                f"{c.median('peak_rss_mb'):.0f} | {c.median('load'):.1f} | "
-                f"{s / spark_s:.2f}x | {s / delta_s:.2f}x |"
-            )
+        lines += [contender_line(shape, c, by_name) for c in contenders]
         timed = kinds if shape in RLI_SHAPES else ["cow", "mor"]  # the rli shapes have no cow/mor
         lines += phase_lines(shape, [by_name[k] for k in timed])
         for (num, den), bound in TARGETS[shape].items():
@@ -516,7 +513,48 @@ def upsert_section(bench: Bench, datasets: dict[str, tuple[Path, dict[str, Any]]
                 f"| large | peak RSS hudi / spark-io | {hudi_rss / spark_rss:.2f}x | "
                 f"{hudi_rss:.0f} / {spark_rss:.0f} MB | <= 1.0x | {state} |"
             )
-    return [*lines, "", *TARGET_HEADER, *targets]
+    return [*lines, "", *TARGET_HEADER, *targets, *growth_lines(measured)]
+
+
+def shape_kinds(shape: str) -> list[str]:
+    """The hudi contenders of a shape (see the module notes)."""
+    if shape in ANCHORLESS_SHAPES:
+        return list(RLI_XL_VARIANTS)
+    if shape in RLI_SHAPES:
+        return list(RLI_VARIANTS)
+    kinds = ["cow", "mor"]
+    if shape in VARIANT_SHAPES:
+        kinds += VARIANTS
+    if shape in RECENT_SHAPES:
+        kinds += RECENT_VARIANTS
+    return kinds
+
+
+def contender_line(shape: str, c: Contender, by_name: dict[str, Contender]) -> str:
+    """A contender's median, peak RSS and load, and its ratio to each anchor the shape has."""
+    s = c.median()
+    ratios = [
+        f"{s / by_name[anchor].median():.2f}x" if anchor in by_name else "-"
+        for anchor in ("spark-io", "delta-merge")
+    ]
+    return (
+        f"| {shape} | {c.name}{'' if c.verified else ' (NOT VERIFIED)'} | {s:.2f} | "
+        f"{c.median('peak_rss_mb'):.0f} | {c.median('load'):.1f} | {' | '.join(ratios)} |"
+    )
+
+
+def growth_lines(measured: dict[str, dict[str, Contender]]) -> list[str]:
+    """A contender's time on a larger table against its time on a smaller one, with the same
+    batch (:data:`GROWTH_TARGETS`): how its cost grows with the table, both times beside."""
+    lines = []
+    for (large, small), bounds in GROWTH_TARGETS.items():
+        if large not in measured or small not in measured:
+            continue
+        for name, bound in bounds.items():
+            ours, base = measured[large][name], measured[small][name]
+            line = target_line(f"{large} / {small}", ours, base, bound)
+            lines.append(line.replace(f"{name} / {name}", f"{name}: {large} / {small}"))
+    return lines
 
 
 def record_shape(shape: str, contenders: list[Contender]) -> None:

@@ -30,9 +30,11 @@ then the payload (compressed as the trailer's codec says: Hudi's writers use GZ)
     trailer       "TRABLK\\"$", varint length, TrailerProto, zero padding, int32 version 3
 
 Looking keys up (:func:`lookup_hfile`) uses the root data index instead: only the data blocks
-whose key range holds a wanted key are decompressed, and in them only the two lengths of each
-pair are read to find where pairs start; the wanted rows are then found by binary search. A
-lookup of a few keys thus costs a few blocks, not the whole file.
+whose key range holds a wanted key are decompressed, and in them only where pairs start is
+found (over the block's bytes at once for Hudi's cells, :func:`_hudi_cell_starts`; else from
+the two lengths of each pair); the wanted rows are then matched by hash against the block's
+rows cut out as one Arrow array when they are all as long (:func:`_matched_rows`), else found
+by binary search. A lookup of a few keys thus costs a few blocks, not the whole file.
 
 Reading walks the blocks between the first data block and the load-on-open section and keeps
 the data blocks, so inline index blocks of multi-level indexes (HBase's writer) are skipped
@@ -47,6 +49,10 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from engine.errors import HFileFormatError
 
@@ -376,7 +382,17 @@ def _mvcc_length(payload: bytes, pos: int) -> int:
 
 def _pair_starts(payload: bytes, with_mvcc: bool) -> list[int]:
     """Where each key/value pair of a data block starts; only the pairs' lengths are read
-    (the block's rows are not copied: a lookup compares a few of them)."""
+    (the block's rows are not copied: a lookup compares a few of them).
+
+    The cells Hudi writes are found at once over the block's bytes
+    (:func:`_hudi_cell_starts`); a block of other cells (HBase's, with a column family) is
+    walked pair by pair (:func:`_walked_pair_starts`). Both give the same starts."""
+    starts = _hudi_cell_starts(payload, with_mvcc)
+    return starts if starts is not None else _walked_pair_starts(payload, with_mvcc)
+
+
+def _walked_pair_starts(payload: bytes, with_mvcc: bool) -> list[int]:
+    """:func:`_pair_starts` one pair after the other: each start is the previous pair's end."""
     starts: list[int] = []
     append, lengths = starts.append, _LENGTHS.unpack_from
     pos, end = 0, len(payload)
@@ -394,6 +410,79 @@ def _pair_starts(payload: bytes, with_mvcc: bool) -> list[int]:
     return starts
 
 
+def _be(data: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
+    """The big-endian unsigned integers of ``width`` bytes at positions ``at`` of ``data``."""
+    out = np.zeros(at.size, np.int64)
+    for i in range(width):
+        out = (out << 8) | data[at + i]
+    return out
+
+
+# what follows the row in the key of every cell Hudi writes: an empty column family, the
+# timestamp Long.MAX_VALUE and the type Put
+_HUDI_KEY_TAIL = np.frombuffer(b"\x00\x7f\xff\xff\xff\xff\xff\xff\xff\x04", np.uint8)
+
+
+def _hudi_cell_starts(payload: bytes, with_mvcc: bool) -> list[int] | None:
+    """:func:`_pair_starts` of a block of Hudi's cells whose rows are as long as the first
+    (record keys of one shape), vectorised over the block's bytes; None for any other block
+    (the caller then walks it).
+
+    Such a cell's key is int16 row length, the row, then the fixed :data:`_HUDI_KEY_TAIL`, and
+    its int32 key length is the row length + 12. Every place the tail ends a row of that
+    length, under those two lengths, is a candidate start, and each candidate's end (the next
+    pair's start, past the value and the MVCC vlong) is computed for all of them at once.
+    Candidates can also lie inside values: the real starts are exactly those reached from
+    byte 0 by going from start to end (:func:`_reached_from_first`), and the walk must end on
+    the block's last byte."""
+    data = np.frombuffer(payload, np.uint8)
+    if data.size < 20:
+        return None
+    row = int(data[8]) << 8 | int(data[9])
+    # the tail's rare 0x7f byte, then its first and last (a superset: the walk decides)
+    tail = np.flatnonzero(data[row + 11 : data.size - 8] == _HUDI_KEY_TAIL[1]) + row + 10
+    tail = tail[(data[tail] == _HUDI_KEY_TAIL[0]) & (data[tail + 9] == _HUDI_KEY_TAIL[9])]
+    head = tail - 10 - row
+    head = head[(_be(data, head, 4) == row + 12) & (_be(data, head + 8, 2) == row)]
+    if head.size == 0 or head[0] != 0:
+        return None
+    ends = head + 20 + row + _be(data, head + 4, 4)
+    if with_mvcc:
+        inside = ends < data.size
+        first = np.where(inside, data[np.minimum(ends, data.size - 1)], 0).astype(np.int8)
+        ends = ends + np.where(first >= -112, 1, 1 + np.where(first >= -120, -112, -120) - first)
+        ends = np.where(inside, ends, data.size + 1)
+    return _reached_from_first(head, ends, data.size)
+
+
+def _reached_from_first(head: np.ndarray, ends: np.ndarray, size: int) -> list[int] | None:
+    """The candidates reached from the first by following ``ends`` (see
+    :func:`_hudi_cell_starts`), when that walk ends exactly at ``size``; else None."""
+    count = head.size
+    if ends[-1] == size and (ends[:-1] == head[1:]).all():
+        starts: list[int] = head.tolist()  # no candidate inside a value: each ends the last
+        return starts
+    following = np.searchsorted(head, ends)
+    found = following < count
+    found[found] = head[following[found]] == ends[found]
+    jump = np.where(found, following, count)  # count: the walk stops
+    jump = np.append(jump, count)
+    reached = np.zeros(count + 1, bool)
+    reached[0] = True
+    while True:  # reached: the candidates less than 2**k steps from the first
+        grown = reached.copy()
+        grown[jump[reached]] = True
+        if (grown == reached).all():
+            break
+        reached, jump = grown, jump[jump]
+    chain = np.flatnonzero(reached[:count])
+    last = chain[-1]
+    if ends[last] != size or not found[chain[:-1]].all():
+        return None
+    reached_starts: list[int] = head[chain].tolist()
+    return reached_starts
+
+
 def _row_at(payload: bytes, start: int) -> bytes:
     row_length = _ROW_LENGTH.unpack_from(payload, start + 8)[0]
     return payload[start + 10 : start + 10 + row_length]
@@ -403,14 +492,45 @@ def _find_in_block(payload: bytes, with_mvcc: bool, wanted: Sequence[bytes]) -> 
     """The values of the ``wanted`` rows a data block holds (of equal rows, the last, as a
     whole read merging pairs in file order keeps it)."""
     starts = _pair_starts(payload, with_mvcc)
+    matched = _matched_rows(payload, starts, wanted)
+    if matched is None:
+        matched = [_searched_row(payload, starts, row) for row in wanted]
     found: dict[bytes, bytes] = {}
-    for row in wanted:
-        i = bisect_right(starts, row, key=lambda start: _row_at(payload, start)) - 1
-        if i >= 0 and _row_at(payload, starts[i]) == row:
+    for row, i in zip(wanted, matched, strict=True):
+        if i >= 0:
             key_length, value_length = _LENGTHS.unpack_from(payload, starts[i])
             value_start = starts[i] + 8 + key_length
             found[row] = payload[value_start : value_start + value_length]
     return found
+
+
+def _searched_row(payload: bytes, starts: list[int], row: bytes) -> int:
+    """The index of the last pair whose row is ``row`` (-1: none), by binary search."""
+    i = bisect_right(starts, row, key=lambda start: _row_at(payload, start)) - 1
+    return i if i >= 0 and _row_at(payload, starts[i]) == row else -1
+
+
+def _matched_rows(payload: bytes, starts: list[int], wanted: Sequence[bytes]) -> list[int] | None:
+    """:func:`_searched_row` of every wanted row at once, for a block whose rows are all as
+    long (record keys of one shape): the rows are cut out of the block as one Arrow array and
+    the wanted ones found by hash (the block reversed, so of equal rows the last is found).
+    None for a block of rows of several lengths."""
+    if not starts:
+        return None
+    data = np.frombuffer(payload, np.uint8)
+    at = np.asarray(starts, np.int64)
+    lengths = _be(data, at + 8, 2)
+    row = int(lengths[0])
+    if row == 0 or (lengths != row).any():
+        return None
+    cells = data[at[::-1, None] + 10 + np.arange(row)]  # last pair first
+    rows = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(row), at.size, [None, pa.py_buffer(cells.tobytes())]
+    )
+    asked = [w if len(w) == row else None for w in wanted]
+    position = pc.index_in(pa.array(asked, pa.binary(row)), value_set=rows)
+    last = at.size - 1
+    return [-1 if p is None else last - p for p in position.to_pylist()]
 
 
 def _blocks_of(

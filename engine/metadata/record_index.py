@@ -23,6 +23,7 @@ import json
 import threading
 import uuid
 from collections.abc import Collection, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import IntEnum
 from functools import lru_cache
@@ -66,6 +67,8 @@ RECORD_INDEX_PARTITION = "record_index"
 _MISSING_FILE_INDEX = -1
 _FILE_NAME = "_hoodie_file_name"
 _UNSIGNED_64 = 2**64 - 1
+
+_LOOKUP_THREADS = 4  # record index file groups one lookup reads side by side
 
 
 class FileIdEncoding(IntEnum):
@@ -429,8 +432,14 @@ def locate(
         by_group.setdefault(record_index_file_group(key, len(slices)), set()).add(key)
     valid = ValidInstants.of(timeline, data_timeline)
     out: dict[str, RecordLocation] = {}
-    for group, wanted in sorted(by_group.items()):
-        out.update(_merged_slice(mdt, slices[group], valid, wanted))
+
+    def group_lookup(item: tuple[int, set[str]]) -> dict[str, RecordLocation]:
+        return _merged_slice(mdt, slices[item[0]], valid, item[1])
+
+    # file groups side by side: their blocks' decompression and decoding leave the GIL
+    with ThreadPoolExecutor(max_workers=min(_LOOKUP_THREADS, max(1, len(by_group)))) as pool:
+        for found in pool.map(group_lookup, sorted(by_group.items())):
+            out.update(found)
     return dict(sorted(out.items()))
 
 

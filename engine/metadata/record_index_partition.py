@@ -91,23 +91,39 @@ class _Changes:
 
     def base_file(self, storage: Storage, stat: HoodieWriteStat) -> None:
         partition = stat.partition_path or ""
-        assert stat.path is not None
-        new = base_file_key_array(storage, stat.path)
-        old = pa.array([], pa.string())
-        if stat.prev_commit not in ("null", "", None):
-            previous = previous_base_file(storage, partition, stat.file_id, stat.prev_commit)
-            old = base_file_key_array(storage, previous) if previous else old
-        added, dropped = key_changes(new, old)
+        added, dropped = _base_file_changes(storage, stat)
         for key in added:
             self.written[key] = (partition, stat.file_id)
         self.deleted.update(dropped)
 
     def log_file(self, storage: Storage, stat: HoodieWriteStat) -> None:
         assert stat.path is not None
-        keys = log_file_keys(storage, stat.path)
-        for key in keys.written:
+        if stat.written_keys is not None:
+            written, deleted = stat.written_keys.written, stat.written_keys.deleted
+        else:
+            keys = log_file_keys(storage, stat.path)
+            written, deleted = tuple(keys.written), tuple(keys.deleted)
+        for key in written:
             self.appended[key] = (stat.partition_path or "", stat.file_id)
-        self.deleted |= keys.deleted
+        self.deleted.update(deleted)
+
+
+def _base_file_changes(
+    storage: Storage, stat: HoodieWriteStat
+) -> tuple[Iterable[str], Iterable[str]]:
+    """The keys a written base file added to its file group and dropped from it: as its handle
+    reported them (:class:`~engine.timeline.commit_metadata.WrittenKeys`), else read from the
+    file and the base file it replaced (a stat from a Spark task, or a table service's)."""
+    if stat.written_keys is not None:
+        return stat.written_keys.written, stat.written_keys.deleted
+    assert stat.path is not None
+    partition = stat.partition_path or ""
+    new = base_file_key_array(storage, stat.path)
+    old = pa.array([], pa.string())
+    if stat.prev_commit not in ("null", "", None):
+        previous = previous_base_file(storage, partition, stat.file_id, stat.prev_commit)
+        old = base_file_key_array(storage, previous) if previous else old
+    return key_changes(new, old)
 
 
 def _commit_changes(storage: Storage, commit: HoodieCommitMetadata) -> _Changes:

@@ -22,7 +22,6 @@ that look keys up and then write): nothing reads it but this job, which evaluate
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -100,7 +99,7 @@ def write_bucketed(
             write, "stat string"
         )
     rows = run_job(written.collect)
-    return [HoodieWriteStat.from_dict(json.loads(r["stat"])) for r in rows]
+    return [HoodieWriteStat.from_wire(r["stat"]) for r in rows]
 
 
 def _assigned(
@@ -206,6 +205,6 @@ def _write_task(
                 task,
             )
             checkpoint("task.after_file")
-        yield pa.RecordBatch.from_pydict({"stat": [json.dumps(s.to_dict()) for s in stats]})
+        yield pa.RecordBatch.from_pydict({"stat": [s.to_wire() for s in stats]})
 
     return write_task

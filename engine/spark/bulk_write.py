@@ -11,7 +11,6 @@ so a null key fails before a file is written.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -61,10 +60,10 @@ def write_unrouted(
             keygen=keygen,
         )
         if stats:
-            yield pa.RecordBatch.from_pydict({"stat": [json.dumps(s.to_dict()) for s in stats]})
+            yield pa.RecordBatch.from_pydict({"stat": [s.to_wire() for s in stats]})
 
     rows = run_job(records.mapInArrow(write_partition, "stat string").collect)
-    return [HoodieWriteStat.from_dict(json.loads(r["stat"])) for r in rows]
+    return [HoodieWriteStat.from_wire(r["stat"]) for r in rows]
 
 
 def task_records(tagged: DataFrame, spec: KeyGenSpec) -> tuple[DataFrame, KeyGenSpec | None]:

@@ -11,7 +11,6 @@ bucket plan, write context); no SparkSession travels. Two Spark jobs per write::
 from __future__ import annotations
 
 import contextvars
-import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -137,11 +136,11 @@ def run_task_per_item(
             task_attempt_id=context.taskAttemptId() if context else 0,
         )
         stats = work(by_index[number], info, number)
-        return pa.table({"stat": [json.dumps(s.to_dict()) for s in stats]})
+        return pa.table({"stat": [s.to_wire() for s in stats]})
 
     result = frame.groupBy("item_index").applyInArrow(task, "stat string")
     rows = run_job(result.collect)
-    return [HoodieWriteStat.from_dict(json.loads(r["stat"])) for r in rows]
+    return [HoodieWriteStat.from_wire(r["stat"]) for r in rows]
 
 
 def run_job(action: Callable[[], T]) -> T:
@@ -488,8 +487,8 @@ def write_buckets(
             )
             checkpoint("task.after_file")
             stats.extend(written if isinstance(written, list) else [written])
-        yield pa.RecordBatch.from_pydict({"stat": [json.dumps(s.to_dict()) for s in stats]})
+        yield pa.RecordBatch.from_pydict({"stat": [s.to_wire() for s in stats]})
 
     result = routed.repartition(partitions, _SLOT_COLUMN).mapInArrow(write_partition, "stat string")
     rows = run_job(result.collect)
-    return [HoodieWriteStat.from_dict(json.loads(r["stat"])) for r in rows]
+    return [HoodieWriteStat.from_wire(r["stat"]) for r in rows]

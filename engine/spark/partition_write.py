@@ -20,7 +20,6 @@ refuses the batch).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -78,7 +77,7 @@ def write_partitions(
             raise KeyMovedError(
                 f"record key {key!r} arrives in partitions {first!r} and {second!r}"
             )
-    return [HoodieWriteStat.from_dict(json.loads(r[_STAT])) for r in rows if r[_STAT] is not None]
+    return [HoodieWriteStat.from_wire(r[_STAT]) for r in rows if r[_STAT] is not None]
 
 
 _STAT = "stat"
@@ -143,7 +142,7 @@ def _write_task(
             stats += written
             if targets.global_index:
                 yield _key_rows(rows, partition)
-        stat_rows = [json.dumps(s.to_dict()) for s in stats]
+        stat_rows = [s.to_wire() for s in stats]
         yield pa.RecordBatch.from_pydict(
             {
                 _STAT: stat_rows,

@@ -15,13 +15,31 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from engine.config import WriteOperation
 from engine.errors import TimelineError
 
 SCHEMA_KEY = "schema"
+# the field a stat sent from a task to the driver carries its written keys in (never in a commit)
+_WRITTEN_KEYS = "writtenKeys"
+
+
+@dataclass(frozen=True)
+class WrittenKeys:
+    """The record keys one written file gave its file group and took from it, as the handle
+    that wrote the file knew them: the commit's record index update is made from them instead
+    of reading the file back (:mod:`engine.metadata.record_index_partition`).
+
+    A base file's ``written`` are the keys it holds that the base file it replaced did not,
+    ``deleted`` the keys it no longer holds; a log file's are the keys of its data blocks and
+    of its DELETE_BLOCK (a key written, then deleted, is deleted). They live in the writing
+    process only and are no part of the commit metadata: a stat without them (one sent back
+    from a Spark task as JSON, or read from the timeline) has its file read instead."""
+
+    written: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -57,6 +75,8 @@ class HoodieWriteStat:
     # CDC tables: the .cdc log files written with this file (path relative to the base path
     # -> size); None when none was written (Java writes null)
     cdc_stats: dict[str, int] | None = None
+    # the keys the file's handle wrote and deleted, for the record index (never serialized)
+    written_keys: WrittenKeys | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of_file(
@@ -143,6 +163,24 @@ class HoodieWriteStat:
         record.pop("recordsStats", None)
         record["prevBaseFile"] = record.get("baseFile") or None
         return record
+
+    def to_wire(self) -> str:
+        """The stat as a Spark task sends it back to the driver: its JSON with the keys its
+        file wrote and deleted (:attr:`written_keys`, which the commit metadata never holds)."""
+        out = self.to_dict()
+        if self.written_keys is not None:
+            out[_WRITTEN_KEYS] = [self.written_keys.written, self.written_keys.deleted]
+        return json.dumps(out)
+
+    @classmethod
+    def from_wire(cls, text: str) -> HoodieWriteStat:
+        """The stat :meth:`to_wire` sent."""
+        d = json.loads(text)
+        keys = d.pop(_WRITTEN_KEYS, None)
+        stat = cls.from_dict(d)
+        if keys is None:
+            return stat
+        return replace(stat, written_keys=WrittenKeys(tuple(keys[0]), tuple(keys[1])))
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> HoodieWriteStat:

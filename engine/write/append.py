@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -64,7 +64,7 @@ from engine.model.schema import (
     PARTITION_PATH_COLUMN,
     RECORD_KEY_COLUMN,
 )
-from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.timeline.commit_metadata import HoodieWriteStat, WrittenKeys
 from engine.timeline.markers import create_marker
 from engine.write.handles import WriteContext, prepare_incoming
 from engine.write.operation_field import stamp_operations
@@ -225,6 +225,8 @@ class _LogFileBuffer:
     inserts: int = 0  # of ``records``: keys the index found in no file group
     deletes: int = 0
     blocks: int = 0
+    written_keys: list[pa.Array] = field(default_factory=list)  # of its data blocks
+    deleted_keys: list[pa.Array] = field(default_factory=list)  # of its DELETE_BLOCK
 
     def add(self, block: bytes, *, records: int = 0, inserts: int = 0, deletes: int = 0) -> None:
         self.parts.append(block)
@@ -233,6 +235,12 @@ class _LogFileBuffer:
         self.inserts += inserts
         self.deletes += deletes
         self.blocks += 1
+
+    def keys(self) -> WrittenKeys:
+        """The keys its blocks write and delete (the DELETE_BLOCK, last, wins)."""
+        deleted = {k for array in self.deleted_keys for k in array.to_pylist()}
+        written = {k for array in self.written_keys for k in array.to_pylist()} - deleted
+        return WrittenKeys(tuple(sorted(written)), tuple(sorted(deleted)))
 
 
 def append_to_file_slice(
@@ -272,7 +280,7 @@ def append_to_file_slice(
     write_token = make_write_token(bucket_number, task.stage_id, task.task_attempt_id)
     files = _encode_log_files(data, inserted, deletes, file_slice, ctx, log_config, write_token)
     elapsed = int((time.monotonic() - started) * 1000)
-    return _write_log_files(storage, files, file_slice, ctx.instant_time, elapsed)
+    return _write_log_files(storage, files, file_slice, ctx, elapsed)
 
 
 def _insert_flags(data: pa.Table) -> np.ndarray:
@@ -319,6 +327,7 @@ def _encode_log_files(
             block = log_config.encode_data_block(data.slice(start, count), ctx)
             inserts = int(inserted[start : start + count].sum())
             target.add(block, records=count, inserts=inserts)
+            target.written_keys.append(data.column(RECORD_KEY_COLUMN).slice(start, count))
             start += count
         if k == len(block_counts) - 1 and deletes.num_rows:
             block = encode_delete_block(
@@ -328,6 +337,7 @@ def _encode_log_files(
                 ordering_field=ordering,
             )
             target.add(block, deletes=deletes.num_rows)
+            target.deleted_keys.append(deletes.column(RECORD_KEY_COLUMN))
     return files
 
 
@@ -335,10 +345,12 @@ def _write_log_files(
     storage: Storage,
     files: list[_LogFileBuffer],
     file_slice: AppendSlice,
-    instant_time: str,
+    ctx: WriteContext,
     elapsed_ms: int,
 ) -> list[HoodieWriteStat]:
-    """Write each log file that holds blocks (marker first); one write stat per log file."""
+    """Write each log file that holds blocks (marker first); one write stat per log file, with
+    the keys it wrote and deleted when the table keeps a record index."""
+    instant_time = ctx.instant_time
     stats: list[HoodieWriteStat] = []
     known = list(file_slice.log_files)
     for log_file in files:
@@ -368,4 +380,6 @@ def _write_log_files(
                 log_files=tuple(known),
             )
         )
+        if ctx.record_index:
+            stats[-1] = replace(stats[-1], written_keys=log_file.keys())
     return stats

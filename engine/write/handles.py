@@ -37,6 +37,7 @@ from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
 from engine.io.bloom_filter import BloomFilter, BloomFilterSpec, decode_footer_filter
 from engine.io.parquet import align_to_schema, read_base_file_with_footer, write_base_file
+from engine.metadata.data_keys import key_changes
 from engine.model.cdc_schema import SupplementalLoggingMode
 from engine.model.merge import (
     INTERNAL_COLUMNS,
@@ -50,7 +51,7 @@ from engine.model.meta_fields import stamp_commit, stamp_file_name
 from engine.model.schema import (
     RECORD_KEY_COLUMN,
 )
-from engine.timeline.commit_metadata import HoodieWriteStat
+from engine.timeline.commit_metadata import HoodieWriteStat, WrittenKeys
 from engine.timeline.markers import create_marker
 from engine.write.bucketing import Bucket
 from engine.write.cdc import changes_of_merge, needs_cdc_file, write_cdc_file
@@ -77,6 +78,8 @@ class WriteContext:
     # CDC tables: the supplemental logging mode of the .cdc files merges write (None: no CDC)
     cdc_mode: SupplementalLoggingMode | None = None
     s3: S3Settings | None = None  # how tasks reach a table on S3
+    # the table keeps a record index: each stat carries the keys its file wrote and deleted
+    record_index: bool = False
 
 
 def prepare_incoming(records: pa.Table, ctx: WriteContext) -> tuple[pa.Table, pa.ChunkedArray]:
@@ -156,7 +159,19 @@ def write_file_group(
     cdc_stats = _log_changes(storage, ctx, bucket, stored, merged, changed, out, write_token)
     elapsed = int((time.monotonic() - started) * 1000)
     stat = _base_file_stat(bucket, rel, out.num_rows, merged, size, elapsed)
-    return replace(stat, cdc_stats=cdc_stats) if cdc_stats else stat
+    return replace(stat, cdc_stats=cdc_stats or None, written_keys=_keys(ctx, out, stored))
+
+
+def _keys(ctx: WriteContext, out: pa.Table, stored: pa.Table) -> WrittenKeys | None:
+    """On a table with a record index, the keys the new base file ``out`` added to its file
+    group and dropped from it, against the ``stored`` rows of the base file it replaces (both
+    in memory: nothing is read back); else None."""
+    if not ctx.record_index:
+        return None
+    new = out.column(RECORD_KEY_COLUMN).combine_chunks()
+    old = stored.column(RECORD_KEY_COLUMN).combine_chunks()
+    added, dropped = key_changes(new, old)
+    return WrittenKeys(tuple(added), tuple(dropped))
 
 
 def _stored_filter(

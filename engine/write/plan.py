@@ -17,10 +17,11 @@ from typing import Any
 from engine import config
 from engine.config import HoodieConfig, WriteOperation
 from engine.errors import HudiError
-from engine.fs.properties import write_partition_metadata
+from engine.fs.properties import PROPERTIES_FILE, read_properties, write_partition_metadata
 from engine.fs.storage import Storage
 from engine.io.bloom_filter import BloomFilterSpec
 from engine.io.parquet import avro_schema_with_meta, table_arrow_schema
+from engine.metadata.record_index_partition import record_index_wanted
 from engine.model.keygen import KeyGenSpec
 from engine.model.merge import MergeSpec
 from engine.model.schema import add_operation_field, schema_json, with_operation_column
@@ -149,7 +150,17 @@ class WriteJob:
             compression=str(self.cfg.get(config.PARQUET_COMPRESSION_CODEC)),
             logs_named_by_instant=self.timeline.layout.version >= 2,
             cdc_mode=cdc_logging_mode(self.cfg),
+            record_index=self.keeps_record_index(),
         )
+
+    def keeps_record_index(self) -> bool:
+        """Whether the table has or gets a record index (its handles then report the keys
+        each file wrote and deleted, which the commit's record index update is made of)."""
+        if not self.storage.exists(PROPERTIES_FILE):
+            return record_index_wanted(self.cfg, ())
+        props = read_properties(self.storage)
+        listed = config.METADATA_PARTITIONS.parse(props.get(config.METADATA_PARTITIONS.key, ""))
+        return record_index_wanted(self.cfg, listed)
 
     def start_inflight(self, action: Action, plan: BucketPlan | None) -> None:
         """``<t>.<action>.inflight``, then the partition metafile of every partition written."""

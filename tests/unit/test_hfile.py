@@ -4,13 +4,24 @@ split rule, Java's HashMap order, and the errors bad input raises."""
 from __future__ import annotations
 
 import os
+import struct
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.errors import HFileFormatError
-from engine.io.hfile import DATA_MAGIC, CompressionCodec, lookup_hfile, read_hfile
+from engine.io.hfile import (
+    DATA_MAGIC,
+    CompressionCodec,
+    _hudi_cell_starts,
+    _matched_rows,
+    _pair_starts,
+    _searched_row,
+    _walked_pair_starts,
+    lookup_hfile,
+    read_hfile,
+)
 from engine.io.hfile_writer import write_hfile
 from engine.io.java_hashmap import java_hashmap_order, java_string_hash
 
@@ -146,3 +157,86 @@ def test_damaged_files_are_refused(damage, message: str) -> None:  # type: ignor
 def test_unsupported_codec_is_named() -> None:
     with pytest.raises(HFileFormatError, match="SNAPPY"):
         write_hfile([(b"k", b"v")], create_time_ms=0, codec=CompressionCodec.SNAPPY)
+
+
+def _cell(row: bytes, value: bytes, mvcc: bytes, family: bytes = b"") -> bytes:
+    """One key/value pair of a data block: Hudi's cell (empty family) or, with ``family``,
+    one of HBase's; ``mvcc`` is the Hadoop vlong after it (empty: a block without)."""
+    key = struct.pack(">h", len(row)) + row + bytes([len(family)]) + family
+    key += struct.pack(">qb", (1 << 63) - 1, 4)
+    return struct.pack(">ii", len(key), len(value)) + key + value + mvcc
+
+
+# the MVCC vlongs a block may hold: Hudi's 0, and longer Hadoop vlongs (0x88: 8 more bytes)
+_MVCC = st.sampled_from([b"\0", b"\x05", b"\x8f\x01", b"\x88" + bytes(range(1, 9))])
+# values that hold a whole cell of the block's shape, so candidate starts fall inside them
+_TRICKY_VALUE = st.builds(
+    lambda row, inner, tail: _cell(row, inner, b"\0") + tail,
+    st.binary(min_size=3, max_size=3),
+    st.binary(max_size=8),
+    st.binary(max_size=4),
+)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    rows=st.lists(st.binary(min_size=3, max_size=3), min_size=1, max_size=40),
+    other_row_lengths=st.booleans(),
+    values=st.lists(st.one_of(st.binary(max_size=60), _TRICKY_VALUE), min_size=40, max_size=40),
+    mvccs=st.lists(_MVCC, min_size=40, max_size=40),
+    with_mvcc=st.booleans(),
+    family=st.sampled_from([b"", b"", b"f"]),
+)
+def test_vectorised_pair_starts_equal_the_walk(
+    rows: list[bytes],
+    other_row_lengths: bool,
+    values: list[bytes],
+    mvccs: list[bytes],
+    with_mvcc: bool,
+    family: bytes,
+) -> None:
+    """A data block's pair starts found over its bytes at once are the ones a pair-by-pair
+    walk finds, for Hudi's cells of one row length, rows of other lengths, HBase cells with a
+    family, values that hold whole cells, and longer MVCC vlongs; a damaged block raises."""
+    if other_row_lengths:
+        rows = [row * (1 + i % 3) for i, row in enumerate(rows)]
+    pairs = zip(sorted(rows), values, mvccs, strict=False)
+    payload = b"".join(_cell(r, v, m if with_mvcc else b"", family) for r, v, m in pairs)
+    assert _pair_starts(payload, with_mvcc) == _walked_pair_starts(payload, with_mvcc)
+    if family == b"" and not other_row_lengths and not any(b"\x7f" in r for r in rows):
+        assert _hudi_cell_starts(payload, with_mvcc) is not None  # the vectorised path ran
+    for damaged in (payload[:-1], payload + b"\0"):
+        with pytest.raises(HFileFormatError):
+            _pair_starts(damaged, with_mvcc)
+
+
+def test_vectorised_pair_starts_of_a_record_index_block() -> None:
+    """The starts of a block of record index cells (record keys of one length, Avro values),
+    found at once, are the walk's; the lookup through them finds every row."""
+    pairs = [(b"k%09d" % i, b"\x02\x1adt=2024-01-0%d\x00\x7f" % (i % 9) * 2) for i in range(3000)]
+    data = write_hfile(pairs, create_time_ms=0, block_size=64 * 1024)
+    hfile = read_hfile(data)
+    assert len([b for b in hfile.blocks if b.magic == DATA_MAGIC]) > 1
+    found, _ = lookup_hfile(data, [row for row, _ in pairs[::7]])
+    assert found == dict(pairs[::7])
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    rows=st.lists(st.binary(min_size=2, max_size=2), min_size=1, max_size=40),
+    asked=st.lists(st.binary(min_size=1, max_size=3), max_size=20),
+    data=st.data(),
+)
+def test_rows_matched_at_once_equal_the_binary_search(
+    rows: list[bytes], asked: list[bytes], data: st.DataObject
+) -> None:
+    """A block's rows of one length matched by hash find, for each wanted row, the pair the
+    binary search finds: of equal rows the last, none for an absent row or one of another
+    length."""
+    rows = sorted(rows)
+    payload = b"".join(_cell(r, b"v%d" % i, b"\0") for i, r in enumerate(rows))
+    starts = _walked_pair_starts(payload, True)
+    wanted = [*data.draw(st.lists(st.sampled_from(rows), max_size=10)), *asked]
+    assert _matched_rows(payload, starts, wanted) == [
+        _searched_row(payload, starts, row) for row in wanted
+    ]

@@ -26,7 +26,7 @@ from engine.timeline.avro_metadata import (
     deserialize,
     serialize,
 )
-from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat
+from engine.timeline.commit_metadata import HoodieCommitMetadata, HoodieWriteStat, WrittenKeys
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.layout import TimelineLayout
 from engine.timeline.timeline import Timeline
@@ -196,3 +196,20 @@ def test_corpus_commit_metadata_decodes_to_the_records_its_files_hold(
             assert metadata.compacted is bool(raw.get("compacted")), instant
             checked += 1
     assert checked
+
+
+def test_written_keys_go_back_from_tasks_but_never_into_a_commit() -> None:
+    """A stat's written keys travel from a Spark task to the driver (:meth:`to_wire`) and are
+    no part of the commit metadata Hudi reads (its JSON and Avro)."""
+    keys = WrittenKeys(("k1", "é☃"), ("k0",))
+    stat = HoodieWriteStat(file_id="f-0", path="p/f.parquet", partition_path="p", written_keys=keys)
+    assert HoodieWriteStat.from_wire(stat.to_wire()).written_keys == keys
+    assert (
+        HoodieWriteStat.from_wire(
+            HoodieWriteStat(file_id="f", path=None, partition_path="").to_wire()
+        ).written_keys
+        is None
+    )
+    commit = HoodieCommitMetadata(partition_to_write_stats={"p": [stat]})
+    assert b"k1" not in commit.to_json() and "writtenKeys" not in str(commit.to_avro())
+    assert HoodieCommitMetadata.from_json(commit.to_json()).write_stats()[0].written_keys is None
