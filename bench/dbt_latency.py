@@ -9,16 +9,16 @@ platforms ship, in its own venv from ``make hudi-jvm``): the same model as an ``
 model with ``file_format='hudi'``, ``incremental_strategy='merge'`` and ``unique_key='id'``
 (copy-on-write, ordering ``ts``), the bundle given its documented settings (Kryo with Hudi's
 registrar, its SQL extension and catalog, shuffle partitions = the cores) and Hudi's defaults
-otherwise; its goals: ``hudi_upsert``'s model time <= 0.4x its, the whole run's wall time
-<= 0.7x (``BENCH_DBT_BUNDLE=0`` leaves it out). Every ``dbt run`` is a fresh process, as users run it: a first run creates the table
-(``BENCH_DBT_FIRST`` of them, each in a new project), the next runs change 100 rows; the
-contenders' runs are interleaved (first runs, then rounds of next runs), so a change in the
-machine's load falls on all of them. Before them the driver JVM's class-data archive is written
-if the machine has none (``engine/spark/class_archive.py``: once per machine and Spark install,
-timed apart). Reported per contender: the whole run's wall time and dbt's model time
-(``execution_time`` in ``run_results.json``), medians of the first runs and of the next runs,
-the 1-minute load average beside each, the ratios against dbt-spark and the goals (model time
-<= 1.2x, wall <= 0.9x); then where the seconds go, phase by phase (medians),
+otherwise; its goals: ``hudi_upsert``'s model time <= 0.4x its, the whole run's wall time <=
+0.7x (``BENCH_DBT_BUNDLE=0`` leaves it out). Every ``dbt run`` is a fresh process, as users run
+it: a first run creates the table (``BENCH_DBT_FIRST`` of them, each in a new project), the next
+runs change 100 rows; the contenders' runs are interleaved (first runs, then rounds of next
+runs), so a change in the machine's load falls on all of them. Before them the driver JVM's
+class-data archive is written if the machine has none (``engine/spark/class_archive.py``: once
+per machine and Spark install, timed apart). Reported per contender: the whole run's wall time
+and dbt's model time (``execution_time`` in ``run_results.json``), medians of the first runs and
+of the next runs, the 1-minute load average beside each, the ratios against dbt-spark and the
+goals (model time <= 1.2x, wall <= 0.9x); then where the seconds go, phase by phase (medians),
 joined from dbt's own debug log (its JSON file log: parse, each statement) and the adapter's
 timing log (``DBT_HUDI_TIMING``, see ``dbt/adapters/hudi/timing.py``: warm-up, the Hudi write's
 steps, the engine's jobs).

@@ -110,7 +110,7 @@ def phases(answer: dict[str, Any]) -> dict[str, float]:
 
 
 def _job_label(label: str) -> str:
-    label = re.sub(r"file:\S+", "<path>", label)
+    label = re.sub(r"file:/\S+", "<path>", label)
     label = re.sub(r"\d{14,}", "<instant>", label)
     label = re.sub(r"\bbench(_metadata)?\b", lambda m: "<mdt>" if m.group(1) else "<table>", label)
     return "hudi: " + " ".join(label.split())[:70]
@@ -138,6 +138,36 @@ class HudiOnSpark:
         for jvm in self._jvms.values():
             jvm.close()
         self._jvms.clear()
+
+    def ours_sampler(self) -> Any:
+        """``anchors.PeakRSS`` over this process and its children less Hudi's processes (the
+        servers are children of this one, and their memory is Hudi's, not ours)."""
+        import psutil
+
+        servers = [jvm.pid for jvm in self._jvms.values()]
+
+        class Sampler(self.anchors.PeakRSS):  # type: ignore[name-defined,misc]
+            def _sample(self) -> None:
+                theirs: set[int] = set()
+                for pid in servers:
+                    try:
+                        theirs |= {pid, *(p.pid for p in psutil.Process(pid).children(True))}
+                    except psutil.Error:
+                        theirs.add(pid)
+                try:
+                    procs = [self.proc, *self.proc.children(recursive=True)]
+                except psutil.Error:
+                    procs = [self.proc]
+                total = 0
+                for proc in procs:
+                    if proc.pid not in theirs:
+                        try:
+                            total += proc.memory_info().rss
+                        except psutil.Error:
+                            pass
+                self.peak = max(self.peak, total)
+
+        return Sampler()
 
     def write(self, release: str, path: Path, parquet: Path, options: dict[str, str]) -> None:
         """An untimed write (a prepared table, the upsert before a compaction)."""

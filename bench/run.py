@@ -38,9 +38,22 @@ round, then ``BENCH_REPS`` (default 3) rounds A B C ... A B C, medians:
     delta-merge               delta-rs MERGE of the same batch (anchors.py, own process: its
                               peak RSS is its own)
 
-plus ``bulk_insert`` (engine defaults) against Spark's plain partitioned Parquet write, and
-snapshot scans (every column into Spark's ``noop`` sink) of the uniform shape's results: the COW
-table against Spark scanning the Parquet table, the MOR table against the COW table.
+    hudi0.15-* / hudi1.1-*    Apache Hudi's own Spark writer (0.15.0 on table version 6,
+                              1.1.1 on its default 9) in its own process, the model's options
+                              (bench/hudi_spark.py says which settings and why): ``-cow`` /
+                              ``-mor`` with dbt's GLOBAL_SIMPLE, ``-default`` with Hudi's
+                              default index, ``-bucket``, ``-rli`` (1.1.1, the rli shapes);
+                              on the shapes of ``BENCH_HUDI_SHAPES``, indexes of
+                              ``BENCH_HUDI_INDEXES`` (gsimple,default,bucket), releases of
+                              ``BENCH_HUDI`` (0.15.0,1.1.1). Goals: our upsert <= 0.25x
+                              Hudi's doing the same work, and on the 5M shapes our peak RSS
+                              (without Hudi's processes) <= Hudi's (its process and JVM)
+
+plus ``bulk_insert`` (engine defaults) against Spark's plain partitioned Parquet write and
+Hudi's bulk_insert (goal: <= 0.5x), snapshot scans (every column into Spark's ``noop`` sink) of
+the uniform shape's results: the COW table against Spark scanning the Parquet table, the MOR
+table against the COW table, Hudi scanning its own tables beside them; and merge-on-read
+compaction after one uniform upsert, ours against Hudi's ``run_compaction``.
 
 Each hudi upsert's seconds are split as ``dbt/adapters/hudi/timing.py`` splits a dbt model's
 write (the driver's planning before the first Spark job, the index lookup job, the write job,
@@ -53,7 +66,7 @@ The codec section writes and reads one partition's base file with each codec
 (``bench/codecs.py``). Every timed run is verified (row count, distinct keys, rows carrying the
 batch's ordering values; Hudi tables through hudi-rs) and carries its peak RSS (this process and
 its children: the JVM and Python workers) and the 1-minute load average.
-``BENCH_ONLY=codec,upsert,cold,bulk,scan``, ``BENCH_SHAPES=uniform,small`` and
+``BENCH_ONLY=codec,upsert,cold,bulk,scan,compact``, ``BENCH_SHAPES=uniform,small`` and
 ``BENCH_VARIANTS=cow-gzip`` select parts; ``BENCH_WORK`` sets
 the work directory.
 
@@ -315,15 +328,17 @@ class Bench:
     def timed(
         self, name: str, op: Callable[[], Any], rep: int, meta: dict[str, Any]
     ) -> dict[str, Any]:
-        rec = self.anchors.timed(
-            name,
-            meta["expected_rows_after_upsert"],
-            op,
-            rep=rep,
-            update_rows=meta["updates"],
-            load=loadavg(),  # at the start, in the JSON line too
-        )
-        return dict(rec)
+        extra = {"rep": rep, "update_rows": meta["updates"]}
+        extra["load"] = loadavg()  # at the start, in the JSON line too
+        # as anchors.timed, the peak RSS without Hudi's processes (children of this one)
+        with self.hudi.ours_sampler() as sampler:
+            start = time.perf_counter()
+            out = op()
+            seconds = time.perf_counter() - start
+        if isinstance(out, dict):
+            extra.update(out)
+        rows = meta["expected_rows_after_upsert"]
+        return dict(self.anchors.emit(name, rows, seconds, sampler.peak_mb, **extra))
 
     # ---- hudi -------------------------------------------------------------------------------
 
