@@ -249,7 +249,8 @@ def _jobs(spark: Any, since: float) -> list[list[Any]]:
             done = done and completed.isDefined()
             end = completed.get().getTime() / 1000 if completed.isDefined() else time.time()
             description = job.description()
-            label = description.get() if description.isDefined() else job.name()
+            named = description.isDefined() and description.get()
+            label = description.get() if named else job.name()
             found.append([str(label), submitted.get().getTime() / 1000, end])
         if done:
             break
