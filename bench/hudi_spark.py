@@ -104,7 +104,7 @@ def phases(answer: dict[str, Any]) -> dict[str, float]:
         reach = max(reach, finish)
     after = max(0.0, end - reach)
     between = end - start - parts[PHASE_PREFIX + "planning"] - covered - after
-    parts[PHASE_PREFIX + "driver between jobs"] = round(between, 3)
+    parts[PHASE_PREFIX + "driver between jobs"] = round(max(0.0, between), 3)
     parts[PHASE_PREFIX + "after the last job (commit)"] = round(after, 3)
     return parts
 
