@@ -147,8 +147,9 @@ def _events(log: Path) -> list[dict[str, Any]]:
 
 
 def _statement_label(sql: str) -> str:
-    """``sql: show databases``: the statement's first words, dbt's query comment left out."""
+    """``sql: show databases``: the statement's first words, comments left out."""
     body = re.sub(r"/\*.*?\*/", " ", sql, flags=re.S)
+    body = re.sub(r"--[^\n]*", " ", body)  # dbt-spark's merge opens with a line comment
     words = " ".join(body.split()[:3]).lower()
     return f"sql: {words}"
 
