@@ -124,12 +124,19 @@ class HudiOnSpark:
         self.anchors = anchors
         self.driver_memory = driver_memory
         self._jvms: dict[str, Any] = {}
+        self._started: list[str] = []  # a restarted process gets a new work directory
 
     def jvm(self, release: str) -> Any:
+        """Hudi's process for ``release``, started on first use and again if it exited (a
+        run of hours outlives a process the machine ends, and says so)."""
+        if release in self._jvms and not self._jvms[release].alive:
+            log = self._jvms.pop(release).log_path
+            print(json.dumps({"restarted": release, "log": str(log)}), flush=True)
         if release not in self._jvms:
             from tests.hudi_jvm.client import start
 
-            root = self.work / f"hudi-jvm-{release}"
+            root = self.work / f"hudi-jvm-{release}-{len(self._started)}"
+            self._started.append(release)
             shutil.rmtree(root, ignore_errors=True)
             self._jvms[release] = start(release, root, spark_conf(root, self.driver_memory))
         return self._jvms[release]
@@ -169,9 +176,27 @@ class HudiOnSpark:
 
         return Sampler()
 
+    def request(self, release: str, request: dict[str, Any]) -> dict[str, Any]:
+        """``request`` to Hudi's process; once more in a new process if that one had exited
+        (the answer then is the new process's; the table's failed write is Hudi's to roll
+        back, as its next writer does)."""
+        from tests.hudi_jvm.client import HudiJvmError
+
+        try:
+            answer: dict[str, Any] = self.jvm(release).request(**request)
+        except HudiJvmError:
+            if self.jvm_alive(release):
+                raise
+            answer = self.jvm(release).request(**request)
+        return answer
+
+    def jvm_alive(self, release: str) -> bool:
+        return release in self._jvms and bool(self._jvms[release].alive)
+
     def write(self, release: str, path: Path, parquet: Path, options: dict[str, str]) -> None:
         """An untimed write (a prepared table, the upsert before a compaction)."""
-        self.jvm(release).request("write", path=str(path), parquet=str(parquet), options=options)
+        request = {"op": "write", "path": str(path), "parquet": str(parquet)}
+        self.request(release, {**request, "options": options})
 
     def base(self, release: str, kind: str, data: Path, shape_dir: Path, ours: Any) -> Path:
         """The base rows bulk-inserted once by Hudi (untimed) with the contender's options;
@@ -194,7 +219,7 @@ class HudiOnSpark:
         sampler = self.anchors.PeakRSS()
         sampler.proc = psutil.Process(jvm.pid)
         load = round(os.getloadavg()[0], 2)
-        with sampler:
+        with sampler:  # not tried again: a second try would time Hudi's rollback of the first
             answer = jvm.request(**request)
         rec = {
             "name": name,

@@ -58,6 +58,11 @@ class HudiJvm:
         return self._process.pid
 
     @property
+    def alive(self) -> bool:
+        """Whether the server process still runs."""
+        return self._process.poll() is None
+
+    @property
     def version(self) -> str:
         return self.release.version
 
