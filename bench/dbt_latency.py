@@ -4,15 +4,21 @@
 Each contender is a one-model project of 1,000 rows: ``hudi_upsert`` and ``hudi_mor`` on this
 adapter, and plain dbt-spark (``type: spark``, ``method: session``, the same Spark settings)
 with its own ``incremental`` model (``file_format='parquet'``, ``insert_overwrite``), the
-anchor. Every ``dbt run`` is a fresh process, as users run it: a first run creates the table
-(``BENCH_DBT_FIRST`` of them, each in a new project), the next runs change 100 rows; the
-contenders' runs are interleaved (first runs, then rounds of next runs), so a change in the
-machine's load falls on all of them. Before them the driver JVM's class-data archive is written
-if the machine has none (``engine/spark/class_archive.py``: once per machine and Spark install,
-timed apart). Reported per contender: the whole run's wall time and dbt's model time
-(``execution_time`` in ``run_results.json``), medians of the first runs and of the next runs,
-the 1-minute load average beside each, the ratios against dbt-spark and the goals (model time
-<= 1.2x, wall <= 0.9x); then where the seconds go, phase by phase (medians),
+anchor; and dbt-spark with Apache Hudi's Spark bundle (0.15.0, the release the managed Spark
+platforms ship, in its own venv from ``make hudi-jvm``): the same model as an ``incremental``
+model with ``file_format='hudi'``, ``incremental_strategy='merge'`` and ``unique_key='id'``
+(copy-on-write, ordering ``ts``), the bundle given its documented settings (Kryo with Hudi's
+registrar, its SQL extension and catalog, shuffle partitions = the cores) and Hudi's defaults
+otherwise; its goals: ``hudi_upsert``'s model time <= 0.4x its, the whole run's wall time <=
+0.7x (``BENCH_DBT_BUNDLE=0`` leaves it out). Every ``dbt run`` is a fresh process, as users run
+it: a first run creates the table (``BENCH_DBT_FIRST`` of them, each in a new project), the next
+runs change 100 rows; the contenders' runs are interleaved (first runs, then rounds of next
+runs), so a change in the machine's load falls on all of them. Before them the driver JVM's
+class-data archive is written if the machine has none (``engine/spark/class_archive.py``: once
+per machine and Spark install, timed apart). Reported per contender: the whole run's wall time
+and dbt's model time (``execution_time`` in ``run_results.json``), medians of the first runs and
+of the next runs, the 1-minute load average beside each, the ratios against dbt-spark and the
+goals (model time <= 1.2x, wall <= 0.9x); then where the seconds go, phase by phase (medians),
 joined from dbt's own debug log (its JSON file log: parse, each statement) and the adapter's
 timing log (``DBT_HUDI_TIMING``, see ``dbt/adapters/hudi/timing.py``: warm-up, the Hudi write's
 steps, the engine's jobs).
@@ -84,7 +90,7 @@ latency:
       threads: 1{extra}
       server_side_parameters:
         spark.sql.warehouse.dir: "{work}/warehouse"
-        spark.hadoop.javax.jdo.option.ConnectionURL: "{metastore}"
+        spark.hadoop.javax.jdo.option.ConnectionURL: "{metastore}"{bundle}
 """
 HUDI_BASE_PATH = '\n      hudi_base_path: "{work}/lake"'
 # {{ var('round') }} changes CHANGED rows per run; the rest stay as they are
@@ -105,8 +111,19 @@ MODELS = {
         "{{ config(materialized='incremental', file_format='parquet', "
         "incremental_strategy='insert_overwrite') }}"
     ),
+    "dbt_spark_hudi_merge": (
+        "{{ config(materialized='incremental', file_format='hudi', incremental_strategy='merge', "
+        "unique_key='id', options={'type': 'cow', 'primaryKey': 'id', 'preCombineField': 'ts'}) }}"
+    ),
 }
 ANCHOR = "dbt_spark_incremental"
+# dbt-spark with Apache Hudi's Spark bundle (0.15.0, in its own venv: tests/hudi_jvm/provision.py)
+BUNDLE = "dbt_spark_hudi_merge"
+BUNDLE_RELEASE = "0.15.0"
+WITH_BUNDLE = os.environ.get("BENCH_DBT_BUNDLE", "1") != "0"
+BUNDLE_MODEL_GOAL = 0.4  # hudi_upsert's model time against dbt-spark + the bundle's
+BUNDLE_WALL_GOAL = 0.7  # and the whole run's wall time
+CORES = os.cpu_count() or 1
 # the same tests for the audited model and the one it is compared with (dbt run runs neither's)
 TESTS_YML = """
 version: 2
@@ -130,8 +147,9 @@ def _events(log: Path) -> list[dict[str, Any]]:
 
 
 def _statement_label(sql: str) -> str:
-    """``sql: show databases``: the statement's first words, dbt's query comment left out."""
+    """``sql: show databases``: the statement's first words, comments left out."""
     body = re.sub(r"/\*.*?\*/", " ", sql, flags=re.S)
+    body = re.sub(r"--[^\n]*", " ", body)  # dbt-spark's merge opens with a line comment
     words = " ".join(body.split()[:3]).lower()
     return f"sql: {words}"
 
@@ -234,6 +252,11 @@ def run_once(root: Path, model: str, round_: int, source: str | None) -> dict[st
     if source:
         env["PYTHONPATH"] = source
     dbt = Path(sys.executable).with_name("dbt")
+    if model == BUNDLE:  # the bundle's venv: its dbt, its pyspark, nothing of this checkout
+        release = bundle_release()
+        env = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "DBT_HUDI_TIMING")}
+        env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = str(release.python)
+        dbt = release.dbt_executable
     command = [
         str(dbt), "run", "-s", model, "--project-dir", str(root), "--profiles-dir", str(root),
         "--vars", f"{{round: {round_}}}", "--log-format-file", "json",
@@ -255,13 +278,37 @@ def run_once(root: Path, model: str, round_: int, source: str | None) -> dict[st
 def contenders() -> list[tuple[str, str, str | None]]:
     """(label, model, checkout): the Hudi models, each also on ``BENCH_DBT_BEFORE``'s checkout
     when set (its adapter and engine, this bench's harness), then the anchor."""
-    hudi = [m for m in MODELS if m != ANCHOR and (not ONLY or m in ONLY)]
+    hudi = [m for m in MODELS if m not in (ANCHOR, BUNDLE) and (not ONLY or m in ONLY)]
     found: list[tuple[str, str, str | None]] = []
     for model in hudi:
         found.append((model, model, None))
         if BEFORE and model in BEFORE_MODELS:
             found.append((f"{model} (before)", model, BEFORE))
-    return [*found, (ANCHOR, ANCHOR, None)]
+    bundle = [(BUNDLE, BUNDLE, None)] if WITH_BUNDLE else []
+    return [*found, (ANCHOR, ANCHOR, None), *bundle]
+
+
+def bundle_release() -> Any:
+    """Apache Hudi's release dbt-spark runs with (its venv and bundle, provisioned once)."""
+    from tests.hudi_jvm.provision import RELEASES, ensure
+
+    return ensure(RELEASES[BUNDLE_RELEASE])
+
+
+def bundle_parameters() -> str:
+    """The Spark settings a dbt-spark profile gives Hudi's bundle (its documented ones: the
+    bundle, Kryo with Hudi's registrar, its SQL extension and catalog; shuffle partitions =
+    the cores), as profile lines under ``server_side_parameters``."""
+    jar = bundle_release().jar
+    settings = {
+        "spark.jars": str(jar),
+        "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+        "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
+        "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+        "spark.sql.shuffle.partitions": str(CORES),
+    }
+    return "".join(f'\n        {k}: "{v}"' for k, v in settings.items())
 
 
 def project(label: str, model: str, base: Path) -> Path:
@@ -271,10 +318,11 @@ def project(label: str, model: str, base: Path) -> Path:
     (root / "models").mkdir(parents=True)
     (root / "dbt_project.yml").write_text(PROJECT)
     metastore = f"jdbc:derby:;databaseName={work}/metastore_db;create=true"
-    hudi = model != ANCHOR
+    hudi = model not in (ANCHOR, BUNDLE)
     adapter, extra = ("hudi", HUDI_BASE_PATH.format(work=work)) if hudi else ("spark", "")
+    bundle = bundle_parameters() if model == BUNDLE else ""
     (root / "profiles.yml").write_text(
-        PROFILE.format(work=work, metastore=metastore, adapter=adapter, extra=extra)
+        PROFILE.format(work=work, metastore=metastore, adapter=adapter, extra=extra, bundle=bundle)
     )
     (root / "models" / f"{model}.sql").write_text(MODELS[model] + BODY)
     if model in (UNAUDITED, AUDITED):
@@ -340,7 +388,7 @@ def print_summary(results: dict[str, dict[str, Any]]) -> None:
             k: r[k] / anchor[k] for k in ("first_model", "next_model", "first_wall", "next_wall")
         }
         goals = ""
-        if model != ANCHOR:
+        if model not in (ANCHOR, BUNDLE):
             model_met = max(ratios["first_model"], ratios["next_model"]) <= MODEL_GOAL
             wall_met = max(ratios["first_wall"], ratios["next_wall"]) <= WALL_GOAL
             goals = (
@@ -354,6 +402,26 @@ def print_summary(results: dict[str, dict[str, Any]]) -> None:
             f"| {ratios['first_wall']:.2f}x, {ratios['next_wall']:.2f}x "
             f"| {r['first_load']:.2f}, {r['next_load']:.2f} | {goals} |"
         )
+
+
+def print_bundle_goals(results: dict[str, dict[str, Any]]) -> None:
+    """``hudi_upsert`` against dbt-spark with Hudi's bundle (``incremental``, ``merge``): model
+    time and the whole run's wall time, first and next runs, both absolute and with the load."""
+    if BUNDLE not in results or UNAUDITED not in results:
+        return
+    ours, theirs = results[UNAUDITED], results[BUNDLE]
+    print(f"\n{UNAUDITED} vs dbt-spark + Apache Hudi {BUNDLE_RELEASE}'s bundle ({BUNDLE}):")
+    print("| runs | measure | ours / theirs | ours s (load) | theirs s (load) | goal | |")
+    print("|---|---|---|---|---|---|---|")
+    for which in ("first", "next"):
+        for measure, goal in (("model", BUNDLE_MODEL_GOAL), ("wall", BUNDLE_WALL_GOAL)):
+            mine, other = ours[f"{which}_{measure}"], theirs[f"{which}_{measure}"]
+            state = "met" if mine / other <= goal else "NOT met"
+            print(
+                f"| {which} | {measure} | {mine / other:.2f}x "
+                f"| {mine:.2f} ({ours[f'{which}_load']:.2f}) "
+                f"| {other:.2f} ({theirs[f'{which}_load']:.2f}) | <= {goal}x | {state} |"
+            )
 
 
 def print_audit_cost(results: dict[str, dict[str, Any]]) -> None:
@@ -412,6 +480,7 @@ def main() -> int:
     if len(sys.argv) == 3 and sys.argv[1] == "--summarize":
         results = from_log(Path(sys.argv[2]))
         print_summary(results)
+        print_bundle_goals(results)
         print_audit_cost(results)
         print_breakdown(results, "first")
         print_breakdown(results, "next")
@@ -426,6 +495,7 @@ def main() -> int:
     finally:
         shutil.rmtree(base, ignore_errors=True)
     print_summary(results)
+    print_bundle_goals(results)
     print_audit_cost(results)
     print_breakdown(results, "first")
     print_breakdown(results, "next")

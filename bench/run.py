@@ -40,9 +40,22 @@ round, then ``BENCH_REPS`` (default 3) rounds A B C ... A B C, medians:
     delta-merge               delta-rs MERGE of the same batch (anchors.py, own process: its
                               peak RSS is its own)
 
-plus ``bulk_insert`` (engine defaults) against Spark's plain partitioned Parquet write, and
-snapshot scans (every column into Spark's ``noop`` sink) of the uniform shape's results: the COW
-table against Spark scanning the Parquet table, the MOR table against the COW table.
+    hudi0.15-* / hudi1.1-*    Apache Hudi's own Spark writer (0.15.0 on table version 6,
+                              1.1.1 on its default 9) in its own process, the model's options
+                              (bench/hudi_spark.py says which settings and why): ``-cow`` /
+                              ``-mor`` with dbt's GLOBAL_SIMPLE, ``-default`` with Hudi's
+                              default index, ``-bucket``, ``-rli`` (1.1.1, the rli shapes);
+                              on the shapes of ``BENCH_HUDI_SHAPES``, indexes of
+                              ``BENCH_HUDI_INDEXES`` (gsimple,default,bucket), releases of
+                              ``BENCH_HUDI`` (0.15.0,1.1.1). Goals: our upsert <= 0.25x
+                              Hudi's doing the same work, and on the 5M shapes our peak RSS
+                              (without Hudi's processes) <= Hudi's (its process and JVM)
+
+plus ``bulk_insert`` (engine defaults) against Spark's plain partitioned Parquet write and
+Hudi's bulk_insert (goal: <= 0.5x), snapshot scans (every column into Spark's ``noop`` sink) of
+the uniform shape's results: the COW table against Spark scanning the Parquet table, the MOR
+table against the COW table, Hudi scanning its own tables beside them; and merge-on-read
+compaction after one uniform upsert, ours against Hudi's ``run_compaction``.
 
 Each hudi upsert's seconds are split as ``dbt/adapters/hudi/timing.py`` splits a dbt model's
 write (the driver's planning before the first Spark job, the index lookup job, the write job,
@@ -59,7 +72,7 @@ The clustering section (:func:`clustering_section`) writes a 5R-row table in
 ``BENCH_CLUSTER_BATCHES`` (default 100) small bulk_inserts, clusters it (z-order, linear) into
 about ``BENCH_CLUSTER_FILES`` (default 64) files against Spark's repartitionByRange + sort +
 Parquet write, and reads a ~1 % filter on each of two columns before and after each.
-``BENCH_ONLY=codec,upsert,cold,bulk,scan,clustering``, ``BENCH_SHAPES=uniform,small`` and
+``BENCH_ONLY=codec,upsert,cold,bulk,scan,compact,clustering``, ``BENCH_SHAPES=uniform,small`` and
 ``BENCH_VARIANTS=cow-gzip`` select parts; ``BENCH_WORK`` sets
 the work directory.
 
@@ -73,6 +86,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import os
 import shutil
 import statistics
@@ -91,16 +105,34 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench import bench_results  # noqa: E402
+from bench.hudi_spark import (  # noqa: E402
+    RELEASE_LABELS,
+    RELEASES,
+    HudiOnSpark,
+    contender_kinds,
+    hudi_options,
+    ours_of,
+)
 from engine import config as hc  # noqa: E402
 from engine.config import WriteOperation  # noqa: E402
 
 ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
 REPS = int(os.environ.get("BENCH_REPS", "3"))
-ONLY = set(os.environ.get("BENCH_ONLY", "codec,upsert,cold,bulk,scan,clustering").split(","))
+ONLY = set(
+    os.environ.get("BENCH_ONLY", "codec,upsert,cold,bulk,scan,compact,clustering").split(",")
+)
 SHAPES_WANTED = os.environ.get(
     "BENCH_SHAPES", "uniform,hot2,small,large,recent,recent-large,rli,rli-large,rli-xl"
 ).split(",")
 WORK = Path(os.environ.get("BENCH_WORK", str(Path(tempfile.gettempdir()) / "dbt-hudi-bench")))
+DRIVER_MEMORY = os.environ.get("BENCH_DRIVER_MEMORY", "4g")
+# the shapes Apache Hudi on Spark runs on (bench/hudi_spark.py), its goals against ours
+HUDI_SHAPES = os.environ.get(
+    "BENCH_HUDI_SHAPES", "uniform,hot2,large,recent,recent-large,rli,rli-large"
+).split(",")
+HUDI_UPSERT_GOAL = 0.25  # our upsert / Hudi's, every shape, both table types
+HUDI_BULK_GOAL = 0.5  # our bulk_insert / Hudi's
+FIVE_M_SHAPES = ("large", "recent-large", "rli-large")  # our peak RSS <= Hudi's there
 
 # name -> (table rows, batch rows, hot partitions)
 SHAPES: dict[str, tuple[int, int, int]] = {
@@ -307,19 +339,22 @@ class Bench:
         self.anchors = anchors
         self.bench_dir = bench_dir
         self.keep: dict[str, Path] = {}  # results kept for the scans
+        self.hudi = HudiOnSpark(WORK, anchors, DRIVER_MEMORY)
 
     def timed(
         self, name: str, op: Callable[[], Any], rep: int, meta: dict[str, Any]
     ) -> dict[str, Any]:
-        rec = self.anchors.timed(
-            name,
-            meta["expected_rows_after_upsert"],
-            op,
-            rep=rep,
-            update_rows=meta["updates"],
-            load=loadavg(),  # at the start, in the JSON line too
-        )
-        return dict(rec)
+        extra = {"rep": rep, "update_rows": meta["updates"]}
+        extra["load"] = loadavg()  # at the start, in the JSON line too
+        # as anchors.timed, the peak RSS without Hudi's processes (children of this one)
+        with self.hudi.ours_sampler() as sampler:
+            start = time.perf_counter()
+            out = op()
+            seconds = time.perf_counter() - start
+        if isinstance(out, dict):
+            extra.update(out)
+        rows = meta["expected_rows_after_upsert"]
+        return dict(self.anchors.emit(name, rows, seconds, sampler.peak_mb, **extra))
 
     # ---- hudi -------------------------------------------------------------------------------
 
@@ -357,6 +392,30 @@ class Bench:
             return rec
 
         return Contender(kind, run)
+
+    def hudi_spark_upsert(
+        self, release: str, kind: str, shape: str, data: Path, meta: dict[str, Any]
+    ) -> Contender:
+        """Apache Hudi's own upsert of the batch (bench/hudi_spark.py), on a fresh copy of the
+        table Hudi bulk-inserted; verified through hudi-rs as ours are."""
+        name = f"{RELEASE_LABELS[release]}-{kind}"
+        base = self.hudi.base(release, kind, data, shape_work(shape, data), model_options)
+        options = hudi_options(release, model_options(ours_of(kind), "upsert"), kind)
+        batch = str(data / "updates.parquet")
+
+        def run(rep: int) -> dict[str, Any]:
+            table = WORK / "out" / f"{shape}-{name}-{rep}"
+            self.anchors.copytree(str(base), str(table))
+            request = {"op": "bench_write", "path": str(table), "parquet": batch}
+            request["options"] = options
+            extra = {"rows": meta["expected_rows_after_upsert"], "rep": rep}
+            extra["update_rows"] = meta["updates"]
+            rec = self.hudi.timed(release, f"{name}-upsert-{shape}", request, extra)
+            rec.update(verify_hudi(table, meta))
+            self.retire(f"{shape}-{name}", table)
+            return rec
+
+        return Contender(name, run)
 
     def retire(self, key: str, table: Path) -> None:
         """Keep the latest result of a contender (the scans read them); drop the one before."""
@@ -495,14 +554,17 @@ def upsert_section(bench: Bench, datasets: dict[str, tuple[Path, dict[str, Any]]
         contenders = [bench.hudi_upsert(k, shape, data, meta) for k in kinds]
         if shape not in ANCHORLESS_SHAPES:
             contenders += [bench.spark_io(shape, data, meta), bench.delta_merge(shape, data, meta)]
+        hudi = hudi_contenders(bench, shape, data, meta)
+        contenders += hudi
         rounds(contenders)
         by_name = measured[shape] = {c.name: c for c in contenders}
         record_shape(shape, contenders)
         lines += [contender_line(shape, c, by_name) for c in contenders]
         timed = kinds if shape in RLI_SHAPES else ["cow", "mor"]  # the rli shapes have no cow/mor
-        lines += phase_lines(shape, [by_name[k] for k in timed])
+        lines += phase_lines(shape, [by_name[k] for k in timed] + hudi)
         for (num, den), bound in TARGETS[shape].items():
             targets.append(target_line(shape, by_name[num], by_name[den], bound))
+        targets += hudi_targets(shape, by_name, hudi)
         if shape == "large":
             hudi_rss = max(
                 by_name["cow"].median("peak_rss_mb"), by_name["mor"].median("peak_rss_mb")
@@ -557,6 +619,41 @@ def growth_lines(measured: dict[str, dict[str, Contender]]) -> list[str]:
     return lines
 
 
+def hudi_contenders(bench: Bench, shape: str, data: Path, meta: dict[str, Any]) -> list[Contender]:
+    """Apache Hudi on Spark's upserts of ``shape`` (each release, each index), when asked."""
+    if shape not in HUDI_SHAPES:
+        return []
+    return [
+        bench.hudi_spark_upsert(release, kind, shape, data, meta)
+        for release in RELEASES
+        for kind in contender_kinds(shape, release, RLI_SHAPES)
+    ]
+
+
+def hudi_targets(shape: str, by_name: dict[str, Contender], hudi: list[Contender]) -> list[str]:
+    """Ours against Hudi on Spark doing the same work (the same index and table type), and on
+    the 5M shapes our peak RSS against Hudi's."""
+    lines = []
+    for anchor in hudi:
+        ours = by_name.get(ours_of(anchor.name.split("-", 1)[1]))
+        if ours is None:
+            continue
+        lines.append(target_line(shape, ours, anchor, HUDI_UPSERT_GOAL))
+        if shape in FIVE_M_SHAPES:
+            lines.append(rss_line(shape, ours, anchor))
+    return lines
+
+
+def rss_line(shape: str, ours: Contender, anchor: Contender) -> str:
+    """Our peak RSS (this process and its JVM) against the anchor's (its process and JVM)."""
+    mine, theirs = ours.median("peak_rss_mb"), anchor.median("peak_rss_mb")
+    state = "met" if mine <= theirs else "NOT met"
+    return (
+        f"| {shape} | peak RSS {ours.name} / {anchor.name} | {mine / theirs:.2f}x | "
+        f"{mine:.0f} / {theirs:.0f} MB | <= 1.0x | {state} |"
+    )
+
+
 def record_shape(shape: str, contenders: list[Contender]) -> None:
     """The shape's medians into bench/results.json, which the user guide plots."""
     rows, batch, _ = SHAPES[shape]
@@ -586,8 +683,10 @@ def target_line(shape: str, ours: Contender, anchor: Contender, bound: float) ->
         f"{ours.median():.2f} s ({ours.median('load'):.1f}) / "
         f"{anchor.median():.2f} s ({anchor.median('load'):.1f})"
     )
-    state = "met" if ratio <= bound else "NOT met"
     name = f"{ours.name} / {anchor.name}"
+    if math.isinf(bound):  # no goal: the ratio for the record
+        return f"| {shape} | {name} | {ratio:.2f}x | {times} | - | |"
+    state = "met" if ratio <= bound else "NOT met"
     return f"| {shape} | {name} | {ratio:.2f}x | {times} | <= {bound}x | {state} |"
 
 
@@ -637,8 +736,10 @@ def bulk_section(bench: Bench, data: Path, meta: dict[str, Any]) -> list[str]:
         return rec
 
     contenders = [Contender("hudi-bulk-insert", hudi), Contender("spark-parquet-write", plain)]
+    contenders += [hudi_spark_bulk(bench, release, data, rows_meta) for release in RELEASES]
     rounds(contenders)
     h, s = contenders[0], contenders[1]
+    goals = [target_line("uniform", h, c, HUDI_BULK_GOAL) for c in contenders[2:]]
     return [
         "## bulk_insert (median seconds)",
         "",
@@ -652,7 +753,28 @@ def bulk_section(bench: Bench, data: Path, meta: dict[str, Any]) -> list[str]:
         "",
         *TARGET_HEADER,
         target_line("uniform", h, s, 1.0),
+        *goals,
     ]
+
+
+def hudi_spark_bulk(bench: Bench, release: str, data: Path, meta: dict[str, Any]) -> Contender:
+    """Apache Hudi's bulk_insert of the base rows into a new table (the model's options,
+    Hudi's defaults otherwise: its row writer, its sort mode), verified through hudi-rs."""
+    name = f"{RELEASE_LABELS[release]}-bulk-insert"
+    options = hudi_options(release, model_options("cow", "bulk_insert"), "cow")
+
+    def run(rep: int) -> dict[str, Any]:
+        table = WORK / "out" / f"bulk-{name}-{rep}"
+        shutil.rmtree(table, ignore_errors=True)
+        request = {"op": "bench_write", "path": str(table), "options": options}
+        request["parquet"] = str(data / "base.parquet")
+        extra = {"rows": meta["rows"], "rep": rep}
+        rec = bench.hudi.timed(release, name, request, extra)
+        rec.update(verify_hudi(table, meta))
+        shutil.rmtree(table, ignore_errors=True)
+        return rec
+
+    return Contender(name, run)
 
 
 def scan_section(bench: Bench, meta: dict[str, Any]) -> list[str]:
@@ -680,8 +802,9 @@ def scan_section(bench: Bench, meta: dict[str, Any]) -> list[str]:
         scan("cow-snapshot", lambda: read_hudi(spark, str(cow))),
         scan("mor-snapshot", lambda: read_hudi(spark, str(mor))),
     ]
+    contenders += hudi_spark_scans(bench, meta)
     rounds(contenders)
-    sp, c, m = contenders
+    sp, c, m = contenders[:3]
     return [
         "## Snapshot scans of the uniform results (median seconds)",
         "",
@@ -696,6 +819,7 @@ def scan_section(bench: Bench, meta: dict[str, Any]) -> list[str]:
         *TARGET_HEADER,
         target_line("uniform", c, sp, 1.2),
         target_line("uniform", m, c, 3.0),
+        *(target_line("uniform", c if "cow" in x.name else m, x, math.inf) for x in contenders[3:]),
     ]
 
 
@@ -1016,6 +1140,116 @@ def record_clustering(
     )
 
 
+def hudi_spark_scans(bench: Bench, meta: dict[str, Any]) -> list[Contender]:
+    """Apache Hudi's snapshot scans of the tables its uniform upserts left (every column into
+    the noop sink, in its process); the count is read apart and checked."""
+    found = []
+    for release in RELEASES:
+        for kind in ("cow", "mor"):
+            name = f"{RELEASE_LABELS[release]}-{kind}"
+            table = bench.keep.get(f"uniform-{name}")
+            if table is not None:
+                found.append(hudi_spark_scan(bench, release, f"{name}-snapshot", table, meta))
+    return found
+
+
+def hudi_spark_scan(
+    bench: Bench, release: str, name: str, table: Path, meta: dict[str, Any]
+) -> Contender:
+    def run(rep: int) -> dict[str, Any]:
+        request = {"op": "bench_scan", "path": str(table)}
+        rec = bench.hudi.timed(release, name, request, {"rows": meta["rows"], "rep": rep})
+        rec["verified"] = rec.get("count") == meta["expected_rows_after_upsert"]
+        return rec
+
+    return Contender(name, run)
+
+
+# the upsert before a compaction: no small file group takes the inserts, so that every updated
+# file group gets a log file to compact (with the default, the one small file group of each
+# partition takes the inserts and the updates with them, into a new base file)
+LOGS_FOR_COMPACTION = {hc.MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT.key: "0"}
+
+
+def completed_commits(table: Path) -> int:
+    """Completed ``commit`` actions on the table's timeline (a compaction's on merge-on-read;
+    under ``timeline/`` from table version 8, the completion time in the name): a compaction
+    ran when their count grew."""
+    hoodie = table / ".hoodie"
+    return len([*hoodie.glob("*.commit"), *hoodie.glob("timeline/*.commit")])
+
+
+def compaction_section(bench: Bench, data: Path, meta: dict[str, Any]) -> list[str]:
+    """Merge-on-read compaction after one upsert of the uniform batch into log files: ours
+    against Hudi's ``run_compaction`` (scheduled and run at once), each on a fresh copy of its
+    table with the upsert applied (untimed), verified through hudi-rs and by a completed
+    compaction on the timeline."""
+    from engine import spark_table, write_hudi
+
+    shape_dir = shape_work("uniform", data)
+    mor = bench.hudi_base(data, "mor", shape_dir)
+    batch = data / "updates.parquet"
+
+    def ours(rep: int) -> dict[str, Any]:
+        table = WORK / "out" / f"compact-mor-{rep}"
+        bench.anchors.copytree(str(mor), str(table))
+        df = bench.spark.read.parquet(str(batch))
+        write_hudi(df, str(table), {**model_options("mor", "upsert"), **LOGS_FOR_COMPACTION})
+        os.sync()
+        before = completed_commits(table)
+
+        def op() -> dict[str, Any]:
+            return {"compacted": len(spark_table(str(table), bench.spark).compact())}
+
+        rec = bench.timed("mor-compaction", op, rep, meta)
+        rec.update(verify_hudi(table, meta))
+        rec["verified"] = rec["verified"] and completed_commits(table) > before
+        shutil.rmtree(table, ignore_errors=True)
+        return rec
+
+    contenders = [Contender("mor-compaction", ours)]
+    contenders += [
+        hudi_spark_compaction(bench, release, data, shape_dir, meta) for release in RELEASES
+    ]
+    rounds(contenders)
+    return [
+        f"## Merge-on-read compaction after one {meta['updates']:,}-row upsert (median seconds)",
+        "",
+        *TARGET_HEADER,
+        *(target_line("uniform", contenders[0], c, math.inf) for c in contenders[1:]),
+        *phase_lines("uniform", contenders),
+    ]
+
+
+def hudi_spark_compaction(
+    bench: Bench, release: str, data: Path, shape_dir: Path, meta: dict[str, Any]
+) -> Contender:
+    name = f"{RELEASE_LABELS[release]}-mor-compaction"
+    base = bench.hudi.base(release, "mor", data, shape_dir, model_options)
+    options = hudi_options(release, model_options("mor", "upsert"), "mor")
+    options.update(LOGS_FOR_COMPACTION)
+
+    def run(rep: int) -> dict[str, Any]:
+        table = WORK / "out" / f"compact-{name}-{rep}"
+        bench.anchors.copytree(str(base), str(table))
+        bench.hudi.write(release, table, data / "updates.parquet", options)
+        os.sync()
+        before = completed_commits(table)
+        due = "hoodie.compact.inline.max.delta.commits=1"
+        statement = (
+            f"CALL run_compaction(op => 'scheduleandexecute', path => '{table}', "
+            f"options => '{due}')"
+        )
+        request = {"op": "bench_sql", "statement": statement}
+        rec = bench.hudi.timed(release, name, request, {"rows": meta["rows"], "rep": rep})
+        rec.update(verify_hudi(table, meta))
+        rec["verified"] = rec["verified"] and completed_commits(table) > before
+        shutil.rmtree(table, ignore_errors=True)
+        return rec
+
+    return Contender(name, run)
+
+
 def summarize(log: Path) -> None:
     """Medians and ratios from the JSON lines of a run (also of one cut short)."""
     runs: dict[str, list[dict[str, Any]]] = {}
@@ -1050,7 +1284,7 @@ def bench_session(name: str) -> Any:
         str(WORK / name),
         extra_conf={
             "spark.sql.shuffle.partitions": "4",
-            "spark.driver.memory": os.environ.get("BENCH_DRIVER_MEMORY", "4g"),
+            "spark.driver.memory": DRIVER_MEMORY,
             "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
             "spark.local.dir": str(WORK / "spark-local"),
         },
@@ -1198,8 +1432,12 @@ def main() -> None:
         report += [*bulk_section(bench, data, meta), ""]
     if "scan" in ONLY:
         report += [*scan_section(bench, datasets["uniform"][1]), ""]
+    if "compact" in ONLY:
+        data, meta = datasets.get("uniform") or next(iter(datasets.values()))
+        report += [*compaction_section(bench, data, meta), ""]
     if "clustering" in ONLY:
         report += [*clustering_section(bench, clustering_data(bench_dir)), ""]
+    bench.hudi.close()
     spark.stop()
     text = "\n".join(report)
     print("\n" + text)

@@ -39,8 +39,20 @@ LABELS = {
     "mor-rli": "MOR, RECORD_INDEX (v9)",
     "spark-io": "dbt-spark insert-overwrite",
     "delta-merge": "delta-rs MERGE",
+    # Apache Hudi's own Spark writer (bench/hudi_spark.py): 0.15.0 on table version 6, 1.1.1 on 9
+    **{
+        f"hudi{release}-{kind}{index}": f"Hudi {release} on Spark, {kind.upper()}, {label}"
+        for release in ("0.15", "1.1")
+        for kind in ("cow", "mor")
+        for index, label in (
+            ("", "GLOBAL_SIMPLE"),
+            ("-default", "its default index"),
+            ("-bucket", "BUCKET"),
+            ("-rli", "RECORD_INDEX"),
+        )
+    },
 }
-ANCHORS = ("spark-io", "delta-merge")
+ANCHORS = ("spark-io", "delta-merge", *(n for n in LABELS if n.startswith("hudi")))
 LABELS_DBT = {
     "first_wall": "first run, wall",
     "next_wall": "next runs, wall",

@@ -28,14 +28,19 @@ class HudiJvmError(RuntimeError):
 class HudiJvm:
     """One JVM running Apache Hudi ``release`` (write, read, Spark SQL)."""
 
-    def __init__(self, release: Release, work: Path) -> None:
+    def __init__(
+        self, release: Release, work: Path, spark_conf: dict[str, str] | None = None
+    ) -> None:
         self.release = ensure(release)
         self.work = work
         work.mkdir(parents=True, exist_ok=True)
         self.log_path = work / "server.log"
         self._log: IO[bytes] = self.log_path.open("wb")
+        command = [str(release.python), str(SERVER), str(release.jar), str(work)]
+        if spark_conf:  # the session's settings over the server's defaults (the benchmark's)
+            command.append(json.dumps(spark_conf))
         self._process = subprocess.Popen(
-            [str(release.python), str(SERVER), str(release.jar), str(work)],
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
@@ -46,6 +51,16 @@ class HudiJvm:
         hello = self._answer()
         self.spark_version: str = hello["spark"]
         self._batches = 0
+
+    @property
+    def pid(self) -> int:
+        """The server's process id (its JVM is a child of it)."""
+        return self._process.pid
+
+    @property
+    def alive(self) -> bool:
+        """Whether the server process still runs."""
+        return self._process.poll() is None
 
     @property
     def version(self) -> str:
@@ -135,7 +150,10 @@ class HudiJvm:
         self._log.close()
 
 
-def start(version: str, work: Path | None = None) -> HudiJvm:
-    """A JVM running Apache Hudi ``version`` (one of :data:`RELEASES`)."""
+def start(
+    version: str, work: Path | None = None, spark_conf: dict[str, str] | None = None
+) -> HudiJvm:
+    """A JVM running Apache Hudi ``version`` (one of :data:`RELEASES`), its session with
+    ``spark_conf`` over the server's defaults."""
     root = work or Path(tempfile.mkdtemp(prefix=f"hudi-jvm-{version}-"))
-    return HudiJvm(RELEASES[version], root)
+    return HudiJvm(RELEASES[version], root, spark_conf)

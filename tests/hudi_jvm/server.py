@@ -20,7 +20,19 @@ provision.py); imports nothing from the project. Requests (``op`` and its fields
   ``create`` without overwrite checks that the file does not exist, then opens it with
   ``java.io.FileOutputStream``, truncating), what it meets when another writer's lock appears
   between that check and the open -> ``{"created": bool, "error": str}``
+- ``bench_write``: as ``write``, timed inside this process around reading the Parquet file
+  (lazily, as a DataFrame) and the write -> ``{"seconds": float, "jobs": [...]}``
+- ``bench_sql``: ``statement``, timed (a CALL procedure: compaction) -> ``{"seconds", "jobs"}``
+- ``bench_scan``: ``path``: every column of a snapshot read into Spark's ``noop`` sink, timed
+  -> ``{"seconds", "jobs", "count"}`` (the count read apart, untimed)
 - ``stop``
+
+The ``bench_*`` answers' ``jobs`` are the Spark jobs that ran inside the timed region, each
+``[description, start, end]`` (seconds, the same clock as the region's ``start`` and ``end``
+in the answer), from Spark's own status store: where the seconds went.
+
+A JSON object of Spark settings after the work directory overrides the session's defaults
+(the benchmark's ``local[*]`` master, shuffle partitions and driver memory).
 
 An answer is ``{"ok": true, ...}`` or ``{"ok": false, "error": <the Java or Python message>}``.
 """
@@ -45,7 +57,7 @@ def _protocol_stream() -> Any:
     return answers
 
 
-def _session(jar: str, work: str) -> Any:
+def _session(jar: str, work: str, overrides: dict[str, str] | None = None) -> Any:
     from pyspark.sql import SparkSession
 
     builder = (
@@ -67,6 +79,8 @@ def _session(jar: str, work: str) -> Any:
         .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={work}")
         .config("spark.sql.session.timeZone", "UTC")
     )
+    for key, value in (overrides or {}).items():
+        builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
@@ -185,9 +199,76 @@ def _answer(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
         return {}
     if op == "lock":
         return _lock(spark, request)
+    if op in _BENCH:
+        return _timed(spark, _BENCH[op], request)
     if op == "version":
         return {"spark": spark.version}
     raise ValueError(f"unknown op {op!r}")
+
+
+# ---- the benchmark's timed requests --------------------------------------------------------
+
+
+def _bench_write(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
+    _write(spark, request)
+    return {}
+
+
+def _bench_sql(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
+    spark.sql(request["statement"]).collect()
+    return {}
+
+
+def _bench_scan(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
+    frame = spark.read.format("hudi").options(**(request.get("options") or {}))
+    frame.load(request["path"]).write.format("noop").mode("overwrite").save()
+    return {}
+
+
+_BENCH = {"bench_write": _bench_write, "bench_sql": _bench_sql, "bench_scan": _bench_scan}
+
+
+def _timed(spark: Any, run: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """``run`` timed (wall clock, so that the jobs' times compare), then the jobs that ran in
+    between; a scan's row count after the timed region."""
+    import time
+
+    start = time.time()
+    run(spark, request)
+    end = time.time()
+    answer = {"seconds": end - start, "start": start, "end": end, "jobs": _jobs(spark, start)}
+    if request["op"] == "bench_scan":
+        answer["count"] = spark.read.format("hudi").load(request["path"]).count()
+    return answer
+
+
+def _jobs(spark: Any, since: float) -> list[list[Any]]:
+    """The jobs submitted at or after ``since`` (epoch seconds) from Spark's status store, each
+    ``[description or name, start, end]``. The store is fed by the listener bus, which runs
+    behind the driver: wait (a little) until every such job shows its completion."""
+    import time
+
+    store = spark.sparkContext._jsc.sc().statusStore()
+    found: list[list[Any]] = []
+    for _ in range(50):
+        jobs = store.jobsList(None)
+        found, done = [], True
+        for i in range(jobs.size()):
+            job = jobs.apply(i)
+            submitted = job.submissionTime()
+            if not submitted.isDefined() or submitted.get().getTime() / 1000 < since - 0.001:
+                continue
+            completed = job.completionTime()
+            done = done and completed.isDefined()
+            end = completed.get().getTime() / 1000 if completed.isDefined() else time.time()
+            description = job.description()
+            named = description.isDefined() and description.get()
+            label = description.get() if named else job.name()
+            found.append([str(label), submitted.get().getTime() / 1000, end])
+        if done:
+            break
+        time.sleep(0.02)
+    return sorted(found, key=lambda j: j[1])
 
 
 def _message(exc: BaseException) -> str:
@@ -204,8 +285,9 @@ def _message(exc: BaseException) -> str:
 
 def main() -> int:
     jar, work = sys.argv[1], sys.argv[2]
+    overrides = json.loads(sys.argv[3]) if len(sys.argv) > 3 else None
     answers = _protocol_stream()
-    spark = _session(jar, work)
+    spark = _session(jar, work, overrides)
     answers.write(json.dumps({"ok": True, "spark": spark.version}) + "\n")
     for line in sys.stdin:
         request = json.loads(line)
