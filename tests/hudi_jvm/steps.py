@@ -104,3 +104,6 @@ def hudis_own_checks(judge: Judge, case: Case, name: str) -> None:
         # non-verbose, it returns the files whose listing or size differs from the storage's
         mismatches = jvm.sql(f"CALL validate_metadata_table_files(table => '{name}')")
         assert mismatches == [], f"Hudi's metadata validation: {mismatches}"
+        judged = jvm.validate_metadata(judge.path)
+        assert judged["passed"], "Hudi's metadata table validator: " + "; ".join(judged["failures"])
+        print(f"Hudi's metadata table validator passed on {case.name}: {judged['checked']}")
