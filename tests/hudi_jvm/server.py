@@ -278,8 +278,9 @@ def _column_stats_from_files(
     hudi = spark._jvm.org.apache.hudi
     storage = meta_client.getStorage()
     where = hudi.common.fs.FSUtils.constructAbsolutePath(meta_client.getBasePath(), partition)
+    # the version of the column_stats index (its value encoding), as the metadata table has it
     version = hudi.metadata.HoodieTableMetadataUtil.existingIndexVersionOrDefault(
-        partition, meta_client
+        hudi.metadata.MetadataPartitionType.COLUMN_STATS.getPartitionPath(), meta_client
     )
     parquet = hudi.io.storage.HoodieIOFactory.getIOFactory(storage).getFileFormatUtils(
         hudi.common.model.HoodieFileFormat.PARQUET
