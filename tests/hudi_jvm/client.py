@@ -119,7 +119,8 @@ class HudiJvm:
         """The checks of Hudi's HoodieMetadataTableValidator on the table at ``path`` (its
         metadata table against storage: partitions, latest file slices, latest base files, all
         file groups, column stats, bloom filters, record index count and content):
-        ``{"passed": bool, "checked": [...], "failures": [...]}`` (tests/hudi_jvm/server.py)."""
+        ``{"passed": bool, "checked": [...], "compared": {check: items}, "failures": [...]}``
+        (tests/hudi_jvm/server.py)."""
         return self.request("validate_metadata", path=str(path))
 
     def close(self) -> None:

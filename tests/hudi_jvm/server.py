@@ -18,7 +18,8 @@ provision.py); imports nothing from the project. Requests (``op`` and its fields
   ``create`` without overwrite checks that the file does not exist, then opens it with
   ``java.io.FileOutputStream``, truncating), what it meets when another writer's lock appears
   between that check and the open -> ``{"created": bool, "error": str}``
-- ``validate_metadata``: ``path`` -> ``{"passed": bool, "checked": [...], "failures": [...]}``:
+- ``validate_metadata``: ``path`` -> ``{"passed": bool, "checked": [...], "compared": {...},
+  "failures": [...]}``:
   the checks of Hudi's ``HoodieMetadataTableValidator`` (hudi-utilities, whose 1.1.1 bundle
   Maven Central does not serve as the tests reach it) made with the Spark bundle's classes: the
   metadata table's partitions, latest file slices, latest base files and file groups against the
@@ -380,10 +381,15 @@ def _latest_files(view: Any, partition: str, *, logs: bool) -> list[str]:
 
 
 def _partition_checks(
-    spark: Any, meta_client: Any, metadata: dict[bool, Any], views: dict[bool, Any], partition: str
+    spark: Any,
+    meta_client: Any,
+    metadata: dict[bool, Any],
+    views: dict[bool, Any],
+    partition: str,
+    compared: dict[str, int],
 ) -> list[str]:
     """Files, column stats and bloom filters of one partition: the metadata table's answer
-    against the storage's."""
+    against the storage's (``compared`` counts the storage's items per check)."""
     hudi = spark._jvm.org.apache.hudi
     config = meta_client.getTableConfig()
     types = hudi.metadata.MetadataPartitionType
@@ -391,17 +397,20 @@ def _partition_checks(
     on, off = _listings(views[True], partition), _listings(views[False], partition)
     for label in on:
         failures += _differences(label, partition, on[label], off[label])
+        compared[label] = compared.get(label, 0) + len(off[label])
     if config.isMetadataPartitionAvailable(types.COLUMN_STATS):
         files = _latest_files(views[False], partition, logs=True)
         columns = _indexed_columns(spark, meta_client, metadata[True], partition, files)
         mdt = _column_stats_from_metadata(spark, metadata[True], partition, files, columns)
         fs = _column_stats_from_files(spark, meta_client, partition, files, columns)
         failures += _differences(f"column stats of {columns}", partition, mdt, fs)
+        compared["column stats"] = compared.get("column stats", 0) + len(fs)
     if config.isMetadataPartitionAvailable(types.BLOOM_FILTERS):
         files = _latest_files(views[False], partition, logs=False)
         mdt = _bloom_filters_from_metadata(spark, metadata[True], partition, files)
         fs = _bloom_filters_from_files(spark, meta_client, partition, files)
         failures += _differences("bloom filters", partition, mdt, fs)
+        compared["bloom filters"] = compared.get("bloom filters", 0) + len(fs)
     return failures
 
 
@@ -410,7 +419,9 @@ def _latest_completed(meta_client: Any) -> str:
     return str(timeline.filterCompletedInstants().lastInstant().get().requestedTime())
 
 
-def _record_index_check(spark: Any, meta_client: Any, path: str) -> list[str]:
+def _record_index_check(
+    spark: Any, meta_client: Any, path: str, compared: dict[str, int]
+) -> list[str]:
     """The record index against a snapshot read of the table as of its latest completed commit:
     as many entries as keys, and each key at the partition and file group that holds it."""
     hudi = spark._jvm.org.apache.hudi
@@ -432,6 +443,7 @@ def _record_index_check(spark: Any, meta_client: Any, path: str) -> list[str]:
     for r in found:
         where = locate(r[1], r[2], r[3], r[4], r[5], r[6], r[7])
         in_index[r[0]] = (str(where.getPartitionPath()), str(where.getFileId()))
+    compared["record index count and content"] = len(rows)
     failures = []
     if len(found) != len(rows):
         failures.append(
@@ -455,8 +467,9 @@ def _validate_metadata(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
     """The checks of Hudi's HoodieMetadataTableValidator on the table at ``path``: partitions,
     latest file slices, latest base files, all file groups, column stats and bloom filters
     where the metadata table has those partitions, record index count and content where it
-    has a record index. ``{"passed": bool, "checked": [...], "failures": [...]}``, a failure
-    naming what differs (or Hudi's exception chain where a check could not run)."""
+    has a record index. ``{"passed": bool, "checked": [...], "compared": {check: items},
+    "failures": [...]}``: the items are the storage's (slices, files, ranges, keys), a failure
+    names what differs (or gives Hudi's exception chain where a check could not run)."""
     path = request["path"]
     meta_client, metadata, views = _metadata_views(spark, path)
     hudi = spark._jvm.org.apache.hudi
@@ -468,6 +481,7 @@ def _validate_metadata(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
         "partitions", "(all)", in_mdt, _committed_partitions(spark, meta_client, on_storage)
     )
     checked = [*_MDT_CHECKS]
+    compared: dict[str, int] = {}
     config = meta_client.getTableConfig()
     types = hudi.metadata.MetadataPartitionType
     for label, kind in (
@@ -478,17 +492,17 @@ def _validate_metadata(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
             checked.append(label)
     try:
         for partition in in_mdt:
-            failures += _partition_checks(spark, meta_client, metadata, views, partition)
+            failures += _partition_checks(spark, meta_client, metadata, views, partition, compared)
         if config.isMetadataPartitionAvailable(types.RECORD_INDEX):
             checked.append("record index count and content")
-            failures += _record_index_check(spark, meta_client, path)
+            failures += _record_index_check(spark, meta_client, path, compared)
     except Exception as exc:  # a check Hudi could not run is a failure, its chain the reason
         failures.append(f"a check could not run: {_message(exc)}")
     finally:
         for on in (True, False):
             views[on].close()
             metadata[on].close()
-    return {"passed": not failures, "checked": checked, "failures": failures}
+    return {"passed": not failures, "checked": checked, "compared": compared, "failures": failures}
 
 
 def _answer(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
