@@ -48,6 +48,7 @@ import xxhash
 
 from engine import config
 from engine.errors import HudiError
+from engine.fs.filenames import is_base_file
 from engine.fs.storage import Storage
 from engine.io.hfile import HFile
 from engine.metadata.payload import MetadataRecordType, parsed_schema
@@ -497,11 +498,11 @@ def column_stats_cells(
     *,
     value_types: bool = True,
 ) -> dict[int, list[tuple[bytes, bytes]]]:
-    """The ``column_stats`` records of new base files, as the HFile cells Hudi appends.
+    """The ``column_stats`` records of new base and log files, as the HFile cells Hudi appends.
 
-    Base files only: Hudi 1.x also indexes each log file a merge-on-read write appends (its
-    records read unmerged, sizes 0); until those are computed, a slice holding a log file
-    without stats is never skipped by readers (:mod:`engine.read.data_skipping`), ours or Hudi's.
+    A log file's footer is that of its data records written as one Parquet file (the caller
+    makes it): Hudi 1.x indexes each log file a merge-on-read write appends from its records
+    read unmerged, with sizes 0, so its sizes are set to 0 here.
 
     This is pure: it reads nothing and writes nothing. The metadata writer calls it with every
     base file a commit wrote and writes each file group's cells, as they come, as the HFile of
@@ -510,7 +511,7 @@ def column_stats_cells(
 
     Args:
         files: (partition path, "" when non-partitioned; file name; Parquet footer) of each
-            base file.
+            base file and log file.
         columns: The columns to index (:func:`columns_to_index`).
         record_schema: The ``HoodieMetadataRecord`` writer schema the block carries.
         num_file_groups: The partition's file groups (``col-stats-000N-0``); Hudi 1.x's default
@@ -524,11 +525,16 @@ def column_stats_cells(
         columns, as in Hudi's log blocks.
     """
     records = (
-        (partition_path, stats)
+        (partition_path, stats if is_base_file(file_name) else _sizes_unknown(stats))
         for partition_path, file_name, meta in files
         for stats in parquet_column_stats(file_name, meta, columns, value_types=value_types)
     )
     return _cells(records, record_schema, num_file_groups)
+
+
+def _sizes_unknown(stats: ColumnStats) -> ColumnStats:
+    """A log file's stats: its records have no column chunks, Hudi records sizes 0."""
+    return dataclasses.replace(stats, total_size=0, total_uncompressed_size=0)
 
 
 def column_stats_tombstone_cells(

@@ -1,13 +1,16 @@
 """The ``column_stats`` partition as the metadata writer keeps it.
 
-- **Initialization**: the stats of every latest base file from its Parquet footer, in
+- **Initialization**: the stats of every latest base file from its Parquet footer (and of its
+  slice's log files, as a data instant indexes them), in
   ``hoodie.metadata.index.column.stats.file.group.count`` file groups (``col-stats-000N-0``;
   Hudi 1.x: 2), for the columns :func:`~engine.metadata.column_stats.configured_columns` picks;
   those columns are recorded in the table's index definition (``sourceFields``), which every
   later write follows.
-- **A data instant**: the stats of each base file it wrote (log files get none: a slice with
-  a log file is never skipped by readers); a clean, or a rollback merged by a metadata
-  compaction already, writes the tombstones of the base files it deleted.
+- **A data instant**: the stats of each base file it wrote, from its footer, and of each log
+  file it wrote, from the log's data records read unmerged (sizes 0; a log of delete blocks
+  only gets none), as Hudi 1.x's merge-on-read writers index them and Hudi's metadata table
+  validator checks them; a clean, or a rollback merged by a metadata compaction already,
+  writes the tombstones of the files it deleted.
 - **Compaction**: the records of one key merged as readers merge them; a tombstoned file's
   records are dropped, as Hudi's compaction drops deleted records.
 """
@@ -17,14 +20,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine import config
 from engine.config import HoodieConfig
-from engine.fs.filenames import is_base_file
+from engine.fs.filenames import is_base_file, is_log_file
 from engine.fs.properties import read_properties
 from engine.fs.storage import Storage
 from engine.io.hfile import HFile
+from engine.io.logfile import (
+    HoodieLogBlockType,
+    decode_avro_data_block,
+    decode_parquet_data_block,
+    read_log_blocks,
+)
 from engine.metadata.column_stats import (
     COLUMN_STATS_PARTITION,
     ColumnStats,
@@ -80,12 +90,42 @@ def _columns(storage: Storage) -> list[str]:
 
 
 def _footers(storage: Storage, files: Iterable[tuple[str, str]]) -> list[tuple[str, str, Any]]:
+    """(partition, name, Parquet footer) of each base file, and of each log file the footer of
+    its data records written as one Parquet file (:func:`_log_footer`); a log file without
+    data records is left out."""
     out = []
     for partition, name in files:
         rel = f"{partition}/{name}" if partition else name
-        with storage.open_input(rel) as f:
-            out.append((partition, name, pq.read_metadata(f)))
+        if is_base_file(name):
+            with storage.open_input(rel) as f:
+                out.append((partition, name, pq.read_metadata(f)))
+            continue
+        footer = _log_footer(storage, rel)
+        if footer is not None:
+            out.append((partition, name, footer))
     return out
+
+
+def _log_footer(storage: Storage, rel: str) -> pq.FileMetaData | None:
+    """The footer of a log file's data records (every data block, unmerged) written as one
+    Parquet file: its statistics are the records' ranges and counts, which the column stats
+    of a log file hold (Hudi's ``getLogFileColumnRangeMetadata``); None without records."""
+    tables = []
+    for block in read_log_blocks(storage.read_bytes(rel)):
+        if block.block_type is HoodieLogBlockType.AVRO_DATA_BLOCK:
+            tables.append(decode_avro_data_block(block))
+        elif block.block_type is HoodieLogBlockType.PARQUET_DATA_BLOCK:
+            tables.append(decode_parquet_data_block(block))
+    records = [t for t in tables if t.num_rows]
+    if not records:
+        return None
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.concat_tables(records, promote_options="default"), sink)
+    return pq.read_metadata(pa.BufferReader(sink.getvalue()))
+
+
+def _indexed_files(names: Iterable[str]) -> list[str]:
+    return [n for n in names if is_base_file(n) or is_log_file(n)]
 
 
 def _by_file_id(cells: dict[int, list[Cell]]) -> dict[str, list[Cell]]:
@@ -110,9 +150,9 @@ class ColumnStatsPartition:
     def initial_groups(self, init: MetadataInit, schema: str) -> dict[str, list[Cell]]:
         count = init.cfg.get(config.COLUMN_STATS_FILE_GROUP_COUNT)
         files = [
-            (s.partition_path, s.base_file)
+            (s.partition_path, name)
             for s in FileSystemView(init.storage, init.timeline).latest_file_slices()
-            if s.base_file
+            for name in [*([s.base_file] if s.base_file else []), *s.log_files]
         ]
         footers = _footers(init.storage, files)
         typed = _value_types(init.props)
@@ -124,14 +164,14 @@ class ColumnStatsPartition:
         count = len(latest_slices(mdt, Timeline.load(mdt), COLUMN_STATS_PARTITION))
         columns = _columns(update.storage)
         if update.commit is not None:
-            files = [(p, n) for p, names in update.change.added.items() for n in names
-                     if is_base_file(n)]  # fmt: skip
+            files = [(p, n) for p, names in update.change.added.items()
+                     for n in _indexed_files(names)]  # fmt: skip
             typed = _value_types(read_properties(update.storage))
             footers = _footers(update.storage, files)
             cells = column_stats_cells(footers, columns, schema, count, value_types=typed)
         else:
-            removed = [(p, n) for p, names in update.change.deleted.items() for n in names
-                       if is_base_file(n)]  # fmt: skip
+            removed = [(p, n) for p, names in update.change.deleted.items()
+                       for n in _indexed_files(names)]  # fmt: skip
             cells = column_stats_tombstone_cells(removed, columns, schema, count)
         return {fid: GroupCells(group_cells) for fid, group_cells in _by_file_id(cells).items()}
 

@@ -137,6 +137,14 @@ class HudiJvm:
         ``unlock`` or ``create`` (tests/hudi_jvm/server.py)."""
         return self.request("lock", path=str(path), call=call, options=options or {})
 
+    def validate_metadata(self, path: str | Path) -> dict[str, Any]:
+        """The checks of Hudi's HoodieMetadataTableValidator on the table at ``path`` (its
+        metadata table against storage: partitions, latest file slices, latest base files, all
+        file groups, column stats, bloom filters, record index count and content):
+        ``{"passed": bool, "checked": [...], "compared": {check: items}, "failures": [...]}``
+        (tests/hudi_jvm/server.py)."""
+        return self.request("validate_metadata", path=str(path))
+
     def close(self) -> None:
         if self._process.poll() is None:
             assert self._process.stdin is not None

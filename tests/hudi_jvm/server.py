@@ -25,6 +25,13 @@ provision.py); imports nothing from the project. Requests (``op`` and its fields
 - ``bench_sql``: ``statement``, timed (a CALL procedure: compaction) -> ``{"seconds", "jobs"}``
 - ``bench_scan``: ``path``: every column of a snapshot read into Spark's ``noop`` sink, timed
   -> ``{"seconds", "jobs", "count"}`` (the count read apart, untimed)
+- ``validate_metadata``: ``path`` -> ``{"passed": bool, "checked": [...], "compared": {...},
+  "failures": [...]}``:
+  the checks of Hudi's ``HoodieMetadataTableValidator`` (hudi-utilities, whose 1.1.1 bundle
+  Maven Central does not serve as the tests reach it) made with the Spark bundle's classes: the
+  metadata table's partitions, latest file slices, latest base files and file groups against the
+  storage listing's; its column stats and bloom filters against the files' own; its record index
+  count and content against a snapshot read
 - ``stop``
 
 The ``bench_*`` answers' ``jobs`` are the Spark jobs that ran inside the timed region, each
@@ -182,6 +189,347 @@ def _lock(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
     raise ValueError(f"unknown lock call {call!r}")
 
 
+# What Apache Hudi's HoodieMetadataTableValidator (hudi-utilities) compares, done here with the
+# classes of the Spark bundle: the utilities bundle of 1.1.1 is not on Maven Central as the tests
+# reach it. Each check sets the metadata table's answer beside the one Hudi builds without it
+# (storage listing, Parquet footers, a snapshot read of the table) and names what differs.
+_MDT_CHECKS = ("partitions", "latest file slices", "latest base files", "all file groups")
+
+
+def _metadata_views(spark: Any, path: str) -> tuple[Any, dict[bool, Any], dict[bool, Any]]:
+    """The table's meta client, and per "metadata table on?" its HoodieTableMetadata and
+    HoodieTableFileSystemView (on the completed and compaction instants, as Hudi's own view)."""
+    jvm = spark._jvm
+    hudi = jvm.org.apache.hudi
+    conf = hudi.hadoop.fs.HadoopFSUtils.getStorageConfWithCopy(spark._jsc.hadoopConfiguration())
+    builder = hudi.common.table.HoodieTableMetaClient.builder().setConf(conf).setBasePath(path)
+    meta_client = builder.setLoadActiveTimelineOnLoad(True).build()
+    engine = hudi.client.common.HoodieSparkEngineContext(spark._jsc)
+    timeline = meta_client.getActiveTimeline().filterCompletedAndCompactionInstants()
+    metadata, views = {}, {}
+    for on in (True, False):
+        config = hudi.common.config.HoodieMetadataConfig.newBuilder().enable(on)
+        config = config.withMetadataIndexBloomFilter(on).withMetadataIndexColumnStats(on).build()
+        factory = meta_client.getTableFormat().getMetadataFactory()
+        metadata[on] = factory.create(engine, meta_client.getStorage(), config, path)
+        views[on] = hudi.common.table.view.HoodieTableFileSystemView(
+            metadata[on], meta_client, timeline
+        )
+    return meta_client, metadata, views
+
+
+def _slice_facts(file_slice: Any) -> str:
+    """What the validator compares of a file slice: file group, base instant, base file name
+    and size, the log files' names."""
+    base = file_slice.getBaseFile()
+    base_facts = (
+        f"{base.get().getFileName()}:{base.get().getFileSize()}" if base.isPresent() else "-"
+    )
+    logs = sorted(str(log.getFileName()) for log in file_slice.getLogFiles().toArray())
+    return (
+        f"{file_slice.getPartitionPath()}/{file_slice.getFileId()}@"
+        f"{file_slice.getBaseInstantTime()} base={base_facts} logs={logs}"
+    )
+
+
+def _listings(view: Any, partition: str) -> dict[str, list[str]]:
+    """A file system view's answers for ``partition``, sorted as the validator sorts them."""
+    groups = view.getAllFileGroups(partition).toArray()
+    return {
+        "latest file slices": sorted(
+            _slice_facts(s) for s in view.getLatestFileSlices(partition).toArray()
+        ),
+        "latest base files": sorted(
+            f"{b.getFileName()}:{b.getFileSize()}"
+            for b in view.getLatestBaseFiles(partition).toArray()
+        ),
+        "all file groups": sorted(
+            _slice_facts(s) for g in groups for s in g.getAllFileSlices().toArray()
+        ),
+    }
+
+
+def _committed_partitions(spark: Any, meta_client: Any, on_storage: list[str]) -> list[str]:
+    """The partitions on storage a completed (or archived) commit created, as the validator
+    takes them: a partition whose metadata file names an instant still inflight is left out."""
+    hudi = spark._jvm.org.apache.hudi
+    completed = meta_client.getCommitsTimeline().filterCompletedInstants()
+    kept = []
+    for partition in on_storage:
+        where = hudi.common.fs.FSUtils.constructAbsolutePath(meta_client.getBasePath(), partition)
+        created = hudi.common.model.HoodiePartitionMetadata(
+            meta_client.getStorage(), where
+        ).readPartitionCreatedCommitTime()
+        if created.isPresent() and completed.containsOrBeforeTimelineStarts(created.get()):
+            kept.append(partition)
+    return kept
+
+
+def _differences(label: str, partition: str, mdt: list[str], fs: list[str]) -> list[str]:
+    if mdt == fs:
+        return []
+    return [
+        f"{label} of partition {partition!r} differ: from the metadata table {mdt}; "
+        f"from storage {fs}"
+    ]
+
+
+def _column_names(spark: Any, meta_client: Any) -> list[str]:
+    """The columns whose stats are checked: every column of the table's schema."""
+    resolver = spark._jvm.org.apache.hudi.common.table.TableSchemaResolver(meta_client)
+    return [str(f.name()) for f in resolver.getTableAvroSchema().getFields().toArray()]
+
+
+def _stats_facts(stats: Any, file_name: str) -> str:
+    return (
+        f"{file_name}/{stats.getColumnName()}: min={stats.getMinValue()} "
+        f"max={stats.getMaxValue()} nulls={stats.getNullCount()} values={stats.getValueCount()}"
+    )
+
+
+def _column_stats_from_metadata(
+    spark: Any, metadata: Any, partition: str, files: list[str], columns: list[str]
+) -> list[str]:
+    """Per file and column, the range the metadata table's column_stats partition holds."""
+    hudi = spark._jvm.org.apache.hudi
+    pairs = [hudi.common.util.collection.Pair.of(partition, name) for name in files]
+    out = []
+    for column in columns:
+        found = metadata.getColumnStats(pairs, column)
+        for entry in found.entrySet().toArray():
+            stats = hudi.stats.HoodieColumnRangeMetadata.fromColumnStats(entry.getValue())
+            if _empty(stats):
+                continue
+            out.append(_stats_facts(stats, str(entry.getKey().getValue())))
+    return sorted(out)
+
+
+def _empty(stats: Any) -> bool:
+    """A range of no value: what Hudi's writer records for a log file of delete blocks only
+    (HoodieAppendHandle: an empty range per indexed column), where Hudi's validator reading the
+    file finds no record and so no range (HoodieTableMetadataUtil.getLogFileColumnRangeMetadata).
+    Hudi's own tables fail that comparison (docs/format-notes.md), so an empty range is left
+    out of it; it says nothing of any value, and a file with values still needs its range."""
+    return (
+        stats.getValueCount() == 0 and stats.getMinValue() is None and stats.getMaxValue() is None
+    )
+
+
+def _column_stats_from_files(
+    spark: Any, meta_client: Any, partition: str, files: list[str], columns: list[str]
+) -> list[str]:
+    """Per file and column, the range Hudi reads from the file itself: a Parquet base file's
+    footer, a log file's records."""
+    hudi = spark._jvm.org.apache.hudi
+    storage = meta_client.getStorage()
+    where = hudi.common.fs.FSUtils.constructAbsolutePath(meta_client.getBasePath(), partition)
+    # the version of the column_stats index (its value encoding), as the metadata table has it
+    version = hudi.metadata.HoodieTableMetadataUtil.existingIndexVersionOrDefault(
+        hudi.metadata.MetadataPartitionType.COLUMN_STATS.getPartitionPath(), meta_client
+    )
+    parquet = hudi.io.storage.HoodieIOFactory.getIOFactory(storage).getFileFormatUtils(
+        hudi.common.model.HoodieFileFormat.PARQUET
+    )
+    schema = hudi.common.table.TableSchemaResolver(meta_client).getTableAvroSchema()
+    out = []
+    for name in files:
+        file_path = hudi.storage.StoragePath(where, name)
+        if name.endswith(".parquet"):
+            ranges = parquet.readColumnStatsFromMetadata(storage, file_path, columns, version)
+        else:
+            ranges = hudi.metadata.HoodieTableMetadataUtil.getLogFileColumnRangeMetadata(
+                file_path.toString(), partition, meta_client, columns,
+                hudi.common.util.Option.of(schema), 1024 * 1024,
+            )  # fmt: skip
+        out.extend(_stats_facts(r, name) for r in ranges.toArray())
+    return sorted(out)
+
+
+def _indexed_columns(
+    spark: Any, meta_client: Any, metadata: Any, partition: str, files: list[str]
+) -> list[str]:
+    """The schema's columns the column_stats partition holds a range of for any of ``files``:
+    those the writer indexes (Hudi's validator checks its meta columns only; every indexed
+    column is checked here)."""
+    hudi = spark._jvm.org.apache.hudi
+    pairs = [hudi.common.util.collection.Pair.of(partition, name) for name in files]
+    return [
+        c
+        for c in _column_names(spark, meta_client)
+        if not metadata.getColumnStats(pairs, c).isEmpty()
+    ]
+
+
+def _bloom_filters_from_metadata(
+    spark: Any, metadata: Any, partition: str, files: list[str]
+) -> list[str]:
+    hudi = spark._jvm.org.apache.hudi
+    pairs = [hudi.common.util.collection.Pair.of(partition, name) for name in files]
+    found = metadata.getBloomFilters(pairs).entrySet().toArray()
+    return sorted(f"{e.getKey().getValue()}:{e.getValue().serializeToString()}" for e in found)
+
+
+def _bloom_filters_from_files(
+    spark: Any, meta_client: Any, partition: str, files: list[str]
+) -> list[str]:
+    """The bloom filter each base file's footer holds, read by Hudi's file reader."""
+    jvm = spark._jvm
+    hudi = jvm.org.apache.hudi
+    storage = meta_client.getStorage()
+    where = hudi.common.fs.FSUtils.constructAbsolutePath(meta_client.getBasePath(), partition)
+    avro = getattr(hudi.common.model, "HoodieRecord$HoodieRecordType").AVRO
+    readers = hudi.io.storage.HoodieSparkIOFactory.getHoodieSparkIOFactory(storage)
+    out = []
+    for name in files:
+        reader = readers.getReaderFactory(avro).getFileReader(
+            hudi.common.config.HoodieConfig(), hudi.storage.StoragePath(where, name)
+        )
+        try:
+            bloom = reader.readBloomFilter()
+        finally:
+            reader.close()
+        if bloom is not None:
+            out.append(f"{name}:{bloom.serializeToString()}")
+    return sorted(out)
+
+
+def _latest_files(view: Any, partition: str, *, logs: bool) -> list[str]:
+    """The names of the latest file slices' base files (and log files) in ``partition``."""
+    names = []
+    for file_slice in view.getLatestFileSlices(partition).toArray():
+        base = file_slice.getBaseFile()
+        if base.isPresent():
+            names.append(str(base.get().getFileName()))
+        if logs:
+            names.extend(str(log.getFileName()) for log in file_slice.getLogFiles().toArray())
+    return names
+
+
+def _partition_checks(
+    spark: Any,
+    meta_client: Any,
+    metadata: dict[bool, Any],
+    views: dict[bool, Any],
+    partition: str,
+    compared: dict[str, int],
+) -> list[str]:
+    """Files, column stats and bloom filters of one partition: the metadata table's answer
+    against the storage's (``compared`` counts the storage's items per check)."""
+    hudi = spark._jvm.org.apache.hudi
+    config = meta_client.getTableConfig()
+    types = hudi.metadata.MetadataPartitionType
+    failures = []
+    on, off = _listings(views[True], partition), _listings(views[False], partition)
+    for label in on:
+        failures += _differences(label, partition, on[label], off[label])
+        compared[label] = compared.get(label, 0) + len(off[label])
+    if config.isMetadataPartitionAvailable(types.COLUMN_STATS):
+        files = _latest_files(views[False], partition, logs=True)
+        columns = _indexed_columns(spark, meta_client, metadata[True], partition, files)
+        mdt = _column_stats_from_metadata(spark, metadata[True], partition, files, columns)
+        fs = _column_stats_from_files(spark, meta_client, partition, files, columns)
+        failures += _differences(f"column stats of {columns}", partition, mdt, fs)
+        compared["column stats"] = compared.get("column stats", 0) + len(fs)
+    if config.isMetadataPartitionAvailable(types.BLOOM_FILTERS):
+        files = _latest_files(views[False], partition, logs=False)
+        mdt = _bloom_filters_from_metadata(spark, metadata[True], partition, files)
+        fs = _bloom_filters_from_files(spark, meta_client, partition, files)
+        failures += _differences("bloom filters", partition, mdt, fs)
+        compared["bloom filters"] = compared.get("bloom filters", 0) + len(fs)
+    return failures
+
+
+def _latest_completed(meta_client: Any) -> str:
+    timeline = meta_client.getActiveTimeline().getCommitsAndCompactionTimeline()
+    return str(timeline.filterCompletedInstants().lastInstant().get().requestedTime())
+
+
+def _record_index_check(
+    spark: Any, meta_client: Any, path: str, compared: dict[str, int]
+) -> list[str]:
+    """The record index against a snapshot read of the table as of its latest completed commit:
+    as many entries as keys, and each key at the partition and file group that holds it."""
+    hudi = spark._jvm.org.apache.hudi
+    latest = _latest_completed(meta_client)
+    table = spark.read.format("hudi").option("as.of.instant", latest).load(path)
+    fields = ("_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name")
+    rows = table.select(*fields).collect()
+    file_id = hudi.common.fs.FSUtils.getFileId
+    on_table = {r[0]: (r[1], str(file_id(r[2]))) for r in rows}
+    mdt = spark.read.format("hudi").option("as.of.instant", latest)
+    entries = mdt.load(f"{path.rstrip('/')}/.hoodie/metadata").filter("type = 5")
+    info = "recordIndexMetadata"
+    found = entries.select(
+        "key", *(f"{info}.{f}" for f in ("partitionName", "fileIdEncoding", "fileIdHighBits",
+                                          "fileIdLowBits", "fileIndex", "fileId", "instantTime"))
+    ).collect()  # fmt: skip
+    locate = hudi.metadata.HoodieTableMetadataUtil.getLocationFromRecordIndexInfo
+    in_index = {}
+    for r in found:
+        where = locate(r[1], r[2], r[3], r[4], r[5], r[6], r[7])
+        in_index[r[0]] = (str(where.getPartitionPath()), str(where.getFileId()))
+    compared["record index count and content"] = len(rows)
+    failures = []
+    if len(found) != len(rows):
+        failures.append(
+            f"record index count: {len(found)} entries in the record index, {len(rows)} keys "
+            f"in the table as of {latest}"
+        )
+    wrong = {
+        k: (on_table.get(k), in_index.get(k))
+        for k in sorted(set(on_table) | set(in_index))
+        if on_table.get(k) != in_index.get(k)
+    }
+    if wrong:
+        sample = "; ".join(
+            f"{k}: table {t}, record index {i}" for k, (t, i) in list(wrong.items())[:20]
+        )
+        failures.append(f"record index content: {len(wrong)} keys at another location: {sample}")
+    return failures
+
+
+def _validate_metadata(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """The checks of Hudi's HoodieMetadataTableValidator on the table at ``path``: partitions,
+    latest file slices, latest base files, all file groups, column stats and bloom filters
+    where the metadata table has those partitions, record index count and content where it
+    has a record index. ``{"passed": bool, "checked": [...], "compared": {check: items},
+    "failures": [...]}``: the items are the storage's (slices, files, ranges, keys), a failure
+    names what differs (or gives Hudi's exception chain where a check could not run)."""
+    path = request["path"]
+    meta_client, metadata, views = _metadata_views(spark, path)
+    hudi = spark._jvm.org.apache.hudi
+    engine = hudi.client.common.HoodieSparkEngineContext(spark._jsc)
+    listed = hudi.common.fs.FSUtils.getAllPartitionPaths
+    in_mdt = sorted(str(p) for p in listed(engine, meta_client, True).toArray())
+    on_storage = sorted(str(p) for p in listed(engine, meta_client, False).toArray())
+    failures = _differences(
+        "partitions", "(all)", in_mdt, _committed_partitions(spark, meta_client, on_storage)
+    )
+    checked = [*_MDT_CHECKS]
+    compared: dict[str, int] = {}
+    config = meta_client.getTableConfig()
+    types = hudi.metadata.MetadataPartitionType
+    for label, kind in (
+        ("column stats", types.COLUMN_STATS),
+        ("bloom filters", types.BLOOM_FILTERS),
+    ):
+        if config.isMetadataPartitionAvailable(kind):
+            checked.append(label)
+    try:
+        for partition in in_mdt:
+            failures += _partition_checks(spark, meta_client, metadata, views, partition, compared)
+        if config.isMetadataPartitionAvailable(types.RECORD_INDEX):
+            checked.append("record index count and content")
+            failures += _record_index_check(spark, meta_client, path, compared)
+    except Exception as exc:  # a check Hudi could not run is a failure, its chain the reason
+        failures.append(f"a check could not run: {_message(exc)}")
+    finally:
+        for on in (True, False):
+            views[on].close()
+            metadata[on].close()
+    return {"passed": not failures, "checked": checked, "compared": compared, "failures": failures}
+
+
 def _answer(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
     if op == "write":
@@ -201,6 +549,8 @@ def _answer(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
         return _lock(spark, request)
     if op in _BENCH:
         return _timed(spark, _BENCH[op], request)
+    if op == "validate_metadata":
+        return _validate_metadata(spark, request)
     if op == "version":
         return {"spark": spark.version}
     raise ValueError(f"unknown op {op!r}")

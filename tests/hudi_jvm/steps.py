@@ -92,7 +92,9 @@ def run_services(
 
 def hudis_own_checks(judge: Judge, case: Case, name: str) -> None:
     """Hudi's timeline, file-listing and commit procedures read the table; on a table with a
-    metadata table its validation finds the files the file system holds."""
+    metadata table its validation finds the files the file system holds, and the checks of its
+    HoodieMetadataTableValidator pass (file slices, base files, file groups, column stats, bloom
+    filters, record index: :meth:`HudiJvm.validate_metadata`)."""
     jvm = judge.hudi
     commits = jvm.sql(f"CALL show_commits(table => '{name}', limit => 100)")
     assert {r["commit_time"] for r in commits} >= {p.instant_time for p in judge.points[-1:]}
@@ -104,3 +106,5 @@ def hudis_own_checks(judge: Judge, case: Case, name: str) -> None:
         # non-verbose, it returns the files whose listing or size differs from the storage's
         mismatches = jvm.sql(f"CALL validate_metadata_table_files(table => '{name}')")
         assert mismatches == [], f"Hudi's metadata validation: {mismatches}"
+        judged = jvm.validate_metadata(judge.path)
+        assert judged["passed"], "Hudi's metadata table validator: " + "; ".join(judged["failures"])
