@@ -81,6 +81,7 @@ _HUDI_JVM_FILES = (
     "hudi_jvm/test_hudi_1_1_ours_first.py", "hudi_jvm/test_hudi_1_1_hudi_first.py",
     "hudi_jvm/test_two_writers.py", "hudi_jvm/test_differential.py",
     "hudi_jvm/test_hudi_0_15.py", "hudi_jvm/test_clustering_jvm.py",
+    "hudi_jvm/test_metadata_validator.py",
 )  # fmt: skip
 
 
