@@ -41,13 +41,13 @@ hudi-jvm: $(STAMP)
 	@$(PY) -m tests.hudi_jvm.provision || echo "hudi-jvm: not set up; the tests/hudi_jvm tests will fail"
 
 # The suite's files run on TEST_WORKERS worker processes (pytest-xdist), each with its own
-# SparkSession and servers, a file's tests on one worker (--dist loadgroup, each file a group: its
-# module fixtures are shared; the files that use Apache Hudi's JVMs one group, so each release's
-# JVM starts once: tests/conftest.py); the Spark jobs of tests are small and latency-bound, so two workers keep two cores
+# SparkSession and servers, a file's tests on one worker (--dist loadfile: its module fixtures are
+# shared; the files that use Apache Hudi's JVMs all on one, so each release's JVM starts once:
+# tests/conftest.py); the Spark jobs of tests are small and latency-bound, so two workers keep two cores
 # busy. Files are handed out in collection order (tests/conftest.py puts the longest folders
 # first), not reordered by test count. TEST_WORKERS=0 runs everything in this process.
 TEST_WORKERS ?= 2
-PYTEST_WORKERS = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
+PYTEST_WORKERS = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 test: $(STAMP) browser hudi-jvm
 	$(PY) -m pytest -q $(PYTEST_WORKERS)

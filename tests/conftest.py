@@ -12,6 +12,7 @@ import sys
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,7 +43,7 @@ if "TieredStopAtLevel" not in os.environ.get("JAVA_TOOL_OPTIONS", ""):
     os.environ["JAVA_TOOL_OPTIONS"] = f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} {_JIT}".strip()
 
 # The longest files, then folders by how long their files run: ``make test`` hands files to its
-# workers in collection order (pytest-xdist, ``--dist loadgroup --no-loadscope-reorder``), so the
+# workers in collection order (pytest-xdist, ``--dist loadfile --no-loadscope-reorder``), so the
 # long ones start first and the short unit files fill the gaps at the end instead of one worker
 # finishing a long file alone.
 _LONGEST_FILES = (
@@ -74,8 +75,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 # The files that talk to Apache Hudi's JVMs (tests/hudi_jvm/fixtures.py: one per release per
-# worker process, started on first use): one worker runs them all, so each release's JVM starts
-# once in the run and its warmed-up JIT serves every case, instead of once on each worker.
+# worker process, started on first use): one worker runs them all (:func:`pytest_xdist_make_
+# scheduler`), so each release's JVM starts once in the run, instead of once on each worker.
 _ONE_WORKER = "hudi_jvm"
 _HUDI_JVM_FILES = (
     "hudi_jvm/test_hudi_1_1_ours_first.py", "hudi_jvm/test_hudi_1_1_hudi_first.py",
@@ -85,13 +86,25 @@ _HUDI_JVM_FILES = (
 )  # fmt: skip
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``make test``'s scheduling (``--dist loadfile``: a file's tests on one worker, its
+    module fixtures shared), with :data:`_HUDI_JVM_FILES` one unit instead of one each."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FilesAndHudiJvms(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = str(super()._split_scope(nodeid))
+            return _ONE_WORKER if path.removeprefix("tests/") in _HUDI_JVM_FILES else path
+
+    return FilesAndHudiJvms(config, log)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Orders the collected tests by :data:`_LONGEST_FILES`, then :data:`_LONGEST_FIRST`
-    (stable: a file keeps its order), and names each test's work unit for ``make test``'s
-    workers (``--dist loadgroup``): its file, as ``--dist loadfile`` would (a file's module
-    fixtures are shared), or :data:`_ONE_WORKER` for :data:`_HUDI_JVM_FILES`. Runs before
-    pytest-xdist reads the groups."""
+    (stable: a file keeps its order)."""
 
     def rank(item: pytest.Item) -> tuple[int, int]:
         parts = item.path.relative_to(REPO).parts
@@ -103,10 +116,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return 1, order
 
     items.sort(key=rank)
-    for item in items:
-        inside = "/".join(item.path.relative_to(REPO).parts[1:])
-        unit = _ONE_WORKER if inside in _HUDI_JVM_FILES else item.path.relative_to(REPO).as_posix()
-        item.add_marker(pytest.mark.xdist_group(unit))
 
 
 # where the one-job writes of this process run: "driver" (every batch, whatever its size, on the
