@@ -94,28 +94,10 @@ class HudiJvm:
         options = {k: str(v) for k, v in options.items()}
         self.request("write", path=str(path), parquet=str(parquet), options=options, mode=mode)
 
-    def read(
-        self,
-        path: str | Path,
-        query: str = "snapshot",
-        *,
-        begin: str | None = None,
-        end: str | None = None,
-        as_of: str | None = None,
-        options: dict[str, str] | None = None,
-    ) -> list[Row]:
-        """Rows Hudi's datasource reads (``query``: snapshot, read_optimized, incremental,
-        time_travel)."""
-        answer = self.request(
-            "read", path=str(path), query=query, begin=begin, end=end, as_of=as_of,
-            options=options or {},
-        )  # fmt: skip
-        rows: list[Row] = answer["rows"]
-        return rows
-
     def reads(self, path: str | Path, queries: dict[str, dict[str, Any]]) -> dict[str, list[Row]]:
-        """Several of :meth:`read`'s queries of the table at ``path`` at once, by name (each
-        value: ``query`` and its ``begin``, ``end``, ``as_of``, ``options``)."""
+        """Rows Hudi's datasource reads from the table at ``path``, for several queries at once,
+        by name (each value: ``query``, one of snapshot, read_optimized, incremental,
+        time_travel, and its ``begin``, ``end``, ``as_of``, ``options``)."""
         reads = [{"path": str(path), **query} for query in queries.values()]
         answers: list[list[Row]] = self.request("reads", reads=reads)["answers"]
         return dict(zip(queries, answers, strict=True))

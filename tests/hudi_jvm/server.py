@@ -6,10 +6,10 @@ provision.py); imports nothing from the project. Requests (``op`` and its fields
 
 - ``write``: ``path``, ``parquet`` (a Parquet file of the rows), ``options`` (hoodie.*),
   ``mode`` (append | overwrite) -> ``{}``
-- ``read``: ``path``, ``query`` (snapshot | read_optimized | incremental | time_travel),
-  ``begin``/``end`` (incremental), ``as_of`` (time travel), ``options`` -> ``{"rows": [...]}``
-- ``reads``: ``reads``, a list of ``read`` requests, run at once on threads of the session (tiny
-  reads wait on Spark's scheduling more than they compute) -> ``{"answers": [[...], ...]}``
+- ``reads``: ``reads``, a list of reads, each ``path``, ``query`` (snapshot | read_optimized |
+  incremental | time_travel), ``begin``/``end`` (incremental), ``as_of`` (time travel),
+  ``options``; run at once on threads of the session (tiny reads wait on Spark's scheduling more
+  than they compute) -> ``{"answers": [[rows], ...]}``
 - ``sql``: ``statement`` -> ``{"rows": [...]}``
 - ``register``: ``name``, ``path``: the table at ``path`` in the catalog as ``name`` (the
   procedures that take a table name)
@@ -111,7 +111,7 @@ def _rows(frame: Any) -> list[dict[str, Any]]:
     return [_plain(row.asDict(recursive=True)) for row in frame.collect()]
 
 
-def _read(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
+def _read(spark: Any, request: dict[str, Any]) -> list[dict[str, Any]]:
     options = dict(request.get("options") or {})
     query = request.get("query", "snapshot")
     if query == "read_optimized":
@@ -126,7 +126,7 @@ def _read(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
     elif query != "snapshot":
         raise ValueError(f"unknown query {query!r}")
     frame = spark.read.format("hudi").options(**options).load(request["path"])
-    return {"rows": _rows(frame)}
+    return _rows(frame)
 
 
 def _reads(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
@@ -134,7 +134,7 @@ def _reads(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
 
     reads = request["reads"]
     with ThreadPoolExecutor(max_workers=max(1, len(reads))) as pool:
-        answers = list(pool.map(lambda read: _read(spark, read)["rows"], reads))
+        answers = list(pool.map(lambda read: _read(spark, read), reads))
     return {"answers": answers}
 
 
@@ -534,8 +534,6 @@ def _answer(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
     if op == "write":
         return _write(spark, request)
-    if op == "read":
-        return _read(spark, request)
     if op == "reads":
         return _reads(spark, request)
     if op == "sql":
