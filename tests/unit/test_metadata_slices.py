@@ -16,9 +16,13 @@ One partition, three file groups, on both timeline layouts:
 
 from __future__ import annotations
 
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from engine.errors import HudiError
 from engine.fs.properties import write_properties
@@ -150,3 +154,143 @@ def test_partition_without_committed_slice_is_refused_naming_it(tmp_path: Path) 
     mdt = _table(tmp_path, "6", files, timeline)
     with pytest.raises(HudiError, match="has no committed files partition"):
         _slices(mdt)
+
+
+# ---- property: the view against Hudi's file group rules restated plainly ------------------------
+
+_EVENTS = st.lists(
+    st.tuples(
+        st.sampled_from(["delta", "delta", "inflight_delta", "compaction", "uncommitted_base"]),
+        st.sets(st.sampled_from([A, B]), min_size=1),
+        st.booleans(),  # completes late (layout 2: after the next instant is requested)
+    ),
+    max_size=8,
+)
+
+
+@dataclass
+class _History:
+    """What a metadata writer left: files per group, instants with their state."""
+
+    layout: int
+    files: dict[str, list[str]] = field(default_factory=dict)
+    completed: dict[str, str] = field(default_factory=dict)  # requested -> completion time
+    inflight: dict[str, str] = field(default_factory=dict)  # requested -> action
+    compactions: set[str] = field(default_factory=set)  # completed ones (action commit)
+    pending_compaction: str | None = None
+
+    def log_key(self, group: str, instant: str) -> str:
+        if self.layout == 2:
+            return instant
+        # layout 1: the writer appends to its group's latest slice (a pending compaction's too)
+        keys = [INIT, *[t for t in self.compactions if t in self.completed]]
+        if self.pending_compaction is not None:
+            keys.append(self.pending_compaction)
+        return max(keys)
+
+    def add_log(self, group: str, instant: str) -> None:
+        key = self.log_key(group, instant)
+        prefix = f".{group}_{key}.log."
+        version = 1 + sum(1 for n in self.files[group] if n.startswith(prefix))
+        self.files[group].append(log(group, key, version))
+
+
+def _history(layout: int, events: list[tuple[str, set[str], bool]]) -> _History:
+    h = _History(layout, {A: [base(A, INIT), log(A, INIT)], B: [base(B, INIT), log(B, INIT)]})
+    h.completed[INIT] = INIT
+    for step, (kind, groups, late) in enumerate(events, start=1):
+        t = f"20240101{step:03d}000000"
+        done = f"20240101{step + (1 if late else 0):03d}{500 if late else 100:03d}000"
+        if kind == "compaction" and h.pending_compaction is None:
+            for g in (A, B):
+                h.files[g].append(base(g, t))
+            if late:  # never completes: a pending compaction, its base files partly written
+                h.pending_compaction, h.inflight[t] = t, "compaction"
+                h.files[B].remove(base(B, t))
+            else:
+                h.completed[t] = done
+                h.compactions.add(t)
+        elif kind == "uncommitted_base":
+            h.inflight[t] = "deltacommit"
+            h.files[min(groups)].append(base(min(groups), t))
+        elif kind in ("delta", "inflight_delta"):
+            for g in sorted(groups):
+                h.add_log(g, t)
+            if kind == "delta":
+                h.completed[t] = done
+            else:
+                h.inflight[t] = "deltacommit"
+    return h
+
+
+def _timeline_files(h: _History) -> list[str]:
+    names = []
+    for t, action in h.inflight.items():
+        names += [f"{t}.{action}.requested", f"{t}.{action}.inflight"]
+    for t, done in h.completed.items():
+        action = "commit" if t in h.compactions else "deltacommit"
+        started = "compaction" if t in h.compactions else "deltacommit"
+        names += [f"{t}.{started}.requested", f"{t}.{started}.inflight"]
+        names.append(f"{t}_{done}.{action}" if h.layout == 2 else f"{t}.{action}")
+    return names
+
+
+def _oracle(h: _History) -> list[tuple[str, str, str | None, tuple[str, ...]]]:
+    """Hudi's rules written out: a file group's slices keyed by base instant (a pending
+    compaction opens one); layout 2 puts a log in the slice of the greatest base instant <= its
+    completion time (a pending log in the latest); a slice counts once its base instant
+    completed or is the pending compaction, up to the query instant (the latest completed or
+    pending-compaction instant); a pending compaction's slice is merged onto the previous one;
+    layout 2 drops logs of delta commits not completed."""
+    query = max([max(h.completed), *([h.pending_compaction] if h.pending_compaction else [])])
+    out = []
+    for g in (A, B):
+        bases = {n.rsplit("_", 1)[1].removesuffix(".hfile"): n for n in h.files[g] if n[0] != "."}
+        keys = set(bases) | ({h.pending_compaction} if h.pending_compaction else set())
+        logs: dict[str, list[str]] = {}
+        ordered = sorted(
+            (n for n in h.files[g] if n[0] == "."),
+            key=lambda n: (
+                h.completed.get(_instant(n), "9" * 17) if h.layout == 2 else "",
+                _instant(n),
+                n,
+            ),
+        )
+        for n in ordered:
+            t = _instant(n)
+            if h.layout == 1:
+                key = t
+            elif t in h.completed:
+                key = max(k for k in keys if k <= h.completed[t])
+            else:
+                key = max(keys)
+            logs.setdefault(key, []).append(n)
+        visible = sorted(
+            k for k in keys | set(logs)
+            if (k in h.completed or k == h.pending_compaction) and k <= query
+        )  # fmt: skip
+        latest = visible[-1]
+        if latest == h.pending_compaction:
+            prev = visible[-2]
+            kept = (prev, bases.get(prev), logs.get(prev, []) + logs.get(latest, []))
+        else:
+            kept = (latest, bases.get(latest), logs.get(latest, []))
+        names = [n for n in kept[2] if h.layout == 1 or _instant(n) in h.completed]
+        out.append((g, kept[0], kept[1], tuple(names)))
+    return out
+
+
+def _instant(log_name: str) -> str:
+    return log_name.split(".log.")[0].rsplit("_", 1)[1]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(layout=st.sampled_from([1, 2]), events=_EVENTS)
+def test_latest_slices_match_hudi_rules_on_any_history(
+    layout: int, events: list[tuple[str, set[str], bool]]
+) -> None:
+    h = _history(layout, events)
+    with tempfile.TemporaryDirectory() as root:
+        files = [n for g in (A, B) for n in h.files[g]]
+        mdt = _table(Path(root), "6" if layout == 1 else "9", files, _timeline_files(h))
+        assert _slices(mdt) == _oracle(h)
