@@ -20,6 +20,9 @@ from dataclasses import dataclass
 from engine.errors import FileNameError
 
 BASE_FILE_EXTENSION = ".parquet"
+# every base file format Hudi writes: parquet for data tables, HFile for the metadata table's
+# partitions, ORC on request (what a file system view groups as base files)
+BASE_FILE_EXTENSIONS = (".parquet", ".hfile", ".orc")
 PARTITION_METAFILE_PREFIX = ".hoodie_partition_metadata"
 # Token used by writers outside a Spark task (rollback command blocks), as Hudi does.
 UNKNOWN_WRITE_TOKEN = "1-0-1"

@@ -38,7 +38,6 @@ from engine.io.java_hashmap import java_string_hash
 from engine.metadata.payload import MetadataRecordType, parsed_schema
 from engine.metadata.record_index_layout import record_index_file_id
 from engine.metadata.slices import (
-    MetadataSlice,
     ValidInstants,
     latest_slices,
     open_metadata_table,
@@ -46,6 +45,7 @@ from engine.metadata.slices import (
     slice_hfile_bytes,
 )
 from engine.timeline.timeline import Timeline
+from engine.view.fs_view import FileSlice
 
 __all__ = [
     "RECORD_INDEX_PARTITION",
@@ -330,7 +330,7 @@ def _locations(
 
 
 def _merged_slice(
-    mdt: Storage, metadata_slice: MetadataSlice, valid: ValidInstants,
+    mdt: Storage, metadata_slice: FileSlice, valid: ValidInstants,
     wanted: Collection[str] | None,
 ) -> dict[str, RecordLocation]:  # fmt: skip
     """The slice's mappings (of ``wanted`` keys only, unless None): base file, then each valid
@@ -349,7 +349,7 @@ def _merged_slice(
 
 
 def _merged_wanted(
-    mdt: Storage, metadata_slice: MetadataSlice, valid: ValidInstants, wanted: Collection[str]
+    mdt: Storage, metadata_slice: FileSlice, valid: ValidInstants, wanted: Collection[str]
 ) -> dict[str, RecordLocation]:
     """:func:`_merged_slice` of a few keys: each HFile is searched through its block index
     (:func:`~engine.io.hfile.lookup_hfile`), so only the blocks that may hold them are read and
@@ -388,7 +388,7 @@ def read_record_index(
     return dict(sorted(out.items()))
 
 
-def _numbered_slices(slices: list[MetadataSlice], mdt: Storage) -> list[MetadataSlice]:
+def _numbered_slices(slices: list[FileSlice], mdt: Storage) -> list[FileSlice]:
     """The slices in file group order, checked to be ``record-index-0000-0`` .. ``n-1``: a key's
     file group is found by its number, so a missing or foreign one would misplace keys."""
     expected = [record_index_file_id(i) for i in range(len(slices))]

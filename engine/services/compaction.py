@@ -96,7 +96,7 @@ from engine.timeline.timeline import (
     delete_instant_files,
     transition_to_inflight,
 )
-from engine.view.fs_view import FileSlice, FileSystemView, Visibility, list_partition_paths
+from engine.view.fs_view import FileSlice, FileSystemView, Visibility
 
 __all__ = [
     "CompactionContext",
@@ -258,17 +258,13 @@ def plan_compaction(storage: Storage, timeline: Timeline) -> HoodieCompactionPla
     largest logs first (Hudi's LogFileSizeBasedCompactionStrategy order)."""
     # groups of pending compactions and of pending clustering (Hudi excludes both)
     busy = compacting_file_groups(storage, timeline) | clustering_file_groups(storage, timeline)
-    view = FileSystemView(storage, timeline)
-    sizes: dict[str, int] = {}
-    for partition, entries in list_partition_paths(storage).items():
-        for entry in entries:
-            sizes[partition_file_path(partition, entry.name)] = entry.size
+    view = FileSystemView(storage, timeline)  # sizes come from the view's own listing
     operations = []
     for file_slice in view.latest_file_slices():
         if not file_slice.has_logs or (file_slice.partition_path, file_slice.file_id) in busy:
             continue
-        log_bytes = sum(sizes.get(p, 0) for p in file_slice.log_file_paths)
-        base_bytes = sizes.get(file_slice.base_file_path or "", 0)
+        log_bytes = sum(view.file_size(p) for p in file_slice.log_file_paths)
+        base_bytes = view.file_size(file_slice.base_file_path or "")
         mb = 1024.0 * 1024.0
         metrics = {
             "TOTAL_LOG_FILES": float(len(file_slice.log_files)),

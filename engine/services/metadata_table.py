@@ -26,22 +26,12 @@ import math
 from engine import config
 from engine.config import HoodieConfig
 from engine.faults import checkpoint
-from engine.fs.filenames import (
-    format_base_file_name,
-    is_log_file,
-    parse_base_file_name,
-    parse_log_file_name,
-)
+from engine.fs.filenames import format_base_file_name
 from engine.fs.properties import read_properties
 from engine.fs.storage import Storage
 from engine.metadata.maintained import listed_partitions
 from engine.metadata.partitions import MetadataPartition
-from engine.metadata.slices import (
-    MetadataSlice,
-    ValidInstants,
-    latest_slices,
-    slice_content,
-)
+from engine.metadata.slices import ValidInstants, latest_slices, slice_content
 from engine.metadata.sync import maintained_metadata_table
 from engine.metadata.writer import (
     WRITE_TOKEN,
@@ -57,6 +47,7 @@ from engine.services.rollback import roll_back_metadata_instant, rollback_failed
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import COMMIT_ACTIONS, Action
 from engine.timeline.timeline import Timeline, complete, create_requested, transition_to_inflight
+from engine.view.fs_view import FileSlice, FileSystemView, Visibility
 
 __all__ = ["clean_metadata_table", "compact_metadata_table", "run_metadata_services"]
 
@@ -83,18 +74,18 @@ def _compaction_due(timeline: Timeline, data: Timeline, cfg: HoodieConfig) -> bo
     return not any(i.instant_time < latest for i in data.pending(COMMIT_ACTIONS))
 
 
-def _operation(chosen: MetadataSlice) -> CompactionOperation:
+def _operation(chosen: FileSlice) -> CompactionOperation:
     return CompactionOperation(
-        chosen.partition,
+        chosen.partition_path,
         chosen.file_id,
-        _base_instant(chosen.base_file),
+        _base_instant(chosen),
         chosen.base_file,
         chosen.log_files,
     )
 
 
 def _compact_slice(
-    mdt: Storage, partition: MetadataPartition, chosen: MetadataSlice, valid: ValidInstants,
+    mdt: Storage, partition: MetadataPartition, chosen: FileSlice, valid: ValidInstants,
     instant_time: str, schema: str,
 ) -> HoodieWriteStat:  # fmt: skip
     """One file group's slice merged into its new base file; the file's write stat."""
@@ -104,7 +95,7 @@ def _compact_slice(
     group = (partition.name, chosen.file_id)
     rel, size = write_base_file(mdt, group, instant_time, cells, schema)
     return write_stat(group, rel, size,
-                      prev_commit=_base_instant(chosen.base_file), created=True,
+                      prev_commit=_base_instant(chosen), created=True,
                       num_writes=len(cells),
                       total_log_files_compacted=len(chosen.log_files))  # fmt: skip
 
@@ -129,29 +120,26 @@ def compact_metadata_table(storage: Storage, mdt: Storage, schema: str) -> str:
     return instant_time
 
 
-def _base_instant(base_file: str | None) -> str:
-    return parse_base_file_name(base_file).instant_time if base_file else ""
+def _base_instant(chosen: FileSlice) -> str:
+    """The instant of the slice's base file; "" for a slice of log files only."""
+    return chosen.base_instant_time if chosen.base_file else ""
 
 
-def _slices(mdt: Storage, partition: str, completed: set[str]) -> dict[tuple[str, str], list[str]]:
-    """(file id, base instant) -> the files of that slice (a log goes to the latest base of
-    its file group before it)."""
-    entries = [e.name for e in mdt.list_dir(partition) if not e.is_dir]
-    slices: dict[tuple[str, str], list[str]] = {}
-    for name in entries:
-        if name.endswith(".hfile"):
-            base = parse_base_file_name(name)
-            if base.instant_time in completed:
-                slices.setdefault((base.file_id, base.instant_time), []).append(
-                    f"{partition}/{name}"
-                )
-    for name in entries:
-        if is_log_file(name):
-            log = parse_log_file_name(name)
-            owners = [b for f, b in slices if f == log.file_id and b <= log.base_instant_time]
-            if owners:
-                slices[(log.file_id, max(owners))].append(f"{partition}/{name}")
-    return slices
+def _expired_files(mdt: Storage, timeline: Timeline, partition: str, earliest: str) -> list[str]:
+    """Files of the committed slices older than the one in effect at ``earliest``, in each file
+    group of ``partition`` (slices as every reader sees them: the file system view's)."""
+    visibility = Visibility.of(timeline)
+    view = FileSystemView(mdt, timeline, partition_paths=[partition])
+    out: list[str] = []
+    for group in view.file_groups():
+        committed = [t for t in group.base_instants() if visibility.is_committed(t)]
+        in_effect = max((t for t in committed if t <= earliest), default=None)
+        for t in committed:
+            if in_effect is not None and t < in_effect:
+                expired = group.slice_at(t)
+                base = [expired.base_file_path] if expired.base_file_path else []
+                out.extend(sorted(base + expired.log_file_paths))
+    return out
 
 
 def clean_metadata_table(storage: Storage, mdt: Storage, retained: int) -> str | None:
@@ -164,14 +152,11 @@ def clean_metadata_table(storage: Storage, mdt: Storage, retained: int) -> str |
     if len(commits) <= retained:
         return None
     earliest = commits[-retained]
-    completed = set(commits)
     files: dict[str, list[str]] = {}
     for partition in listed_partitions(read_properties(storage)):
-        slices = _slices(mdt, partition.name, completed)
-        for (file_id, base), slice_files in slices.items():
-            bases = [b for f, b in slices if f == file_id and b <= earliest]
-            if bases and base < max(bases):  # older than the slice in effect at ``earliest``
-                files.setdefault(partition.name, []).extend(sorted(slice_files))
+        expired = _expired_files(mdt, timeline, partition.name, earliest)
+        if expired:
+            files[partition.name] = expired
     if not files:
         return None
     plan = CleanPlan("KEEP_LATEST_COMMITS", earliest, files)

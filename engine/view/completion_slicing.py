@@ -3,10 +3,10 @@
 In layout 2 a log file is named after the delta commit that wrote it, not after the base file it
 belongs to. Hudi 1.x (``HoodieFileGroup.getBaseInstantTime``) attaches each log file to the file
 slice with the greatest base instant time ``<=`` the log's completion time; a log whose delta
-commit has not completed goes to the latest slice (it stays invisible to readers anyway), and a
-log older than every base file opens a slice of its own, keyed by its delta commit time. So a
-delta commit that started before a compaction was scheduled but completed after it belongs to
-the compaction's new slice.
+commit has not completed goes to the latest slice (the view leaves it out of the slices it
+returns until that delta commit completes), and a log older than every base file opens a slice
+of its own, keyed by its delta commit time. So a delta commit that started before a compaction
+was scheduled but completed after it belongs to the compaction's new slice.
 
 A pending compaction opens a slice at its instant time before its base file exists, as in layout
 1: :class:`engine.view.fs_view.FileSystemView` then merges that slice onto the previous one.

@@ -1,8 +1,10 @@
 """File system view: the file groups and file slices of a table, as of an instant (pure).
 
-::
+One view serves the data table and the metadata table (``.hoodie/metadata``, whose partitions
+hold HFile base files), as Hudi builds a ``HoodieTableFileSystemView`` over either table's meta
+client::
 
-    <partition_path>/{file_id}_{write_token}_{instant_time}.parquet              base file
+    <partition_path>/{file_id}_{write_token}_{instant_time}.{parquet|hfile|orc}  base file
     <partition_path>/.{file_id}_{base_instant_time}.log.{version}_{write_token}  log file
     file group = (partition_path, file_id)
     file slice = one base file (optional) + the log files sharing its base instant time
@@ -19,6 +21,10 @@ Visibility follows Java's ``HoodieTableFileSystemView`` for table version 6:
 * A pending compaction opens a new slice before its base file exists: that slice's (partial)
   base file is ignored and its log files are merged onto the previous slice
   (``getLatestMergedFileSlicesBeforeOrOn``). hudi-rs 0.5.0 ignores such logs instead.
+* Timeline layout 2 (table versions 8 and 9): log files go to slices by their delta commit's
+  completion time (:mod:`engine.view.completion_slicing`), and a log file whose delta commit has
+  not completed is left out of the latest slices (Hudi 1.x ``filterUncommittedLogs``); the
+  file group still holds it, so cleaning and rollback see every file.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from dataclasses import dataclass, field
 
 from engine.errors import FileNameError
 from engine.fs.filenames import (
+    BASE_FILE_EXTENSIONS,
     PARTITION_METAFILE_PREFIX,
     LogFileName,
     parse_base_file_name,
@@ -214,7 +221,7 @@ def _group_files(partition_path: str, entries: Iterable[FileEntry]) -> dict[str,
                     group.cdc_files.setdefault(log.base_instant_time, []).append(name)
                     continue
                 group.log_files.setdefault(log.base_instant_time, []).append(log)
-            elif name.endswith(".parquet"):
+            elif name.endswith(BASE_FILE_EXTENSIONS):
                 base = parse_base_file_name(name)
                 group = groups.setdefault(base.file_id, FileGroup(partition_path, base.file_id))
                 group.base_files[base.instant_time] = name
@@ -264,6 +271,8 @@ class FileSystemView:
         else:
             listed = list_partition_paths(storage, partition_filter)
         self._groups: dict[tuple[str, str], FileGroup] = {}
+        # layout 2: names of log files whose delta commit has not completed
+        self._uncommitted_logs: frozenset[str] = frozenset()
         # sizes from the same listing: writers size small files without listing again
         self._sizes: dict[str, int] = {}
         for partition_path, entries in listed.items():
@@ -281,12 +290,24 @@ class FileSystemView:
         completion_times = self.timeline.completion_times()
         pending = {i.instant_time for i in self.timeline.instants if not i.is_completed}
         compactions = {i.instant_time for i in self.timeline.pending([Action.COMPACTION])}
+        start = self.timeline.first_commit_time()
+        on_timeline = {i.instant_time for i in self.timeline.instants}
+
+        def committed(delta_commit: str) -> bool:
+            # completed, or archived (older than the active timeline and not on it)
+            if delta_commit in completion_times:
+                return True
+            return start is not None and delta_commit < start and delta_commit not in on_timeline
+
+        uncommitted: set[str] = set()
         for group in self._groups.values():
             logs = [log for batch in group.log_files.values() for log in batch]
+            uncommitted.update(log.name for log in logs if not committed(log.base_instant_time))
             group.log_files = slice_logs_by_completion(
                 group.base_files, logs, completion_times, pending, compactions
             )
             group.logs_in_completion_order = True
+        self._uncommitted_logs = frozenset(uncommitted)
 
     @property
     def partition_paths(self) -> list[str]:
@@ -341,26 +362,46 @@ class FileSystemView:
             visible = [t for t in group.base_instants() if vis.is_slice_visible(t)]
             if not visible:
                 continue
-            latest = visible[-1]
-            if latest in vis.pending_compactions:
-                # the compaction's base file is not committed yet: read the previous slice
-                # together with the logs already written against the compaction instant
-                head = group.slice_at(latest, with_base_file=False)
-                if len(visible) > 1:
-                    prev = group.slice_at(visible[-2])
-                    head = FileSlice(
-                        prev.partition_path,
-                        prev.file_id,
-                        prev.base_instant_time,
-                        prev.base_file,
-                        prev.log_files + head.log_files,
-                    )
-                if head.base_file is None and not head.log_files:
-                    continue
-                out.append(head)
-            else:
-                out.append(group.slice_at(latest))
+            latest = self._committed_files(self._merged_slice(group, visible, vis))
+            if latest.base_file is not None or latest.log_files:
+                out.append(latest)
         return out
+
+    @staticmethod
+    def _merged_slice(group: FileGroup, visible: list[str], vis: Visibility) -> FileSlice:
+        """The group's latest visible slice; one opened by a pending compaction has no
+        committed base file yet, so it is read as the previous slice together with the logs
+        already written against the compaction instant."""
+        latest = visible[-1]
+        if latest not in vis.pending_compactions:
+            return group.slice_at(latest)
+        head = group.slice_at(latest, with_base_file=False)
+        if len(visible) == 1:
+            return head
+        prev = group.slice_at(visible[-2])
+        return FileSlice(
+            prev.partition_path,
+            prev.file_id,
+            prev.base_instant_time,
+            prev.base_file,
+            prev.log_files + head.log_files,
+        )
+
+    def _committed_files(self, file_slice: FileSlice) -> FileSlice:
+        """``file_slice`` without log files of delta commits that have not completed (layout
+        2: such a log sits in the latest slice until its delta commit completes)."""
+        if not self._uncommitted_logs:
+            return file_slice
+        logs = tuple(n for n in file_slice.log_files if n not in self._uncommitted_logs)
+        if len(logs) == len(file_slice.log_files):
+            return file_slice
+        return FileSlice(
+            file_slice.partition_path,
+            file_slice.file_id,
+            file_slice.base_instant_time,
+            file_slice.base_file,
+            logs,
+        )
 
     def latest_base_files(
         self,
