@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,6 +73,9 @@ RELEASES = {
 }
 
 
+_MAVEN = threading.Lock()
+
+
 class ProvisionError(RuntimeError):
     """A release could not be set up: the message names what could not be fetched."""
 
@@ -90,6 +95,15 @@ def _run(command: list[str], what: str, log: Path) -> None:
         raise ProvisionError(f"could not fetch {what} (exit {done.returncode}): {tail[0]}")
 
 
+def _installer(release: Release) -> list[str]:
+    """``uv pip install`` into the release's venv when the project's venv has uv (``make``
+    installs it: it fetches in parallel), else the venv's own pip."""
+    uv = Path(sys.executable).with_name("uv")
+    if uv.is_file():
+        return [str(uv), "pip", "install", "-q", "--python", str(release.python)]
+    return [str(release.python), "-m", "pip", "install", "-q"]
+
+
 def ensure(release: Release) -> Release:
     """Sets ``release`` up once (its venv, its bundle); a ready cache returns at once."""
     if release.stamp.is_file() and release.stamp.read_text() == release.spec:
@@ -99,7 +113,7 @@ def ensure(release: Release) -> Release:
     if not release.python.is_file():
         _run([sys.executable, "-m", "venv", str(release.home / "venv")], "a venv", log)
     _run(
-        [str(release.python), "-m", "pip", "install", "-q", f"pyspark=={release.pyspark}"],
+        [*_installer(release), f"pyspark=={release.pyspark}"],
         f"pyspark=={release.pyspark} from PyPI",
         log,
     )
@@ -107,27 +121,38 @@ def ensure(release: Release) -> Release:
         # pyspark pinned again: dbt-spark's session extra would take any pyspark below 5
         dbt = [*release.dbt, f"pyspark=={release.pyspark}"]
         _run(
-            [str(release.python), "-m", "pip", "install", "-q", *dbt],
+            [*_installer(release), *dbt],
             f"{' '.join(release.dbt)} from PyPI",
             log,
         )
     if not release.jar.is_file():
         copy = ["mvn", "-q", "-B", "dependency:copy", f"-Dartifact={release.bundle}"]
         copy.append(f"-DoutputDirectory={release.jar.parent}")
-        _run(copy, f"{release.bundle} from Maven Central", log)
+        with _MAVEN:
+            _run(copy, f"{release.bundle} from Maven Central", log)
     release.stamp.write_text(release.spec)
     return release
 
 
 def main() -> int:
-    for release in RELEASES.values():
-        try:
-            ensure(release)
-        except (ProvisionError, OSError) as exc:
-            print(f"hudi-jvm: {exc}", file=sys.stderr)
-            return 1
-        print(f"hudi-jvm: Apache Hudi {release.version} ready in {release.home}")
-    return 0
+    """Every release at once: a fresh machine's set-up is downloads, which overlap (the Maven
+    fetches take turns: two ``mvn`` runs may write the same plugin into ``~/.m2`` at once)."""
+    with ThreadPoolExecutor(len(RELEASES)) as pool:
+        outcomes = list(pool.map(_ensure_or_error, RELEASES.values()))
+    for release, error in zip(RELEASES.values(), outcomes, strict=True):
+        if error is not None:
+            print(f"hudi-jvm: {error}", file=sys.stderr)
+        else:
+            print(f"hudi-jvm: Apache Hudi {release.version} ready in {release.home}")
+    return 1 if any(outcomes) else 0
+
+
+def _ensure_or_error(release: Release) -> str | None:
+    try:
+        ensure(release)
+    except (ProvisionError, OSError) as exc:
+        return str(exc)
+    return None
 
 
 if __name__ == "__main__":
