@@ -20,17 +20,13 @@ from pyspark.sql import DataFrame
 from engine.faults import checkpoint
 from engine.model.keygen import KeyGenSpec
 from engine.model.merge import ARRIVAL_COLUMN
+from engine.model.row_checks import CHECK_COLUMNS
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
-from engine.spark.jobs import (
-    BAD_KEY_COLUMN,
-    FILE_ID_COLUMN,
-    NULL_ORDERING_COLUMN,
-    current_task,
-    run_job,
-)
+from engine.spark.jobs import FILE_ID_COLUMN, RESULT_TYPE, current_task, run_job
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.bulk_insert import write_task_records
 from engine.write.handles import WriteContext
+from engine.write.write_status import decode_stats, encode_stats
 
 __all__ = ["task_records", "write_unrouted"]
 
@@ -60,17 +56,16 @@ def write_unrouted(
             keygen=keygen,
         )
         if stats:
-            yield pa.RecordBatch.from_pydict({"stat": [s.to_wire() for s in stats]})
+            yield encode_stats(stats)
 
-    rows = run_job(records.mapInArrow(write_partition, "stat string").collect)
-    return [HoodieWriteStat.from_wire(r["stat"]) for r in rows]
+    return decode_stats(run_job(records.mapInArrow(write_partition, RESULT_TYPE).collect))
 
 
 def task_records(tagged: DataFrame, spec: KeyGenSpec) -> tuple[DataFrame, KeyGenSpec | None]:
     """The columns a bulk_insert task reads, and the key generator it makes keys with (none
     for auto-generated keys, which travel as they are)."""
     # the arrival order only orders duplicates a combining write keeps one of: not needed here
-    dropped = [FILE_ID_COLUMN, BAD_KEY_COLUMN, NULL_ORDERING_COLUMN, ARRIVAL_COLUMN]
+    dropped = [FILE_ID_COLUMN, *CHECK_COLUMNS, ARRIVAL_COLUMN]
     if spec.auto_keys:
         return tagged.drop(*dropped), None
     return tagged.drop(*dropped, RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN), spec

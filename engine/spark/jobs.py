@@ -41,6 +41,7 @@ from engine.model.keygen import (
     is_single_key,
 )
 from engine.model.merge import ARRIVAL_COLUMN, DELETE_RECORD_COLUMN, INSERT_COLUMN
+from engine.model.row_checks import BAD_KEY_COLUMN, CHECK_COLUMNS, NULL_ORDERING_COLUMN
 from engine.model.schema import (
     HOODIE_META_COLUMNS,
     PARTITION_PATH_COLUMN,
@@ -48,15 +49,16 @@ from engine.model.schema import (
 )
 from engine.spark.explain import explain_text
 from engine.spark.partitioning import slot_values
-from engine.spark.schema import with_string_fields
+from engine.spark.schema import spark_struct_of, with_string_fields
 from engine.timeline.commit_metadata import HoodieWriteStat
-from engine.write.bucketing import Bucket, BucketPlan
-from engine.write.handles import WriteContext, write_file_group
+from engine.write.bucketing import BucketPlan
+from engine.write.handles import WriteContext, base_file_handle
+from engine.write.runner import HandleFactory
+from engine.write.write_status import RESULT_SCHEMA, decode_stats, encode_stats
 
 __all__ = [
-    "BAD_KEY_COLUMN",
     "FILE_ID_COLUMN",
-    "NULL_ORDERING_COLUMN",
+    "RESULT_TYPE",
     "add_record_keys",
     "current_task",
     "run_job",
@@ -66,8 +68,6 @@ __all__ = [
 FILE_ID_COLUMN = "__file_id"
 _TARGET_COLUMN = "__target_file_id"
 _SLOT_COLUMN = "__slot"
-BAD_KEY_COLUMN = "__bad_key"
-NULL_ORDERING_COLUMN = "__null_ordering"
 _HASH_BUCKETS = 1_000_000
 _CASE_ROUTE_LIMIT = 64
 _MAX_WRITE_PARTITIONS = 2_000
@@ -87,12 +87,11 @@ _ERRORS: dict[str, type[HudiError]] = {
     "HudiError": HudiError,
 }
 
+#: the Spark type of a write task's rows (:mod:`engine.write.write_status`)
+RESULT_TYPE = spark_struct_of(RESULT_SCHEMA)
+
 T = TypeVar("T")
 R = TypeVar("R")
-# task-side writer of one bucket: (records, bucket, write context, task) -> stat(s)
-GroupWriter = Callable[
-    [pa.Table, Bucket, WriteContext, TaskInfo], HoodieWriteStat | list[HoodieWriteStat]
-]
 
 
 def current_task() -> TaskInfo:
@@ -136,11 +135,10 @@ def run_task_per_item(
             task_attempt_id=context.taskAttemptId() if context else 0,
         )
         stats = work(by_index[number], info, number)
-        return pa.table({"stat": [s.to_wire() for s in stats]})
+        return pa.Table.from_batches([encode_stats(stats)])
 
-    result = frame.groupBy("item_index").applyInArrow(task, "stat string")
-    rows = run_job(result.collect)
-    return [HoodieWriteStat.from_wire(r["stat"]) for r in rows]
+    result = frame.groupBy("item_index").applyInArrow(task, RESULT_TYPE)
+    return decode_stats(run_job(result.collect))
 
 
 def run_job(action: Callable[[], T]) -> T:
@@ -441,7 +439,7 @@ def write_buckets(
     plan: BucketPlan,
     ctx: WriteContext,
     *,
-    write_group: GroupWriter = write_file_group,
+    handles: HandleFactory = base_file_handle,
 ) -> list[HoodieWriteStat]:
     """Write one new base file per bucket, each bucket in its own task.
 
@@ -449,8 +447,8 @@ def write_buckets(
     plain ``repartition`` + ``mapInArrow`` hands each task its file group's records (no sort,
     no group-by); past ``_MAX_WRITE_PARTITIONS`` buckets a task writes several, one by one.
 
-    ``write_group`` is the task-side handle of a bucket (merge-on-read writes pass one that
-    appends log files, and may return several stats for one bucket).
+    ``handles`` gives each bucket its write handle (merge-on-read writes give appends to the
+    groups that take log blocks, :class:`engine.write.routing.HandleChoice`).
     """
     if not plan.buckets:
         return []
@@ -463,7 +461,7 @@ def write_buckets(
     routed = (
         _with_slots(_route(tagged, plan), slot_of)
         .withColumn(INSERT_COLUMN, F.col(FILE_ID_COLUMN).isNull())
-        .drop(FILE_ID_COLUMN, BAD_KEY_COLUMN, _TARGET_COLUMN, NULL_ORDERING_COLUMN)
+        .drop(FILE_ID_COLUMN, _TARGET_COLUMN, *CHECK_COLUMNS)
     )
 
     def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -482,13 +480,10 @@ def write_buckets(
         for slot in sorted(slots):
             rows = table if len(slots) == 1 else table.filter(pc.equal(table[_SLOT_COLUMN], slot))
             checkpoint("task.before_file")
-            written = write_group(
-                rows.drop_columns([_SLOT_COLUMN]), bucket_of_slot[slot], ctx, task
-            )
+            handle = handles(bucket_of_slot[slot])
+            stats += handle.write(rows.drop_columns([_SLOT_COLUMN]), ctx, task)
             checkpoint("task.after_file")
-            stats.extend(written if isinstance(written, list) else [written])
-        yield pa.RecordBatch.from_pydict({"stat": [s.to_wire() for s in stats]})
+        yield encode_stats(stats)
 
-    result = routed.repartition(partitions, _SLOT_COLUMN).mapInArrow(write_partition, "stat string")
-    rows = run_job(result.collect)
-    return [HoodieWriteStat.from_wire(r["stat"]) for r in rows]
+    result = routed.repartition(partitions, _SLOT_COLUMN).mapInArrow(write_partition, RESULT_TYPE)
+    return decode_stats(run_job(result.collect))

@@ -32,18 +32,18 @@ from pyspark.sql import DataFrame, SparkSession
 
 from engine import config
 from engine.config import HoodieConfig
-from engine.errors import KeyMovedError, RecordKeyError
+from engine.errors import KeyMovedError
 from engine.faults import checkpoint
 from engine.fs.filenames import TaskInfo
 from engine.fs.storage import Storage
-from engine.model.keygen import KeyGenSpec, invalid_record_key_message
-from engine.model.ordering import null_ordering_error
+from engine.model.keygen import KeyGenSpec
+from engine.model.row_checks import BAD_KEY_COLUMN, NULL_ORDERING_COLUMN, checked_rows
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 from engine.spark import profile
 from engine.spark.bucket_write import write_bucketed_locally
 from engine.spark.bulk_write import task_records
 from engine.spark.explain import explain_text
-from engine.spark.jobs import BAD_KEY_COLUMN, NULL_ORDERING_COLUMN, in_threads
+from engine.spark.jobs import in_threads
 from engine.spark.profile import BatchProfile
 from engine.spark.runner import SparkRunner
 from engine.timeline.commit_metadata import HoodieWriteStat
@@ -189,8 +189,8 @@ class LocalRunner(SparkRunner):
 def profile_inserts_locally(records: pa.Table, spec: KeyGenSpec) -> BatchProfile:
     """The profile of a batch whose keys are not looked up (as
     :func:`engine.spark.insert_profile.profile_inserts` makes it in Spark): records per touched
-    partition, after the checks the driver-side write makes (:func:`_checked`)."""
-    counts = pc.value_counts(_checked(records, spec)[PARTITION_PATH_COLUMN]).to_pylist()
+    partition, after the row checks (:mod:`engine.model.row_checks`)."""
+    counts = pc.value_counts(checked_rows(records, spec)[PARTITION_PATH_COLUMN]).to_pylist()
     ranges = [
         PartitionKeyRange(c["values"], int(c["counts"]), "", "")
         for c in sorted(counts, key=lambda c: c["values"])
@@ -209,7 +209,7 @@ def write_partitions_locally(
     checks a Spark map stage makes, then each partition written as a task writes it, ``threads``
     partitions at a time. Raises as the Spark job does, before any file is written for a bad key,
     a null ordering value, or (global index) a key arriving in two partitions."""
-    records = _checked(records, spec)
+    records = checked_rows(records, spec)
     partitions = sorted(pc.unique(records[PARTITION_PATH_COLUMN]).to_pylist())
     if targets.global_index:
         duplicate = cross_partition_duplicate(records)
@@ -235,17 +235,3 @@ def write_partitions_locally(
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(partitions)))) as pool:
         results = in_threads(pool, write, list(enumerate(partitions)))
     return [stat for stats in results for stat in stats]
-
-
-def _checked(records: pa.Table, spec: KeyGenSpec) -> pa.Table:
-    """``records`` without the check flags; a null or empty record key, or a null ordering
-    value where the write combines, raises (the errors the Spark map stage raises)."""
-    if BAD_KEY_COLUMN in records.column_names and pc.any(records[BAD_KEY_COLUMN]).as_py():
-        raise RecordKeyError(invalid_record_key_message(spec))
-    if NULL_ORDERING_COLUMN in records.column_names:
-        nulls = records.filter(pc.fill_null(records[NULL_ORDERING_COLUMN], False))
-        if nulls.num_rows:
-            key = nulls[RECORD_KEY_COLUMN][0].as_py()
-            raise null_ordering_error(key, nulls[PARTITION_PATH_COLUMN][0].as_py())
-    flags = [c for c in (BAD_KEY_COLUMN, NULL_ORDERING_COLUMN) if c in records.column_names]
-    return records.drop_columns(flags)

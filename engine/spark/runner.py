@@ -39,12 +39,12 @@ from engine.spark.schema import data_arrow_schema
 from engine.spark.session import get_spark
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.bucketing import BucketPlan
-from engine.write.handles import WriteContext, write_file_group
+from engine.write.handles import WriteContext, base_file_handle
 from engine.write.index import IndexSource
 from engine.write.precommit import CheckFailure, SqlCheck
 from engine.write.runner import (
     BucketedWrite,
-    GroupWriter,
+    HandleFactory,
     IncomingBatch,
     LocatedRecords,
     PartitionedWrite,
@@ -107,10 +107,10 @@ class SparkRunner:
         plan: BucketPlan,
         ctx: WriteContext,
         *,
-        write_group: GroupWriter | None = None,
+        handles: HandleFactory | None = None,
     ) -> list[HoodieWriteStat]:
         tagged = cast(profile.LocatedRecords, located).tagged
-        return jobs.write_buckets(tagged, plan, ctx, write_group=write_group or write_file_group)
+        return jobs.write_buckets(tagged, plan, ctx, handles=handles or base_file_handle)
 
     def write_unrouted(
         self, located: LocatedRecords, ctx: WriteContext, rows_per_file: int, spec: KeyGenSpec

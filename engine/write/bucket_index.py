@@ -49,22 +49,22 @@ import pyarrow.compute as pc
 
 from engine import config
 from engine.config import HoodieConfig, WriteOperation
-from engine.errors import ConfigError, NullOrderingValueError, RecordKeyError
+from engine.errors import ConfigError, RecordKeyError
 from engine.fs.filenames import TaskInfo
 from engine.fs.properties import write_partition_metadata
 from engine.fs.storage import Storage
 from engine.model.keygen import KeyGenSpec
-from engine.model.ordering import naming_ordering_field
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
-from engine.timeline.timeline import Timeline, delete_instant_files
+from engine.timeline.timeline import Timeline
 from engine.view.fs_view import list_partition_paths
-from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
+from engine.write.append import AppendSlice, LogWriteConfig
 from engine.write.bucketing import Bucket, BucketSpec
-from engine.write.handles import WriteContext, write_file_group
+from engine.write.handles import WriteContext
 from engine.write.listing import latest_table_slices
 from engine.write.merge_on_read import log_write_config
 from engine.write.plan import JobProfile, WriteJob
+from engine.write.routing import choose_handle
 
 __all__ = [
     "BucketTargets",
@@ -249,11 +249,7 @@ class BucketTargets:
         key = (partition_path, bucket)
         if ctx.operation == WriteOperation.DELETE and key not in self.existing:
             return []  # deletes reach stored keys only, and a missing bucket stores none
-        target = self.slices.get(key)
-        if self.merge_on_read and target is not None and self.log_config is not None:
-            return append_to_file_slice(
-                records, target, ctx, task, bucket_number=number, log_config=self.log_config
-            )
+        target = self.slices.get(key) if self.merge_on_read else None
         stored = self.existing.get(key)
         group = (
             Bucket(
@@ -262,7 +258,7 @@ class BucketTargets:
             if stored is not None and stored.base_file is not None
             else Bucket(number, bucket_file_id(bucket), partition_path)
         )
-        return [write_file_group(records, group, ctx, task)]
+        return choose_handle(group, target, self.log_config).write(records, ctx, task)
 
 
 def plan_bucket_targets(
@@ -332,20 +328,11 @@ def bucket_profile() -> JobProfile:
 def _write_bucketed(
     job: WriteJob, action: Action, targets: BucketTargets, ctx: WriteContext
 ) -> list[HoodieWriteStat]:
-    """The data phase of a bucket-index write: one job writes the planned buckets.
-
-    A null or empty key (or a null ordering value where the write combines) fails the job's map
-    stage, before any file is written: the requested
-    instant is then deleted as if it never was (no rollback instant is needed for nothing).
-    """
+    """The data phase of a bucket-index write: one job writes the planned buckets (a refused
+    row fails its map stage before any file is written: :meth:`WriteJob.checked_inflight`)."""
     batch = job.batch
-    job.start_inflight(action, None)
-    try:
-        with naming_ordering_field(batch.merge_spec.ordering_field, job.storage.base_path):
-            return job.data_runner.write_bucketed(batch.keyed, targets, ctx, batch.spec)
-    except (RecordKeyError, NullOrderingValueError):
-        delete_instant_files(job.storage, job.instant_time, action)
-        raise
+    with job.checked_inflight(action):
+        return job.data_runner.write_bucketed(batch.keyed, targets, ctx, batch.spec)
 
 
 def write_into_buckets(job: WriteJob, action: Action) -> list[HoodieWriteStat]:

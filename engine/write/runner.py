@@ -41,14 +41,14 @@ if TYPE_CHECKING:
     from engine.services.compaction import CompactionContext, CompactionOperation
     from engine.timeline.commit_metadata import HoodieWriteStat
     from engine.write.bucketing import Bucket, BucketPlan, BucketSpec
-    from engine.write.handles import WriteContext
+    from engine.write.handles import WriteContext, WriteHandle
     from engine.write.index import IndexSource, PartitionKeyRange
     from engine.write.precommit import CheckFailure, SqlCheck
 
 __all__ = [
     "BatchProfile",
     "BucketedWrite",
-    "GroupWriter",
+    "HandleFactory",
     "IncomingBatch",
     "LocatedRecords",
     "PartitionedWrite",
@@ -56,11 +56,8 @@ __all__ = [
     "runner_for_write",
 ]
 
-# task-side writer of one bucket: (records, bucket, write context, task) -> stat(s)
-GroupWriter = Callable[
-    ["pa.Table", "Bucket", "WriteContext", "TaskInfo"],
-    "HoodieWriteStat | list[HoodieWriteStat]",
-]
+# the handle a task writes a planned bucket with (engine.write.routing.HandleChoice)
+HandleFactory = Callable[["Bucket"], "WriteHandle"]
 
 
 class IncomingBatch(Protocol):
@@ -206,9 +203,11 @@ class Runner(Protocol):
         plan: BucketPlan,
         ctx: WriteContext,
         *,
-        write_group: GroupWriter | None = None,
+        handles: HandleFactory | None = None,
     ) -> list[HoodieWriteStat]:
-        """Write every bucket of ``plan`` in its own task; the tasks' write stats."""
+        """Write every bucket of ``plan`` in its own task, with the handle ``handles`` gives it
+        (default: a base file, :func:`engine.write.handles.base_file_handle`); the tasks'
+        write stats."""
         ...
 
     def write_unrouted(
