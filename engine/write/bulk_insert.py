@@ -16,7 +16,6 @@ about ``_BUFFER_BYTES`` of rows, not its input. Writes that combine duplicate ke
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -41,10 +40,11 @@ from engine.model.schema import (
     PARTITION_PATH_COLUMN,
     RECORD_KEY_COLUMN,
 )
+from engine.services.new_files import NewBaseFile
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
 from engine.write.grouping import groups_in_arrival_order
-from engine.write.handles import NewBaseFile, WriteContext, prepare_incoming
+from engine.write.handles import WriteContext, prepare_incoming
 from engine.write.operation_field import stamp_operations
 from engine.write.plan import WriteJob
 
@@ -92,7 +92,6 @@ class _FileGroup:
     """A new file group being written by this task: its rows not yet written, its writer."""
 
     new: NewBaseFile
-    started: float = field(default_factory=time.monotonic)
     rows: int = 0  # rows stamped so far (written or buffered)
     pending: list[pa.Table] = field(default_factory=list)
     pending_bytes: int = 0
@@ -198,7 +197,6 @@ class _TaskWriter:
             group.new.stat(
                 prev_commit="null",
                 size=size,
-                started=group.started,
                 created=True,
                 num_writes=group.rows,
                 num_inserts=group.rows,

@@ -10,9 +10,10 @@ timeline)::
                    (:mod:`engine.write.append`)
 
 Every job of a write runs them (:func:`engine.write.routing.choose_handle` picks one per file
-group), and so does bulk_insert's streaming task writer, through :class:`NewBaseFile`, the
-steps every new base file takes. Given the incoming records routed to a bucket, the create and
-merge handles:
+group). Every new base file (theirs, bulk_insert's streaming task writer's, a compaction's and
+a clustering's) takes the same steps: :class:`engine.services.new_files.NewBaseFile`.
+
+Given the incoming records routed to a bucket, the create and merge handles:
 
 1. precombine them (payload rules of :mod:`engine.model.merge`);
 2. create handle (new file group): write them as a new base file;
@@ -38,17 +39,14 @@ import pyarrow.compute as pc
 
 from engine.config import PARQUET_COMPRESSION_CODEC, WriteOperation
 from engine.errors import HudiError
-from engine.faults import checkpoint
 from engine.fs.filenames import (
     TaskInfo,
-    format_base_file_name,
-    make_write_token,
     partition_file_path,
 )
 from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
 from engine.io.bloom_filter import BloomFilter, BloomFilterSpec, decode_footer_filter
-from engine.io.parquet import align_to_schema, read_base_file_with_footer, write_base_file
+from engine.io.parquet import align_to_schema, read_base_file_with_footer
 from engine.metadata.data_keys import key_changes
 from engine.model.cdc_schema import SupplementalLoggingMode
 from engine.model.merge import (
@@ -59,12 +57,12 @@ from engine.model.merge import (
     delete_mask,
     precombine,
 )
-from engine.model.meta_fields import stamp_commit, stamp_file_name
+from engine.model.meta_fields import stamp_commit
 from engine.model.schema import (
     RECORD_KEY_COLUMN,
 )
+from engine.services.new_files import NewBaseFile
 from engine.timeline.commit_metadata import HoodieWriteStat, WrittenKeys
-from engine.timeline.markers import IOType, create_marker
 from engine.write.bucketing import Bucket
 from engine.write.cdc import changes_of_merge, needs_cdc_file, write_cdc_file
 from engine.write.operation_field import stamp_operations
@@ -72,7 +70,6 @@ from engine.write.operation_field import stamp_operations
 __all__ = [
     "CreateHandle",
     "MergeHandle",
-    "NewBaseFile",
     "WriteContext",
     "WriteHandle",
     "base_file_handle",
@@ -132,85 +129,6 @@ class WriteHandle(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class NewBaseFile:
-    """A base file a task is about to write, and the steps every new base file takes: named
-    by the task's write token, its rows stamped with its name, its marker created, then its
-    Parquet written, and its write stat.
-
-    Attributes:
-        partition_path: Partition of the file group.
-        file_id: File group id.
-        write_token: ``{number}-{stage_id}-{task_attempt_id}`` (a retried task writes another
-            file).
-        file_name: ``{file_id}_{write_token}_{instant_time}.parquet``.
-    """
-
-    partition_path: str
-    file_id: str
-    write_token: str
-    file_name: str
-
-    @classmethod
-    def named(
-        cls, partition_path: str, file_id: str, number: int, task: TaskInfo, instant_time: str
-    ) -> NewBaseFile:
-        """The new base file of group ``file_id`` that write number ``number`` of ``task``
-        writes at ``instant_time``."""
-        token = make_write_token(number, task.stage_id, task.task_attempt_id)
-        return cls(
-            partition_path, file_id, token, format_base_file_name(file_id, token, instant_time)
-        )
-
-    @property
-    def rel_path(self) -> str:
-        return partition_file_path(self.partition_path, self.file_name)
-
-    def stamp(self, rows: pa.Table) -> pa.Table:
-        """``rows`` with this file's name in ``_hoodie_file_name``."""
-        return stamp_file_name(rows, self.file_name)
-
-    def mark(self, storage: Storage, instant_time: str, io_type: IOType) -> None:
-        """The file's marker (a rollback finds the file by it), before any byte is written."""
-        create_marker(storage, instant_time, self.partition_path, self.file_name, io_type)
-        checkpoint("task.after_marker")
-
-    def write(
-        self,
-        storage: Storage,
-        rows: pa.Table,
-        ctx: WriteContext,
-        io_type: IOType,
-        bloom_so_far: BloomFilter | None = None,
-    ) -> int:
-        """Mark, then write ``rows`` (stamped) as the file; its size."""
-        self.mark(storage, ctx.instant_time, io_type)
-        return write_base_file(
-            storage,
-            self.rel_path,
-            rows,
-            avro_schema_with_meta=ctx.avro_schema_with_meta,
-            bloom=ctx.bloom,
-            compression=ctx.compression,
-            bloom_so_far=bloom_so_far,
-        )
-
-    def stat(
-        self, *, prev_commit: str, size: int, started: float, created: bool, **counts: int
-    ) -> HoodieWriteStat:
-        """The file's write stat, timed from ``started`` (``time.monotonic()``)."""
-        return HoodieWriteStat.of_file(
-            file_id=self.file_id,
-            path=self.rel_path,
-            partition_path=self.partition_path,
-            prev_commit=prev_commit,
-            size=size,
-            elapsed_ms=int((time.monotonic() - started) * 1000),
-            created=created,
-            **counts,
-        )
-
-
-@dataclass(frozen=True, slots=True)
 class CreateHandle:
     """Hudi's ``HoodieCreateHandle``: a new file group's first base file, from the records
     routed to it (combined among themselves as the write's payload rules say)."""
@@ -262,7 +180,7 @@ def _write_base_file(
     if ctx.operation == WriteOperation.BULK_INSERT:
         changed = changed.sort_by(RECORD_KEY_COLUMN)
     new = NewBaseFile.named(
-        bucket.partition_path, bucket.file_id, bucket.number, task, ctx.instant_time
+        bucket.partition_path, bucket.file_id, bucket.number, task, ctx.instant_time, started
     )
     changed = stamp_commit(changed, ctx.instant_time, bucket.number)
     changed = stamp_operations(changed, stored.column(RECORD_KEY_COLUMN))
@@ -273,12 +191,20 @@ def _write_base_file(
         else None
     )
     created = bucket.base_file is None
-    size = new.write(storage, out, ctx, "CREATE" if created else "MERGE", bloom_so_far)
+    size = new.write(
+        storage,
+        out,
+        instant_time=ctx.instant_time,
+        io_type="CREATE" if created else "MERGE",
+        avro_schema_with_meta=ctx.avro_schema_with_meta,
+        bloom=ctx.bloom,
+        compression=ctx.compression,
+        bloom_so_far=bloom_so_far,
+    )
     cdc_stats = _log_changes(storage, ctx, bucket, stored, merged, changed, out, new.write_token)
     stat = new.stat(
         prev_commit=bucket.prev_commit,
         size=size,
-        started=started,
         created=created,
         num_writes=out.num_rows,
         num_deletes=merged.num_deletes,
