@@ -23,27 +23,23 @@ that look keys up and then write): nothing reads it but this job, which evaluate
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
-from pyspark import TaskContext
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from engine.faults import checkpoint
 from engine.fs.filenames import TaskInfo
 from engine.model.keygen import KeyGenSpec
 from engine.model.row_checks import CHECK_COLUMNS, checked_rows, without_checks
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 from engine.spark.jobs import (
     CHEAP_PLAN_NODES,
-    RESULT_TYPE,
-    current_task,
     in_threads,
     optimized_plan,
     plan_nodes,
-    run_job,
+    run_write_tasks,
 )
 from engine.spark.session import is_connect
 from engine.timeline.commit_metadata import HoodieWriteStat
@@ -51,13 +47,12 @@ from engine.write.bucket_index import bucket_ids
 from engine.write.bucketing import BucketSpec
 from engine.write.grouping import groups_in_arrival_order
 from engine.write.handles import WriteContext
-from engine.write.runner import BucketedWrite
-from engine.write.write_status import decode_stats, encode_stats
+from engine.write.routing import ROUTE_COLUMN, BucketedWrite
+from engine.write.write_status import decode_stats
 
 __all__ = ["write_bucketed", "write_bucketed_locally"]
 
-_BUCKET_COLUMN = "__bucket"
-_TASK_BUCKETS = 1_000  # seqno/write-token numbers: task partition * this + group ordinal
+_BUCKET_COLUMN = ROUTE_COLUMN  # the bucket of a record is its route
 # logical plan nodes that add no exchange (a plan of these alone is planned without running):
 # the cheap scans and projections, less a cache (whose own plan may shuffle), plus the key
 # generation and local rows
@@ -77,25 +72,19 @@ def write_bucketed(
     # the write is the batch's only job: a cache would only cost a job of its own (adaptive
     # execution materialises it first) and memory
     keyed.unpersist()
-    write = _write_task(targets, ctx)
     if _one_partition(keyed):
 
-        def assign_and_write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            routed = (without_checks(b) for b in assign(batches))
-            return write(routed)  # the task takes every batch (checked) before writing
+        def assign_checked(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            # the task takes every batch (checked) before writing
+            return (without_checks(b) for b in assign(batches))
 
-        written = keyed.mapInArrow(assign_and_write, RESULT_TYPE)
-    else:
-        struct = T.StructType(
-            [*keyed.schema.fields, T.StructField(_BUCKET_COLUMN, T.IntegerType())]
-        )
-        routed = keyed.mapInArrow(assign, struct).drop(*CHECK_COLUMNS)
-        # no partition count: the session's shuffle partitions, which adaptive execution
-        # coalesces (a (partition, bucket) is never split): few buckets, few tasks
-        written = routed.repartition(PARTITION_PATH_COLUMN, _BUCKET_COLUMN).mapInArrow(
-            write, RESULT_TYPE
-        )
-    return decode_stats(run_job(written.collect))
+        return decode_stats(run_write_tasks(keyed, targets, ctx, before=assign_checked))
+    struct = T.StructType([*keyed.schema.fields, T.StructField(_BUCKET_COLUMN, T.IntegerType())])
+    routed = keyed.mapInArrow(assign, struct).drop(*CHECK_COLUMNS)
+    # no partition count: the session's shuffle partitions, which adaptive execution
+    # coalesces (a (partition, bucket) is never split): few buckets, few tasks
+    shuffled = routed.repartition(PARTITION_PATH_COLUMN, _BUCKET_COLUMN)
+    return decode_stats(run_write_tasks(shuffled, targets, ctx))
 
 
 def _assigned(
@@ -133,11 +122,8 @@ def write_bucketed_locally(
 
     def write(numbered: tuple[int, tuple[str, int, pa.Table]]) -> list[HoodieWriteStat]:
         number, (partition, bucket, rows) = numbered
-        checkpoint("task.before_file")
         task = TaskInfo(stage_id=0, task_attempt_id=number)
-        written = targets.write(rows, partition, bucket, number, ctx, task)
-        checkpoint("task.after_file")
-        return written
+        return targets.write_unit(partition, bucket, rows, number, ctx, task)[0]
 
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(groups)))) as pool:
         results = in_threads(pool, write, list(enumerate(groups)))
@@ -155,34 +141,3 @@ def _one_partition(keyed: DataFrame) -> bool:
         if name not in _NO_EXCHANGE_NODES and not _COALESCE.search(line):
             return False
     return bool(keyed.rdd.getNumPartitions() == 1)
-
-
-def _write_task(
-    targets: BucketedWrite, ctx: WriteContext
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The write stage's task: every (partition, bucket) it received, one after the other."""
-
-    def write_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        received = list(batches)
-        if not received:
-            return
-        table = pa.Table.from_batches(received)
-        context = TaskContext.get()
-        partition_id = context.partitionId() if context else 0
-        task = current_task()
-        stats: list[HoodieWriteStat] = []
-        groups = groups_in_arrival_order(table, PARTITION_PATH_COLUMN, _BUCKET_COLUMN)
-        for k, (partition, bucket, rows) in enumerate(groups):
-            checkpoint("task.before_file")
-            stats += targets.write(
-                rows,
-                partition,
-                bucket,
-                partition_id * _TASK_BUCKETS + k,
-                ctx,
-                task,
-            )
-            checkpoint("task.after_file")
-        yield encode_stats(stats)
-
-    return write_task

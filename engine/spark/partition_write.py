@@ -20,11 +20,6 @@ refuses the batch).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-
-import pyarrow as pa
-import pyarrow.compute as pc
-from pyspark import TaskContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -38,18 +33,16 @@ from engine.model.row_checks import (
     task_error_text,
 )
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
-from engine.spark.jobs import RESULT_TYPE, current_task, run_job
+from engine.spark.jobs import run_write_tasks
 from engine.spark.partitioning import slot_values
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.global_index import cross_partition_duplicate
 from engine.write.handles import WriteContext
-from engine.write.partition_write import MAX_PARTITION_TASKS, TASK_BUCKETS
-from engine.write.runner import PartitionedWrite
-from engine.write.write_status import decode_keys, decode_stats, encode_keys, encode_stats
+from engine.write.partition_write import MAX_PARTITION_TASKS
+from engine.write.routing import ROUTE_COLUMN, PartitionedWrite
+from engine.write.write_status import decode_keys, decode_stats
 
 __all__ = ["write_partitions"]
-
-_SLOT_COLUMN = "__partition_slot"
 
 
 def write_partitions(
@@ -71,12 +64,11 @@ def write_partitions(
     tasks = shuffle if adaptive else max(1, min(len(known), shuffle, MAX_PARTITION_TASKS))
     slot = _checked_slot(keyed, known, tasks, spec)
     kept = [c for c in keyed.columns if c not in CHECK_COLUMNS]
-    routed = keyed.select(*kept, slot.alias(_SLOT_COLUMN))
+    routed = keyed.select(*kept, slot.alias(ROUTE_COLUMN))
     shuffled = (
-        routed.repartition(_SLOT_COLUMN) if adaptive else routed.repartition(tasks, _SLOT_COLUMN)
+        routed.repartition(ROUTE_COLUMN) if adaptive else routed.repartition(tasks, ROUTE_COLUMN)
     )
-    result = shuffled.mapInArrow(_write_task(targets, ctx), RESULT_TYPE)
-    rows = run_job(result.collect)
+    rows = run_write_tasks(shuffled, targets, ctx)
     if targets.global_index:  # a key new in two partitions was written to both
         duplicate = cross_partition_duplicate(decode_keys(rows))
         if duplicate is not None:  # the two-job write refuses the batch before writing
@@ -113,34 +105,3 @@ def _checked_slot(keyed: DataFrame, known: list[str], tasks: int, spec: KeyGenSp
         )
         checked = checked.when(F.col(NULL_ORDERING_COLUMN), F.raise_error(message))
     return checked.otherwise(slot).cast("int")
-
-
-def _write_task(
-    targets: PartitionedWrite, ctx: WriteContext
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The write stage's task: every partition it received, one after the other."""
-
-    def write_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        received = list(batches)
-        if not received:
-            return
-        table = pa.Table.from_batches(received).drop_columns([_SLOT_COLUMN])
-        context = TaskContext.get()
-        first = (context.partitionId() if context else 0) * TASK_BUCKETS
-        task = current_task()
-        partitions = sorted(pc.unique(table[PARTITION_PATH_COLUMN]).to_pylist())
-        stats: list[HoodieWriteStat] = []
-        for partition in partitions:
-            rows = (
-                table
-                if len(partitions) == 1
-                else table.filter(pc.equal(table[PARTITION_PATH_COLUMN], partition))
-            )
-            written, numbers = targets.write(rows, partition, first, ctx, task)
-            first += numbers
-            stats += written
-            if targets.global_index:  # the driver checks no key arrives in two partitions
-                yield encode_keys(rows, partition)
-        yield encode_stats(stats)
-
-    return write_task

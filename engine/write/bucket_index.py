@@ -64,9 +64,10 @@ from engine.write.handles import WriteContext
 from engine.write.listing import latest_table_slices
 from engine.write.merge_on_read import log_write_config
 from engine.write.plan import JobProfile, WriteJob
-from engine.write.routing import choose_handle
+from engine.write.routing import ByBucket, UnitWriter, choose_handle, run_handle
 
 __all__ = [
+    "TASK_BUCKETS",
     "BucketTargets",
     "bucket_file_id",
     "bucket_id",
@@ -217,9 +218,14 @@ class _Existing:
     base_instant_time: str
 
 
+#: bucket numbers of one task: task partition * this + the group's ordinal in the task
+TASK_BUCKETS = 1_000
+
+
 @dataclass(frozen=True)
-class BucketTargets:
-    """What the write's tasks need to write any (partition, bucket) (picklable).
+class BucketTargets(UnitWriter):
+    """What the write's tasks need to write any (partition, bucket) (picklable): the task side
+    of :class:`~engine.write.routing.ByBucket`, whose route is the bucket.
 
     Attributes:
         spec: Bucket count and hash fields.
@@ -234,21 +240,22 @@ class BucketTargets:
     existing: Mapping[tuple[str, int], _Existing] = field(default_factory=dict)
     slices: Mapping[tuple[str, int], AppendSlice] = field(default_factory=dict)
     log_config: LogWriteConfig | None = None
+    task_numbers = TASK_BUCKETS
 
-    def write(
+    def write_unit(
         self,
-        records: pa.Table,
         partition_path: str,
         bucket: int,
+        records: pa.Table,
         number: int,
         ctx: WriteContext,
         task: TaskInfo,
-    ) -> list[HoodieWriteStat]:
+    ) -> tuple[list[HoodieWriteStat], int]:
         """Write one bucket's records (inside a task); its write stats."""
         write_partition_metadata(Storage(ctx.base_path, ctx.s3), partition_path, ctx.instant_time)
         key = (partition_path, bucket)
         if ctx.operation == WriteOperation.DELETE and key not in self.existing:
-            return []  # deletes reach stored keys only, and a missing bucket stores none
+            return [], 1  # deletes reach stored keys only, and a missing bucket stores none
         target = self.slices.get(key) if self.merge_on_read else None
         stored = self.existing.get(key)
         group = (
@@ -258,7 +265,7 @@ class BucketTargets:
             if stored is not None and stored.base_file is not None
             else Bucket(number, bucket_file_id(bucket), partition_path)
         )
-        return choose_handle(group, target, self.log_config).write(records, ctx, task)
+        return run_handle(choose_handle(group, target, self.log_config), records, ctx, task), 1
 
 
 def plan_bucket_targets(
@@ -332,7 +339,7 @@ def _write_bucketed(
     row fails its map stage before any file is written: :meth:`WriteJob.checked_inflight`)."""
     batch = job.batch
     with job.checked_inflight(action):
-        return job.data_runner.write_bucketed(batch.keyed, targets, ctx, batch.spec)
+        return job.data_runner.write_routed(batch.keyed, ByBucket(targets), ctx, batch.spec)
 
 
 def write_into_buckets(job: WriteJob, action: Action) -> list[HoodieWriteStat]:

@@ -47,8 +47,10 @@ from engine.write.grouping import groups_in_arrival_order
 from engine.write.handles import WriteContext, prepare_incoming
 from engine.write.operation_field import stamp_operations
 from engine.write.plan import WriteJob
+from engine.write.routing import UnitWriter, Unrouted
+from engine.write.write_status import encode_stats
 
-__all__ = ["streams_bulk_insert", "write_bulk_insert", "write_task_records"]
+__all__ = ["BulkInsertTask", "streams_bulk_insert", "write_bulk_insert", "write_task_records"]
 
 # rows a task gathers from its input before cutting them per partition path (bigger chunks,
 # fewer per-chunk steps; Spark hands mapInArrow 10,000-row batches)
@@ -84,7 +86,41 @@ def write_bulk_insert(job: WriteJob, action: Action, record_size: int) -> list[H
         write_partition_metadata(job.storage, partition, job.instant_time)
     rows_per_file = max(1, job.cfg.get(config.PARQUET_MAX_FILE_SIZE) // max(1, record_size))
     ctx = job.write_context()
-    return job.data_runner.write_unrouted(located, ctx, rows_per_file, job.batch.spec)
+    return job.data_runner.write_routed(located, Unrouted(rows_per_file), ctx, job.batch.spec)
+
+
+@dataclass(frozen=True)
+class BulkInsertTask(UnitWriter):
+    """The task side of :class:`~engine.write.routing.Unrouted`: the records a task reads
+    are its one unit, streamed through :func:`write_task_records` (a task holds a few row
+    groups, never its whole input).
+
+    Attributes:
+        rows_per_file: Rows after which a file group is closed and another one opened.
+        keygen: When given, the records carry no record key and partition path: the task
+            generates them (see :func:`write_task_records`).
+    """
+
+    rows_per_file: int
+    keygen: KeyGenSpec | None = None
+
+    def write_task(
+        self,
+        batches: Iterable[pa.RecordBatch],
+        task_partition: int,
+        ctx: WriteContext,
+        task: TaskInfo,
+    ) -> Iterator[pa.RecordBatch]:
+        stats = write_task_records(
+            batches,
+            ctx,
+            task,
+            partition_id=task_partition,
+            rows_per_file=self.rows_per_file,
+            keygen=self.keygen,
+        )
+        if stats:
+            yield encode_stats(stats)
 
 
 @dataclass

@@ -57,7 +57,7 @@ from engine.write.append import LogWriteConfig
 from engine.write.bucketing import BucketPlan, SizedBaseFile, plan_buckets
 from engine.write.listing import TableSlices, latest_table_slices
 from engine.write.plan import WriteJob
-from engine.write.routing import HandleChoice
+from engine.write.routing import ByFileGroup, HandleChoice
 from engine.write.runner import Runner
 from engine.write.strategy import WriteStrategy
 
@@ -282,7 +282,8 @@ def write_merge_on_read(job: WriteJob) -> list[HoodieWriteStat]:
         and bucket.file_id not in small_file_ids
     }
     handles = HandleChoice(appends, log_write_config(cfg))
-    return job.data_runner.write_buckets(located, plan, job.write_context(), handles=handles)
+    routing = ByFileGroup(plan, handles)
+    return job.data_runner.write_routed(located, routing, job.write_context(), job.batch.spec)
 
 
 def describe(stats: list[HoodieWriteStat]) -> dict[str, Any]:

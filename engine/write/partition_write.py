@@ -76,7 +76,7 @@ from engine.write.handles import WriteContext
 from engine.write.index import KeyIndex, SimpleIndex
 from engine.write.listing import TableSlices, latest_base_files, latest_table_slices
 from engine.write.plan import JobProfile, WriteJob, average_record_size
-from engine.write.routing import HandleChoice
+from engine.write.routing import ByPartition, HandleChoice, UnitWriter, run_handle
 
 __all__ = [
     "MAX_PARTITION_TASKS",
@@ -108,8 +108,9 @@ class _Sizing:
 
 
 @dataclass(frozen=True)
-class PartitionTargets:
-    """What the write's tasks need to look up, plan and write any partition (picklable).
+class PartitionTargets(UnitWriter):
+    """What the write's tasks need to look up, plan and write any partition (picklable): the
+    task side of :class:`~engine.write.routing.ByPartition`, whose unit is a partition.
 
     Attributes:
         base_files: partition -> (partition, file_id) -> latest base file with its size.
@@ -136,6 +137,13 @@ class PartitionTargets:
     completed: frozenset[str] = field(default_factory=frozenset)
     index: KeyIndex = field(default_factory=SimpleIndex)
     key_ranges: Mapping[str, tuple[str, str] | None] = field(default_factory=dict)
+    routed = False  # the route column only places a partition on its task
+    task_numbers = TASK_BUCKETS
+
+    @property
+    def returns_keys(self) -> bool:
+        """Global index: the driver checks no key arrives in two partitions."""
+        return self.global_index
 
     @property
     def global_index(self) -> bool:
@@ -164,10 +172,11 @@ class PartitionTargets:
             default=0,
         )
 
-    def write(
+    def write_unit(
         self,
-        records: pa.Table,
         partition: str,
+        route: int,
+        records: pa.Table,
         first_number: int,
         ctx: WriteContext,
         task: TaskInfo,
@@ -188,9 +197,7 @@ class PartitionTargets:
             if rows is None or not rows.num_rows:
                 continue
             numbered = replace(bucket, number=first_number + bucket.number)
-            checkpoint("task.before_file")
-            stats += handles(numbered).write(rows, ctx, task)
-            checkpoint("task.after_file")
+            stats += run_handle(handles(numbered), rows, ctx, task)
         return stats, len(plan.buckets)
 
     def _tag(self, storage: Storage, partition: str, records: pa.Table) -> _Tagged:
@@ -438,6 +445,5 @@ def write_by_partition(job: WriteJob, action: Action) -> list[HoodieWriteStat]:
         )
     with job.checked_inflight(action):
         checkpoint("write.before_files")
-        return job.data_runner.write_partitions(
-            batch.keyed, targets, job.write_context(), batch.spec
-        )
+        routing = ByPartition(targets)
+        return job.data_runner.write_routed(batch.keyed, routing, job.write_context(), batch.spec)
