@@ -4,8 +4,8 @@
 
     keyed ──mapInArrow: bucket of every record (a null or empty key, or a null ordering value
       where the write combines, fails the map stage)──►
-      repartition(partition path, bucket) ──mapInArrow: one (partition, bucket) at a time──►
-      write stats
+      repartition(partition path, bucket) ──mapInArrow(the write task, engine.spark.jobs):
+      one (partition, bucket) at a time──► write stats
 
 The shuffle's map stage finishes before any write task starts, so a bad key fails the job
 before a file is written; the batch is evaluated once (by the map stage). Adaptive execution

@@ -5,8 +5,9 @@
 
     keyed ──select: shuffle slot of the record's partition; a null or empty key, or a null
       ordering value where the write combines, raises in the map stage (Spark's raise_error)──►
-      repartition(tasks, slot) ──mapInArrow: each partition it received, one after the other──►
-      write stats (global index: and each partition's distinct keys)
+      repartition(tasks, slot) ──mapInArrow(the write task, engine.spark.jobs): each partition
+      it received, one after the other──► write stats (global index: and each partition's
+      distinct keys)
 
 The map stage runs in the JVM when the keys are Spark expressions (no Python round trip of the
 batch) and finishes before any write task starts, so a bad key fails the job before a file is
