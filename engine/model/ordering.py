@@ -21,7 +21,16 @@ from engine import config
 from engine.config import HoodieConfig, WriteOperation
 from engine.errors import NullOrderingValueError
 
-__all__ = ["naming_ordering_field", "null_ordering_checked", "null_ordering_error"]
+__all__ = [
+    "NULL_ORDERING_PARTS",
+    "naming_ordering_field",
+    "null_ordering_checked",
+    "null_ordering_error",
+]
+
+#: the text of a refusal around the quoted record key and partition path (a Spark expression
+#: builds the same text from them: :mod:`engine.model.row_checks`)
+NULL_ORDERING_PARTS = ("Ordering value is null for record key ", " (partition ", ")")
 
 
 def null_ordering_checked(
@@ -42,8 +51,9 @@ def null_ordering_checked(
 def null_ordering_error(record_key: object, partition: object) -> NullOrderingValueError:
     """The refusal of a null ordering value, naming one record that has it (every write path
     that checks the values raises this one text)."""
+    before_key, before_partition, after = NULL_ORDERING_PARTS
     return NullOrderingValueError(
-        f"Ordering value is null for record key {record_key!r} (partition {partition!r})"
+        f"{before_key}{record_key!r}{before_partition}{partition!r}{after}"
     )
 
 

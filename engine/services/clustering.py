@@ -49,10 +49,7 @@ from engine.errors import (
 from engine.faults import checkpoint
 from engine.fs.filenames import (
     TaskInfo,
-    format_base_file_name,
-    make_write_token,
     new_file_id,
-    partition_file_path,
 )
 from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
@@ -61,10 +58,9 @@ from engine.io.parquet import (
     avro_schema_with_meta,
     read_base_file,
     table_arrow_schema,
-    write_base_file,
 )
 from engine.metadata.sync import record_commit
-from engine.model.meta_fields import stamp_commit, stamp_file_name
+from engine.model.meta_fields import stamp_commit
 from engine.model.schema import add_operation_field, schema_json, with_operation_column
 from engine.read.file_columns import table_has_operation_field
 from engine.read.plan import QueryPlan, ReadQuery, TableInfo, load_table_info
@@ -81,10 +77,11 @@ from engine.services.clustering_plan import (
 from engine.services.compaction import compacting_file_groups
 from engine.services.heartbeat import Heartbeat
 from engine.services.layout_curves import order_rows
+from engine.services.new_files import NewBaseFile
 from engine.services.rollback import rollback_instant
 from engine.timeline.commit_metadata import HoodieWriteStat, build_commit_metadata
 from engine.timeline.instant import COMMIT_ACTIONS, Action, Instant, State, new_instant_time
-from engine.timeline.markers import create_marker, delete_markers, remove_unreported_files
+from engine.timeline.markers import delete_markers, remove_unreported_files
 from engine.timeline.timeline import Timeline, complete, create_requested, transition_to_inflight
 from engine.view.fs_view import FileSystemView, Visibility
 
@@ -267,32 +264,25 @@ def cluster_group(
     partition = group.partition_path
     seq_start = 0
     for chunk in _chunks(rows, group.num_output_file_groups):
-        file_id = new_file_id()
-        token = make_write_token(number, task.stage_id, task.task_attempt_id)
-        file_name = format_base_file_name(file_id, token, ctx.instant_time)
+        new = NewBaseFile.named(partition, new_file_id(), number, task, ctx.instant_time, started)
         if not ctx.preserve_commit_metadata:
             chunk = stamp_commit(chunk, ctx.instant_time, number, seq_start)
             seq_start += chunk.num_rows
-        chunk = stamp_file_name(chunk, file_name)
-        rel = partition_file_path(partition, file_name)
-        create_marker(storage, ctx.instant_time, partition, file_name, "CREATE")
-        size = write_base_file(
+        chunk = new.stamp(chunk)
+        size = new.write(
             storage,
-            rel,
             chunk,
+            instant_time=ctx.instant_time,
+            io_type="CREATE",
             avro_schema_with_meta=writer_schema,
             bloom=ctx.bloom,
             compression=ctx.compression,
+            fault_point=False,
         )
-        elapsed = int((time.monotonic() - started) * 1000)
         stats.append(
-            HoodieWriteStat.of_file(
-                file_id=file_id,
-                path=rel,
-                partition_path=partition,
+            new.stat(
                 prev_commit="null",
                 size=size,
-                elapsed_ms=elapsed,
                 created=True,
                 num_writes=chunk.num_rows,
                 num_inserts=chunk.num_rows,

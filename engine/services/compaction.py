@@ -41,8 +41,6 @@ from engine.errors import HudiError, TimelineError
 from engine.faults import checkpoint
 from engine.fs.filenames import (
     TaskInfo,
-    format_base_file_name,
-    make_write_token,
     parse_base_file_name,
     partition_file_path,
 )
@@ -54,10 +52,8 @@ from engine.io.parquet import (
     avro_schema_with_meta,
     read_base_file,
     table_arrow_schema,
-    write_base_file,
 )
 from engine.metadata.sync import record_commit
-from engine.model.meta_fields import stamp_file_name
 from engine.model.schema import (
     COMMIT_SEQNO_COLUMN,
     RECORD_KEY_COLUMN,
@@ -68,6 +64,7 @@ from engine.model.schema import (
 from engine.read.file_columns import table_has_operation_field
 from engine.read.plan import QueryPlan, ReadQuery, TableInfo, load_table_info
 from engine.services.clustering_plan import clustering_file_groups
+from engine.services.new_files import NewBaseFile
 from engine.timeline.avro_metadata import COMPACTION_PLAN_SCHEMA, deserialize, serialize
 from engine.timeline.commit_metadata import (
     HoodieCommitMetadata,
@@ -84,7 +81,6 @@ from engine.timeline.instant import (
 )
 from engine.timeline.layout import TimelineLayout
 from engine.timeline.markers import (
-    create_marker,
     delete_markers,
     list_marked_files,
     remove_unreported_files,
@@ -383,34 +379,29 @@ def compact_file_slice(
         avro_schema=ctx.commit_schema,
     )
     merged = merge_file_slice(plan, file_slice, base, schema)
-    write_token = make_write_token(number, task.stage_id, task.task_attempt_id)
-    file_name = format_base_file_name(op.file_id, write_token, ctx.instant_time)
-    merged = stamp_file_name(merged, file_name)  # commit times and seqnos are kept
-    rel = partition_file_path(op.partition_path, file_name)
-    create_marker(
-        storage, ctx.instant_time, op.partition_path, file_name, "MERGE" if base else "CREATE"
-    )
-    size = write_base_file(
+    new = NewBaseFile.named(op.partition_path, op.file_id, number, task, ctx.instant_time, started)
+    merged = new.stamp(merged)  # commit times and seqnos are kept
+    size = new.write(
         storage,
-        rel,
         merged,
+        instant_time=ctx.instant_time,
+        io_type="MERGE" if base else "CREATE",
         avro_schema_with_meta=writer_schema,
         bloom=ctx.bloom,
         compression=ctx.compression,
+        fault_point=False,
     )
     stored = base if base is not None else schema.empty_table()
     log_counts = _count_log_blocks(storage, file_slice.log_file_paths)
-    elapsed = int((time.monotonic() - started) * 1000)
-    return _compaction_stat(op, rel, merged, stored, size, elapsed, log_counts)
+    return _compaction_stat(op, new, merged, stored, size, log_counts)
 
 
 def _compaction_stat(
     op: CompactionOperation,
-    rel: str,
+    new: NewBaseFile,
     merged: pa.Table,
     stored: pa.Table,
     size: int,
-    elapsed: int,
     log_counts: tuple[int, int, int, int],
 ) -> HoodieWriteStat:
     """The write stat of a compacted file slice: inserts are keys not in the base file, updates
@@ -422,13 +413,9 @@ def _compaction_stat(
         merged.num_rows - num_inserts - int(pc.sum(pc.cast(kept, pa.int64())).as_py() or 0)
     )
     log_bytes, blocks, corrupt, rollbacks = log_counts
-    return HoodieWriteStat.of_file(
-        file_id=op.file_id,
-        path=rel,
-        partition_path=op.partition_path,
+    return new.stat(
         prev_commit=op.base_instant_time if op.base_file else "null",
         size=size,
-        elapsed_ms=elapsed,
         created=False,  # Hudi reports a compaction's time as upsert time
         num_writes=merged.num_rows,
         num_deletes=stored.num_rows - (merged.num_rows - num_inserts),

@@ -4,8 +4,8 @@
 
     keyed ──mapInArrow: bucket of every record (a null or empty key, or a null ordering value
       where the write combines, fails the map stage)──►
-      repartition(partition path, bucket) ──mapInArrow: one (partition, bucket) at a time──►
-      write stats
+      repartition(partition path, bucket) ──mapInArrow(the write task, engine.spark.jobs):
+      one (partition, bucket) at a time──► write stats
 
 The shuffle's map stage finishes before any write task starts, so a bad key fails the job
 before a file is written; the batch is evaluated once (by the map stage). Adaptive execution
@@ -23,30 +23,23 @@ that look keys up and then write): nothing reads it but this job, which evaluate
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
-import pyarrow.compute as pc
-from pyspark import TaskContext
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from engine.errors import RecordKeyError
-from engine.faults import checkpoint
 from engine.fs.filenames import TaskInfo
-from engine.model.keygen import KeyGenSpec, invalid_record_key_message
-from engine.model.ordering import null_ordering_error
+from engine.model.keygen import KeyGenSpec
+from engine.model.row_checks import CHECK_COLUMNS, checked_rows, without_checks
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 from engine.spark.jobs import (
-    BAD_KEY_COLUMN,
     CHEAP_PLAN_NODES,
-    NULL_ORDERING_COLUMN,
-    current_task,
     in_threads,
     optimized_plan,
     plan_nodes,
-    run_job,
+    run_write_tasks,
 )
 from engine.spark.session import is_connect
 from engine.timeline.commit_metadata import HoodieWriteStat
@@ -54,12 +47,12 @@ from engine.write.bucket_index import bucket_ids
 from engine.write.bucketing import BucketSpec
 from engine.write.grouping import groups_in_arrival_order
 from engine.write.handles import WriteContext
-from engine.write.runner import BucketedWrite
+from engine.write.routing import ROUTE_COLUMN, BucketedWrite
+from engine.write.write_status import decode_stats
 
 __all__ = ["write_bucketed", "write_bucketed_locally"]
 
-_BUCKET_COLUMN = "__bucket"
-_TASK_BUCKETS = 1_000  # seqno/write-token numbers: task partition * this + group ordinal
+_BUCKET_COLUMN = ROUTE_COLUMN  # the bucket of a record is its route
 # logical plan nodes that add no exchange (a plan of these alone is planned without running):
 # the cheap scans and projections, less a cache (whose own plan may shuffle), plus the key
 # generation and local rows
@@ -72,45 +65,36 @@ def write_bucketed(
 ) -> list[HoodieWriteStat]:
     """Route every record to its bucket and write the buckets (see the module notes)."""
     bucket_spec = targets.spec
-    bad_key = invalid_record_key_message(spec)
 
     def assign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return _assigned(batches, bucket_spec, bad_key)
+        return _assigned(batches, bucket_spec, spec)
 
     # the write is the batch's only job: a cache would only cost a job of its own (adaptive
     # execution materialises it first) and memory
     keyed.unpersist()
-    write = _write_task(targets, ctx)
     if _one_partition(keyed):
 
-        def assign_and_write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            routed = (_drop_flags(b) for b in assign(batches))
-            return write(routed)  # the task takes every batch (checked) before writing
+        def assign_checked(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            # the task takes every batch (checked) before writing
+            return (without_checks(b) for b in assign(batches))
 
-        written = keyed.mapInArrow(assign_and_write, "stat string")
-    else:
-        struct = T.StructType(
-            [*keyed.schema.fields, T.StructField(_BUCKET_COLUMN, T.IntegerType())]
-        )
-        routed = keyed.mapInArrow(assign, struct).drop(BAD_KEY_COLUMN, NULL_ORDERING_COLUMN)
-        # no partition count: the session's shuffle partitions, which adaptive execution
-        # coalesces (a (partition, bucket) is never split): few buckets, few tasks
-        written = routed.repartition(PARTITION_PATH_COLUMN, _BUCKET_COLUMN).mapInArrow(
-            write, "stat string"
-        )
-    rows = run_job(written.collect)
-    return [HoodieWriteStat.from_wire(r["stat"]) for r in rows]
+        return decode_stats(run_write_tasks(keyed, targets, ctx, before=assign_checked))
+    struct = T.StructType([*keyed.schema.fields, T.StructField(_BUCKET_COLUMN, T.IntegerType())])
+    routed = keyed.mapInArrow(assign, struct).drop(*CHECK_COLUMNS)
+    # no partition count: the session's shuffle partitions, which adaptive execution
+    # coalesces (a (partition, bucket) is never split): few buckets, few tasks
+    shuffled = routed.repartition(PARTITION_PATH_COLUMN, _BUCKET_COLUMN)
+    return decode_stats(run_write_tasks(shuffled, targets, ctx))
 
 
 def _assigned(
-    batches: Iterable[pa.RecordBatch], bucket_spec: BucketSpec, bad_key: str
+    batches: Iterable[pa.RecordBatch], bucket_spec: BucketSpec, spec: KeyGenSpec
 ) -> Iterator[pa.RecordBatch]:
-    """Each batch with its records' buckets; a null or empty key, or a null ordering value
-    where the write combines, raises (the map stage fails before any file is written)."""
+    """Each batch with its records' buckets, its check flags kept for the next stage to drop;
+    a refused record (:mod:`engine.model.row_checks`) raises: the map stage fails before any
+    file is written."""
     for batch in batches:
-        if pc.any(batch.column(BAD_KEY_COLUMN)).as_py():
-            raise RecordKeyError(bad_key)
-        _refuse_null_ordering(batch)
+        checked_rows(batch, spec)
         buckets = bucket_ids(
             batch.column(RECORD_KEY_COLUMN), bucket_spec.hash_fields, bucket_spec.num_buckets
         )
@@ -130,8 +114,7 @@ def write_bucketed_locally(
     (:mod:`engine.spark.local_runner`): every record's bucket and the same checks as the map
     stage, before any file is written; then each (partition, bucket) written as a write task
     writes it, ``threads`` at a time."""
-    bad_key = invalid_record_key_message(spec)
-    assigned = [_drop_flags(b) for b in _assigned(records.to_batches(), targets.spec, bad_key)]
+    assigned = [without_checks(b) for b in _assigned(records.to_batches(), targets.spec, spec)]
     if not assigned:
         return []
     table = pa.Table.from_batches(assigned)
@@ -139,11 +122,8 @@ def write_bucketed_locally(
 
     def write(numbered: tuple[int, tuple[str, int, pa.Table]]) -> list[HoodieWriteStat]:
         number, (partition, bucket, rows) = numbered
-        checkpoint("task.before_file")
         task = TaskInfo(stage_id=0, task_attempt_id=number)
-        written = targets.write(rows, partition, bucket, number, ctx, task)
-        checkpoint("task.after_file")
-        return written
+        return targets.write_unit(partition, bucket, rows, number, ctx, task)[0]
 
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(groups)))) as pool:
         results = in_threads(pool, write, list(enumerate(groups)))
@@ -161,50 +141,3 @@ def _one_partition(keyed: DataFrame) -> bool:
         if name not in _NO_EXCHANGE_NODES and not _COALESCE.search(line):
             return False
     return bool(keyed.rdd.getNumPartitions() == 1)
-
-
-def _drop_flags(batch: pa.RecordBatch) -> pa.RecordBatch:
-    names = [n for n in batch.schema.names if n not in (BAD_KEY_COLUMN, NULL_ORDERING_COLUMN)]
-    return batch.select(names)
-
-
-def _refuse_null_ordering(batch: pa.RecordBatch) -> None:
-    """A record flagged ``__null_ordering`` (writes that combine) fails the map stage."""
-    if NULL_ORDERING_COLUMN not in batch.schema.names:
-        return
-    flagged = batch.filter(batch.column(NULL_ORDERING_COLUMN))
-    if flagged.num_rows:
-        key = flagged.column(RECORD_KEY_COLUMN)[0].as_py()
-        partition = flagged.column(PARTITION_PATH_COLUMN)[0].as_py()
-        raise null_ordering_error(key, partition)
-
-
-def _write_task(
-    targets: BucketedWrite, ctx: WriteContext
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The write stage's task: every (partition, bucket) it received, one after the other."""
-
-    def write_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        received = list(batches)
-        if not received:
-            return
-        table = pa.Table.from_batches(received)
-        context = TaskContext.get()
-        partition_id = context.partitionId() if context else 0
-        task = current_task()
-        stats: list[HoodieWriteStat] = []
-        groups = groups_in_arrival_order(table, PARTITION_PATH_COLUMN, _BUCKET_COLUMN)
-        for k, (partition, bucket, rows) in enumerate(groups):
-            checkpoint("task.before_file")
-            stats += targets.write(
-                rows,
-                partition,
-                bucket,
-                partition_id * _TASK_BUCKETS + k,
-                ctx,
-                task,
-            )
-            checkpoint("task.after_file")
-        yield pa.RecordBatch.from_pydict({"stat": [s.to_wire() for s in stats]})
-
-    return write_task

@@ -2,7 +2,7 @@
 
 ::
 
-    keyed (+ _hoodie_record_key, _hoodie_partition_path) ──mapInArrow(task writer)──► write stats
+    keyed (+ _hoodie_record_key, _hoodie_partition_path) ──mapInArrow(write_task)──► write stats
 
 Each task of the batch's own partitioning writes what it reads, as ``df.write.parquet`` does;
 the records are never routed, sorted or shuffled. The profile job before it checks the keys,
@@ -11,26 +11,18 @@ so a null key fails before a file is written.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pyarrow as pa
-from pyspark import TaskContext
 from pyspark.sql import DataFrame
 
 from engine.faults import checkpoint
 from engine.model.keygen import KeyGenSpec
 from engine.model.merge import ARRIVAL_COLUMN
+from engine.model.row_checks import CHECK_COLUMNS
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
-from engine.spark.jobs import (
-    BAD_KEY_COLUMN,
-    FILE_ID_COLUMN,
-    NULL_ORDERING_COLUMN,
-    current_task,
-    run_job,
-)
+from engine.spark.jobs import FILE_ID_COLUMN, run_write_tasks
 from engine.timeline.commit_metadata import HoodieWriteStat
-from engine.write.bulk_insert import write_task_records
+from engine.write.bulk_insert import BulkInsertTask
 from engine.write.handles import WriteContext
+from engine.write.write_status import decode_stats
 
 __all__ = ["task_records", "write_unrouted"]
 
@@ -47,30 +39,14 @@ def write_unrouted(
     """
     checkpoint("write.before_files")
     records, keygen = task_records(tagged, spec)
-
-    def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        context = TaskContext.get()
-        partition_id = context.partitionId() if context else 0
-        stats = write_task_records(
-            batches,
-            ctx,
-            current_task(),
-            partition_id=partition_id,
-            rows_per_file=rows_per_file,
-            keygen=keygen,
-        )
-        if stats:
-            yield pa.RecordBatch.from_pydict({"stat": [s.to_wire() for s in stats]})
-
-    rows = run_job(records.mapInArrow(write_partition, "stat string").collect)
-    return [HoodieWriteStat.from_wire(r["stat"]) for r in rows]
+    return decode_stats(run_write_tasks(records, BulkInsertTask(rows_per_file, keygen), ctx))
 
 
 def task_records(tagged: DataFrame, spec: KeyGenSpec) -> tuple[DataFrame, KeyGenSpec | None]:
     """The columns a bulk_insert task reads, and the key generator it makes keys with (none
     for auto-generated keys, which travel as they are)."""
     # the arrival order only orders duplicates a combining write keeps one of: not needed here
-    dropped = [FILE_ID_COLUMN, BAD_KEY_COLUMN, NULL_ORDERING_COLUMN, ARRIVAL_COLUMN]
+    dropped = [FILE_ID_COLUMN, *CHECK_COLUMNS, ARRIVAL_COLUMN]
     if spec.auto_keys:
         return tagged.drop(*dropped), None
     return tagged.drop(*dropped, RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN), spec

@@ -18,11 +18,10 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from engine.errors import RecordKeyError
-from engine.model.keygen import KeyGenSpec, invalid_record_key_message
-from engine.model.ordering import null_ordering_error
+from engine.model.keygen import KeyGenSpec
+from engine.model.row_checks import BAD_KEY_COLUMN, NULL_ORDERING_COLUMN, refuse
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
-from engine.spark.jobs import BAD_KEY_COLUMN, NULL_ORDERING_COLUMN, run_job
+from engine.spark.jobs import run_job
 from engine.spark.profile import BatchProfile
 from engine.write.index import PartitionKeyRange
 
@@ -48,11 +47,8 @@ def profile_inserts(keyed: DataFrame, spec: KeyGenSpec) -> BatchProfile:
         aggregates.append(F.min(F.when(F.col(NULL_ORDERING_COLUMN), key)).alias("null_ordering"))
     grouped = keyed.groupBy(PARTITION_PATH_COLUMN).agg(*aggregates)
     rows = sorted(run_job(grouped.collect), key=lambda r: r[PARTITION_PATH_COLUMN])
-    if any(r["bad"] for r in rows):
-        raise RecordKeyError(invalid_record_key_message(spec))
     nulls = [r for r in rows if r["null_ordering"] is not None] if checked else []
-    if nulls:
-        partition, sample = nulls[0][PARTITION_PATH_COLUMN], nulls[0]["null_ordering"]
-        raise null_ordering_error(sample, partition)
+    sample = (nulls[0]["null_ordering"], nulls[0][PARTITION_PATH_COLUMN]) if nulls else None
+    refuse(spec, bad_key=any(r["bad"] for r in rows), null_ordering=sample)
     ranges = [PartitionKeyRange(r[PARTITION_PATH_COLUMN], int(r["n"]), "", "") for r in rows]
     return BatchProfile(ranges, indexed=False)

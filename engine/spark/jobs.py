@@ -5,7 +5,12 @@ bucket plan, write context); no SparkSession travels. Two Spark jobs per write::
 
     input ──keygen──► keyed (+ _hoodie_record_key, _hoodie_partition_path)
     1. keyed ──► profile + index lookup per partition            (engine.spark.profile)
-    2. keyed ⟕ keys found ──route──repartition(bucket slot)──mapInArrow(handle)──► write stats
+    2. keyed ⟕ keys found ──route──repartition(bucket slot)──mapInArrow(write_task)──►
+       write stats
+
+:func:`write_task` is the one task of every write job (this routed one, the bucket index's,
+the one-job write's and bulk_insert's): the routing units it received, each written by its
+handle (:meth:`engine.write.routing.UnitWriter.write_task`).
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark import StorageLevel, TaskContext
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -41,6 +45,7 @@ from engine.model.keygen import (
     is_single_key,
 )
 from engine.model.merge import ARRIVAL_COLUMN, DELETE_RECORD_COLUMN, INSERT_COLUMN
+from engine.model.row_checks import BAD_KEY_COLUMN, CHECK_COLUMNS, NULL_ORDERING_COLUMN
 from engine.model.schema import (
     HOODIE_META_COLUMNS,
     PARTITION_PATH_COLUMN,
@@ -48,26 +53,26 @@ from engine.model.schema import (
 )
 from engine.spark.explain import explain_text
 from engine.spark.partitioning import slot_values
-from engine.spark.schema import with_string_fields
+from engine.spark.schema import spark_struct_of, with_string_fields
 from engine.timeline.commit_metadata import HoodieWriteStat
-from engine.write.bucketing import Bucket, BucketPlan
-from engine.write.handles import WriteContext, write_file_group
+from engine.write.bucketing import BucketPlan
+from engine.write.handles import WriteContext
+from engine.write.routing import ROUTE_COLUMN, ByFileGroup, TaskWriter
+from engine.write.write_status import RESULT_SCHEMA, decode_stats, encode_stats
 
 __all__ = [
-    "BAD_KEY_COLUMN",
     "FILE_ID_COLUMN",
-    "NULL_ORDERING_COLUMN",
+    "RESULT_TYPE",
     "add_record_keys",
     "current_task",
     "run_job",
+    "run_write_tasks",
     "write_buckets",
+    "write_task",
 ]
 
 FILE_ID_COLUMN = "__file_id"
 _TARGET_COLUMN = "__target_file_id"
-_SLOT_COLUMN = "__slot"
-BAD_KEY_COLUMN = "__bad_key"
-NULL_ORDERING_COLUMN = "__null_ordering"
 _HASH_BUCKETS = 1_000_000
 _CASE_ROUTE_LIMIT = 64
 _MAX_WRITE_PARTITIONS = 2_000
@@ -87,12 +92,13 @@ _ERRORS: dict[str, type[HudiError]] = {
     "HudiError": HudiError,
 }
 
+#: the Spark type of a write task's rows (:mod:`engine.write.write_status`)
+RESULT_TYPE = spark_struct_of(RESULT_SCHEMA)
+# a task's record batches mapped to others (mapInArrow's function)
+BatchMap = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+
 T = TypeVar("T")
 R = TypeVar("R")
-# task-side writer of one bucket: (records, bucket, write context, task) -> stat(s)
-GroupWriter = Callable[
-    [pa.Table, Bucket, WriteContext, TaskInfo], HoodieWriteStat | list[HoodieWriteStat]
-]
 
 
 def current_task() -> TaskInfo:
@@ -136,11 +142,10 @@ def run_task_per_item(
             task_attempt_id=context.taskAttemptId() if context else 0,
         )
         stats = work(by_index[number], info, number)
-        return pa.table({"stat": [s.to_wire() for s in stats]})
+        return pa.Table.from_batches([encode_stats(stats)])
 
-    result = frame.groupBy("item_index").applyInArrow(task, "stat string")
-    rows = run_job(result.collect)
-    return [HoodieWriteStat.from_wire(r["stat"]) for r in rows]
+    result = frame.groupBy("item_index").applyInArrow(task, RESULT_TYPE)
+    return decode_stats(run_job(result.collect))
 
 
 def run_job(action: Callable[[], T]) -> T:
@@ -429,66 +434,57 @@ def _with_slots(routed: DataFrame, slots: Mapping[str, int]) -> DataFrame:
     :mod:`engine.spark.partitioning`)."""
     if len(slots) <= _CASE_ROUTE_LIMIT:
         pairs = [F.lit(x) for file_id, slot in slots.items() for x in (file_id, slot)]
-        return routed.withColumn(_SLOT_COLUMN, F.create_map(*pairs)[F.col(_TARGET_COLUMN)])
+        return routed.withColumn(ROUTE_COLUMN, F.create_map(*pairs)[F.col(_TARGET_COLUMN)])
     spark = routed.sparkSession
-    table = spark.createDataFrame(list(slots.items()), f"__sfid string, {_SLOT_COLUMN} int")
+    table = spark.createDataFrame(list(slots.items()), f"__sfid string, {ROUTE_COLUMN} int")
     joined = routed.join(F.broadcast(table), routed[_TARGET_COLUMN] == F.col("__sfid"), "left")
     return joined.drop("__sfid")
 
 
 def write_buckets(
-    tagged: DataFrame,
-    plan: BucketPlan,
-    ctx: WriteContext,
-    *,
-    write_group: GroupWriter = write_file_group,
+    tagged: DataFrame, routing: ByFileGroup, ctx: WriteContext
 ) -> list[HoodieWriteStat]:
-    """Write one new base file per bucket, each bucket in its own task.
+    """Write every file group of the plan, each in its own task (routing ``ByFileGroup``).
 
     Every bucket gets a slot value that hash-partitions onto its own shuffle partition, so a
-    plain ``repartition`` + ``mapInArrow`` hands each task its file group's records (no sort,
-    no group-by); past ``_MAX_WRITE_PARTITIONS`` buckets a task writes several, one by one.
-
-    ``write_group`` is the task-side handle of a bucket (merge-on-read writes pass one that
-    appends log files, and may return several stats for one bucket).
+    plain ``repartition`` hands each task its file group's records (no sort, no group-by);
+    past ``_MAX_WRITE_PARTITIONS`` buckets a task writes several, one by one.
     """
+    plan = routing.plan
     if not plan.buckets:
         return []
     checkpoint("write.before_files")
     partitions = max(1, min(len(plan.buckets), _MAX_WRITE_PARTITIONS))
     file_ids = sorted(plan.buckets, key=lambda f: plan.buckets[f].number)
     slot_of = dict(zip(file_ids, slot_values(len(file_ids), partitions), strict=True))
-    bucket_of_slot = {slot_of[f]: plan.buckets[f] for f in file_ids}
     # an untagged record is an insert (a merge-on-read append counts it in numInserts)
     routed = (
         _with_slots(_route(tagged, plan), slot_of)
         .withColumn(INSERT_COLUMN, F.col(FILE_ID_COLUMN).isNull())
-        .drop(FILE_ID_COLUMN, BAD_KEY_COLUMN, _TARGET_COLUMN, NULL_ORDERING_COLUMN)
+        .drop(FILE_ID_COLUMN, _TARGET_COLUMN, *CHECK_COLUMNS)
     )
+    shuffled = routed.repartition(partitions, ROUTE_COLUMN)
+    return decode_stats(run_write_tasks(shuffled, routing.units(slot_of), ctx))
 
-    def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        received = list(batches)
-        if not received:
-            return
-        table = pa.Table.from_batches(received)
-        task = current_task()
-        slots = pc.unique(table[_SLOT_COLUMN]).to_pylist()
-        stats: list[HoodieWriteStat] = []
-        if None in slots:
-            raise HudiError(
-                f"Instant {ctx.instant_time}: records were routed to no file group "
-                "(the workload profile missed them); nothing of this write is committed"
-            )
-        for slot in sorted(slots):
-            rows = table if len(slots) == 1 else table.filter(pc.equal(table[_SLOT_COLUMN], slot))
-            checkpoint("task.before_file")
-            written = write_group(
-                rows.drop_columns([_SLOT_COLUMN]), bucket_of_slot[slot], ctx, task
-            )
-            checkpoint("task.after_file")
-            stats.extend(written if isinstance(written, list) else [written])
-        yield pa.RecordBatch.from_pydict({"stat": [s.to_wire() for s in stats]})
 
-    result = routed.repartition(partitions, _SLOT_COLUMN).mapInArrow(write_partition, "stat string")
-    rows = run_job(result.collect)
-    return [HoodieWriteStat.from_wire(r["stat"]) for r in rows]
+def write_task(writer: TaskWriter, ctx: WriteContext, before: BatchMap | None = None) -> BatchMap:
+    """The one Spark task of every write job: the records the task received (first mapped by
+    ``before``, e.g. the bucket index's hashing when a job runs in one stage) written by
+    ``writer`` (:meth:`~engine.write.routing.UnitWriter.write_task`), with the task's
+    partition (its bucket numbers) and attempt (its write tokens)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        context = TaskContext.get()
+        partition = context.partitionId() if context else 0
+        records = before(batches) if before is not None else batches
+        return writer.write_task(records, partition, ctx, current_task())
+
+    return run
+
+
+def run_write_tasks(
+    frame: DataFrame, writer: TaskWriter, ctx: WriteContext, before: BatchMap | None = None
+) -> list[Any]:
+    """Run :func:`write_task` over every partition of ``frame`` (the routing done); the rows
+    the tasks returned (:mod:`engine.write.write_status`)."""
+    return run_job(frame.mapInArrow(write_task(writer, ctx, before), RESULT_TYPE).collect)

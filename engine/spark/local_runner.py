@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
-from typing import cast
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,27 +32,26 @@ from pyspark.sql import DataFrame, SparkSession
 
 from engine import config
 from engine.config import HoodieConfig
-from engine.errors import KeyMovedError, RecordKeyError
+from engine.errors import KeyMovedError
 from engine.faults import checkpoint
 from engine.fs.filenames import TaskInfo
 from engine.fs.storage import Storage
-from engine.model.keygen import KeyGenSpec, invalid_record_key_message
-from engine.model.ordering import null_ordering_error
+from engine.model.keygen import KeyGenSpec
+from engine.model.row_checks import BAD_KEY_COLUMN, NULL_ORDERING_COLUMN, checked_rows
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
-from engine.spark import profile
 from engine.spark.bucket_write import write_bucketed_locally
 from engine.spark.bulk_write import task_records
 from engine.spark.explain import explain_text
-from engine.spark.jobs import BAD_KEY_COLUMN, NULL_ORDERING_COLUMN, in_threads
+from engine.spark.jobs import in_threads
 from engine.spark.profile import BatchProfile
-from engine.spark.runner import SparkRunner
+from engine.spark.runner import SparkRunner, tagged_records
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.bulk_insert import write_task_records
 from engine.write.global_index import cross_partition_duplicate
 from engine.write.handles import WriteContext
 from engine.write.index import IndexSource, PartitionKeyRange
 from engine.write.partition_write import TASK_BUCKETS
-from engine.write.runner import BucketedWrite, LocatedRecords, PartitionedWrite
+from engine.write.routing import ByBucket, ByFileGroup, PartitionedWrite, Routing, Unrouted
 
 __all__ = [
     "LocalRunner",
@@ -148,39 +147,32 @@ class LocalRunner(SparkRunner):
             columns.append(NULL_ORDERING_COLUMN)
         return profile_inserts_locally(keyed.select(*columns).toArrow(), spec)
 
-    def write_unrouted(
-        self, located: LocatedRecords, ctx: WriteContext, rows_per_file: int, spec: KeyGenSpec
+    def write_routed(
+        self, records: Any, routing: Routing, ctx: WriteContext, spec: KeyGenSpec
     ) -> list[HoodieWriteStat]:
-        tagged = cast(profile.LocatedRecords, located).tagged
-        if not self.fits(tagged):
-            return super().write_unrouted(located, ctx, rows_per_file, spec)
-        checkpoint("write.before_files")
-        records, keygen = task_records(tagged, spec)
-        return write_task_records(
-            records.toArrow().to_batches(),
-            ctx,
-            TaskInfo(),
-            partition_id=0,
-            rows_per_file=rows_per_file,
-            keygen=keygen,
-        )
-
-    def write_bucketed(
-        self, keyed: DataFrame, targets: BucketedWrite, ctx: WriteContext, spec: KeyGenSpec
-    ) -> list[HoodieWriteStat]:
-        if not self.fits(keyed):
-            return super().write_bucketed(keyed, targets, ctx, spec)
-        records = keyed.unpersist().toArrow()
-        return write_bucketed_locally(records, targets, ctx, spec, self._thread_count())
-
-    def write_partitions(
-        self, keyed: DataFrame, targets: PartitionedWrite, ctx: WriteContext, spec: KeyGenSpec
-    ) -> list[HoodieWriteStat]:
-        if not self.fits(keyed):
-            return super().write_partitions(keyed, targets, ctx, spec)
+        """The write job in this process when its batch fits (a routed write keeps Spark's
+        tasks: its records are joined with the keys the lookup found in Spark's cache)."""
+        if isinstance(routing, ByFileGroup):
+            return super().write_routed(records, routing, ctx, spec)
+        frame = tagged_records(records) if isinstance(routing, Unrouted) else records
+        if not self.fits(frame):
+            return super().write_routed(records, routing, ctx, spec)
+        if isinstance(routing, Unrouted):
+            checkpoint("write.before_files")
+            unrouted, keygen = task_records(frame, spec)
+            return write_task_records(
+                unrouted.toArrow().to_batches(),
+                ctx,
+                TaskInfo(),
+                partition_id=0,
+                rows_per_file=routing.rows_per_file,
+                keygen=keygen,
+            )
         # read once: a cached copy (made for the two-job write's jobs) would cost a job to build
-        records = keyed.unpersist().toArrow()
-        return write_partitions_locally(records, targets, ctx, spec, self._thread_count())
+        batch = frame.unpersist().toArrow()
+        if isinstance(routing, ByBucket):
+            return write_bucketed_locally(batch, routing.targets, ctx, spec, self._thread_count())
+        return write_partitions_locally(batch, routing.targets, ctx, spec, self._thread_count())
 
     def _thread_count(self) -> int:
         return self._threads or local_cores(self.spark) or 1
@@ -189,8 +181,8 @@ class LocalRunner(SparkRunner):
 def profile_inserts_locally(records: pa.Table, spec: KeyGenSpec) -> BatchProfile:
     """The profile of a batch whose keys are not looked up (as
     :func:`engine.spark.insert_profile.profile_inserts` makes it in Spark): records per touched
-    partition, after the checks the driver-side write makes (:func:`_checked`)."""
-    counts = pc.value_counts(_checked(records, spec)[PARTITION_PATH_COLUMN]).to_pylist()
+    partition, after the row checks (:mod:`engine.model.row_checks`)."""
+    counts = pc.value_counts(checked_rows(records, spec)[PARTITION_PATH_COLUMN]).to_pylist()
     ranges = [
         PartitionKeyRange(c["values"], int(c["counts"]), "", "")
         for c in sorted(counts, key=lambda c: c["values"])
@@ -209,7 +201,7 @@ def write_partitions_locally(
     checks a Spark map stage makes, then each partition written as a task writes it, ``threads``
     partitions at a time. Raises as the Spark job does, before any file is written for a bad key,
     a null ordering value, or (global index) a key arriving in two partitions."""
-    records = _checked(records, spec)
+    records = checked_rows(records, spec)
     partitions = sorted(pc.unique(records[PARTITION_PATH_COLUMN]).to_pylist())
     if targets.global_index:
         duplicate = cross_partition_duplicate(records)
@@ -227,7 +219,7 @@ def write_partitions_locally(
         number, partition = numbered
         rows = records.filter(pc.equal(records[PARTITION_PATH_COLUMN], partition))
         task = TaskInfo(stage_id=0, task_attempt_id=number)
-        written, _ = targets.write(rows, partition, number * TASK_BUCKETS, ctx, task)
+        written, _ = targets.write_unit(partition, 0, rows, number * TASK_BUCKETS, ctx, task)
         return written
 
     if not partitions:
@@ -235,17 +227,3 @@ def write_partitions_locally(
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(partitions)))) as pool:
         results = in_threads(pool, write, list(enumerate(partitions)))
     return [stat for stats in results for stat in stats]
-
-
-def _checked(records: pa.Table, spec: KeyGenSpec) -> pa.Table:
-    """``records`` without the check flags; a null or empty record key, or a null ordering
-    value where the write combines, raises (the errors the Spark map stage raises)."""
-    if BAD_KEY_COLUMN in records.column_names and pc.any(records[BAD_KEY_COLUMN]).as_py():
-        raise RecordKeyError(invalid_record_key_message(spec))
-    if NULL_ORDERING_COLUMN in records.column_names:
-        nulls = records.filter(pc.fill_null(records[NULL_ORDERING_COLUMN], False))
-        if nulls.num_rows:
-            key = nulls[RECORD_KEY_COLUMN][0].as_py()
-            raise null_ordering_error(key, nulls[PARTITION_PATH_COLUMN][0].as_py())
-    flags = [c for c in (BAD_KEY_COLUMN, NULL_ORDERING_COLUMN) if c in records.column_names]
-    return records.drop_columns(flags)

@@ -25,12 +25,16 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from engine.errors import RecordKeyError
-from engine.model.keygen import KeyGenSpec, invalid_record_key_message
+from engine.model.keygen import KeyGenSpec
 from engine.model.merge import DELETE_RECORD_COLUMN
-from engine.model.ordering import null_ordering_error
+from engine.model.row_checks import (
+    BAD_KEY_COLUMN,
+    NULL_ORDERING_COLUMN,
+    first_null_ordering,
+    refuse,
+)
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
-from engine.spark.jobs import BAD_KEY_COLUMN, FILE_ID_COLUMN, NULL_ORDERING_COLUMN, run_job
+from engine.spark.jobs import FILE_ID_COLUMN, run_job
 from engine.spark.schema import spark_struct_of
 from engine.write.global_index import (
     FOUND_FILE_ID_COLUMN,
@@ -261,13 +265,11 @@ def _lookup_task(
         if not received:
             return
         table = pa.Table.from_batches(received)
-        if NULL_ORDERING_COLUMN in table.column_names:
-            nulls = table.filter(table[NULL_ORDERING_COLUMN])
-            if nulls.num_rows:  # one sample record is enough to refuse the write
-                sample = nulls.slice(0, 1)
-                partition = sample[PARTITION_PATH_COLUMN][0].as_py()
-                yield _rows(_NULL_ORDERING, partition, 1, **{_KEY: sample[RECORD_KEY_COLUMN][0]})
-                return
+        sample = first_null_ordering(table)
+        if sample is not None:  # one sample record is enough to refuse the write
+            key, partition = sample
+            yield _rows(_NULL_ORDERING, str(partition), 1, **{_KEY: key})
+            return
         if source is not None and source.global_index:
             yield from _global_rows(table, source)
             return
@@ -291,14 +293,14 @@ def _lookup_task(
 
 def _refuse_bad_records(collected: list[Any], spec: KeyGenSpec) -> None:
     """A null or empty record key, or a null ordering value where the write checks them."""
-    if any(r["bad"] for r in collected if r[_KIND] == _PROFILE):
-        raise RecordKeyError(invalid_record_key_message(spec))
     null_ordering = sorted(
         (r[_PARTITION], r[_KEY]) for r in collected if r[_KIND] == _NULL_ORDERING
     )
-    if null_ordering:
-        partition, key = null_ordering[0]
-        raise null_ordering_error(key, partition)
+    refuse(
+        spec,
+        bad_key=any(r["bad"] for r in collected if r[_KIND] == _PROFILE),
+        null_ordering=null_ordering[0][::-1] if null_ordering else None,
+    )
 
 
 def profile_batch(keyed: DataFrame, spec: KeyGenSpec, source: IndexSource | None) -> BatchProfile:

@@ -1,7 +1,8 @@
 """SparkRunner: the engine's runner (:mod:`engine.write.runner`) on a Spark session.
 
 Every data job of the engine goes through here: key generation and the batch profile
-(:mod:`engine.spark.jobs`, :mod:`engine.spark.profile`), the write job, compaction
+(:mod:`engine.spark.jobs`, :mod:`engine.spark.profile`), the write job (one method, the
+routing choosing how records are shuffled to :func:`engine.spark.jobs.write_task`), compaction
 (:mod:`engine.spark.compaction`), clustering (:mod:`engine.spark.clustering`) and reads
 (:mod:`engine.spark.reader`). Only the public DataFrame API is used, so a classic session and
 Spark Connect behave alike.
@@ -38,19 +39,13 @@ from engine.spark import (
 from engine.spark.schema import data_arrow_schema
 from engine.spark.session import get_spark
 from engine.timeline.commit_metadata import HoodieWriteStat
-from engine.write.bucketing import BucketPlan
-from engine.write.handles import WriteContext, write_file_group
+from engine.write.handles import WriteContext
 from engine.write.index import IndexSource
 from engine.write.precommit import CheckFailure, SqlCheck
-from engine.write.runner import (
-    BucketedWrite,
-    GroupWriter,
-    IncomingBatch,
-    LocatedRecords,
-    PartitionedWrite,
-)
+from engine.write.routing import ByBucket, ByFileGroup, Routing, Unrouted
+from engine.write.runner import IncomingBatch, LocatedRecords
 
-__all__ = ["SparkBatch", "SparkRunner"]
+__all__ = ["SparkBatch", "SparkRunner", "tagged_records"]
 
 
 @dataclass(frozen=True)
@@ -101,32 +96,18 @@ class SparkRunner:
             return insert_profile.profile_inserts(keyed, spec)
         return profile.profile_batch(keyed, spec, source)
 
-    def write_buckets(
-        self,
-        located: LocatedRecords,
-        plan: BucketPlan,
-        ctx: WriteContext,
-        *,
-        write_group: GroupWriter | None = None,
+    def write_routed(
+        self, records: Any, routing: Routing, ctx: WriteContext, spec: KeyGenSpec
     ) -> list[HoodieWriteStat]:
-        tagged = cast(profile.LocatedRecords, located).tagged
-        return jobs.write_buckets(tagged, plan, ctx, write_group=write_group or write_file_group)
-
-    def write_unrouted(
-        self, located: LocatedRecords, ctx: WriteContext, rows_per_file: int, spec: KeyGenSpec
-    ) -> list[HoodieWriteStat]:
-        tagged = cast(profile.LocatedRecords, located).tagged
-        return bulk_write.write_unrouted(tagged, ctx, rows_per_file, spec)
-
-    def write_bucketed(
-        self, keyed: DataFrame, targets: BucketedWrite, ctx: WriteContext, spec: KeyGenSpec
-    ) -> list[HoodieWriteStat]:
-        return bucket_write.write_bucketed(keyed, targets, ctx, spec)
-
-    def write_partitions(
-        self, keyed: DataFrame, targets: PartitionedWrite, ctx: WriteContext, spec: KeyGenSpec
-    ) -> list[HoodieWriteStat]:
-        return partition_write.write_partitions(keyed, targets, ctx, spec)
+        if isinstance(routing, ByFileGroup):
+            return jobs.write_buckets(tagged_records(records), routing, ctx)
+        if isinstance(routing, Unrouted):
+            return bulk_write.write_unrouted(
+                tagged_records(records), ctx, routing.rows_per_file, spec
+            )
+        if isinstance(routing, ByBucket):
+            return bucket_write.write_bucketed(records, routing.targets, ctx, spec)
+        return partition_write.write_partitions(records, routing.targets, ctx, spec)
 
     def release(self, keyed: DataFrame) -> None:
         keyed.unpersist()
@@ -157,3 +138,8 @@ class SparkRunner:
         after_df = self.read(after)
         before_df = self.read(before) if before is not None else None
         return precommit.run_checks(self.spark, before_df, after_df, checks)
+
+
+def tagged_records(located: LocatedRecords) -> DataFrame:
+    """The data frame of records :meth:`BatchProfile.locate` tagged."""
+    return cast(profile.LocatedRecords, located).tagged

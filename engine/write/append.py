@@ -70,6 +70,7 @@ from engine.write.handles import WriteContext, prepare_incoming
 from engine.write.operation_field import stamp_operations
 
 __all__ = [
+    "AppendHandle",
     "AppendSlice",
     "LogWriteConfig",
     "append_to_file_slice",
@@ -241,6 +242,33 @@ class _LogFileBuffer:
         deleted = {k for array in self.deleted_keys for k in array.to_pylist()}
         written = {k for array in self.written_keys for k in array.to_pylist()} - deleted
         return WrittenKeys(tuple(sorted(written)), tuple(sorted(deleted)))
+
+
+@dataclass(frozen=True, slots=True)
+class AppendHandle:
+    """Hudi's ``HoodieAppendHandle`` (merge-on-read): the records routed to a file group as log
+    blocks on its latest slice (:func:`append_to_file_slice`); one of the write handles
+    (:class:`engine.write.handles.WriteHandle`).
+
+    Attributes:
+        file_slice: The latest slice of the file group.
+        bucket_number: The bucket's number in the write (seqnos, write token).
+        log_config: Block and log file sizing.
+    """
+
+    file_slice: AppendSlice
+    bucket_number: int
+    log_config: LogWriteConfig
+
+    def write(self, records: pa.Table, ctx: WriteContext, task: TaskInfo) -> list[HoodieWriteStat]:
+        return append_to_file_slice(
+            records,
+            self.file_slice,
+            ctx,
+            task,
+            bucket_number=self.bucket_number,
+            log_config=self.log_config,
+        )
 
 
 def append_to_file_slice(

@@ -49,24 +49,25 @@ import pyarrow.compute as pc
 
 from engine import config
 from engine.config import HoodieConfig, WriteOperation
-from engine.errors import ConfigError, NullOrderingValueError, RecordKeyError
+from engine.errors import ConfigError, RecordKeyError
 from engine.fs.filenames import TaskInfo
 from engine.fs.properties import write_partition_metadata
 from engine.fs.storage import Storage
 from engine.model.keygen import KeyGenSpec
-from engine.model.ordering import naming_ordering_field
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
-from engine.timeline.timeline import Timeline, delete_instant_files
+from engine.timeline.timeline import Timeline
 from engine.view.fs_view import list_partition_paths
-from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
+from engine.write.append import AppendSlice, LogWriteConfig
 from engine.write.bucketing import Bucket, BucketSpec
-from engine.write.handles import WriteContext, write_file_group
+from engine.write.handles import WriteContext
 from engine.write.listing import latest_table_slices
 from engine.write.merge_on_read import log_write_config
 from engine.write.plan import JobProfile, WriteJob
+from engine.write.routing import ByBucket, UnitWriter, choose_handle, run_handle
 
 __all__ = [
+    "TASK_BUCKETS",
     "BucketTargets",
     "bucket_file_id",
     "bucket_id",
@@ -217,9 +218,14 @@ class _Existing:
     base_instant_time: str
 
 
+#: bucket numbers of one task: task partition * this + the group's ordinal in the task
+TASK_BUCKETS = 1_000
+
+
 @dataclass(frozen=True)
-class BucketTargets:
-    """What the write's tasks need to write any (partition, bucket) (picklable).
+class BucketTargets(UnitWriter):
+    """What the write's tasks need to write any (partition, bucket) (picklable): the task side
+    of :class:`~engine.write.routing.ByBucket`, whose route is the bucket.
 
     Attributes:
         spec: Bucket count and hash fields.
@@ -234,26 +240,23 @@ class BucketTargets:
     existing: Mapping[tuple[str, int], _Existing] = field(default_factory=dict)
     slices: Mapping[tuple[str, int], AppendSlice] = field(default_factory=dict)
     log_config: LogWriteConfig | None = None
+    task_numbers = TASK_BUCKETS
 
-    def write(
+    def write_unit(
         self,
-        records: pa.Table,
         partition_path: str,
         bucket: int,
+        records: pa.Table,
         number: int,
         ctx: WriteContext,
         task: TaskInfo,
-    ) -> list[HoodieWriteStat]:
+    ) -> tuple[list[HoodieWriteStat], int]:
         """Write one bucket's records (inside a task); its write stats."""
         write_partition_metadata(Storage(ctx.base_path, ctx.s3), partition_path, ctx.instant_time)
         key = (partition_path, bucket)
         if ctx.operation == WriteOperation.DELETE and key not in self.existing:
-            return []  # deletes reach stored keys only, and a missing bucket stores none
-        target = self.slices.get(key)
-        if self.merge_on_read and target is not None and self.log_config is not None:
-            return append_to_file_slice(
-                records, target, ctx, task, bucket_number=number, log_config=self.log_config
-            )
+            return [], 1  # deletes reach stored keys only, and a missing bucket stores none
+        target = self.slices.get(key) if self.merge_on_read else None
         stored = self.existing.get(key)
         group = (
             Bucket(
@@ -262,7 +265,7 @@ class BucketTargets:
             if stored is not None and stored.base_file is not None
             else Bucket(number, bucket_file_id(bucket), partition_path)
         )
-        return [write_file_group(records, group, ctx, task)]
+        return run_handle(choose_handle(group, target, self.log_config), records, ctx, task), 1
 
 
 def plan_bucket_targets(
@@ -332,20 +335,11 @@ def bucket_profile() -> JobProfile:
 def _write_bucketed(
     job: WriteJob, action: Action, targets: BucketTargets, ctx: WriteContext
 ) -> list[HoodieWriteStat]:
-    """The data phase of a bucket-index write: one job writes the planned buckets.
-
-    A null or empty key (or a null ordering value where the write combines) fails the job's map
-    stage, before any file is written: the requested
-    instant is then deleted as if it never was (no rollback instant is needed for nothing).
-    """
+    """The data phase of a bucket-index write: one job writes the planned buckets (a refused
+    row fails its map stage before any file is written: :meth:`WriteJob.checked_inflight`)."""
     batch = job.batch
-    job.start_inflight(action, None)
-    try:
-        with naming_ordering_field(batch.merge_spec.ordering_field, job.storage.base_path):
-            return job.data_runner.write_bucketed(batch.keyed, targets, ctx, batch.spec)
-    except (RecordKeyError, NullOrderingValueError):
-        delete_instant_files(job.storage, job.instant_time, action)
-        raise
+    with job.checked_inflight(action):
+        return job.data_runner.write_routed(batch.keyed, ByBucket(targets), ctx, batch.spec)
 
 
 def write_into_buckets(job: WriteJob, action: Action) -> list[HoodieWriteStat]:

@@ -16,7 +16,6 @@ about ``_BUFFER_BYTES`` of rows, not its input. Writes that combine duplicate ke
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -29,30 +28,29 @@ from engine.config import HoodieConfig, WriteOperation
 from engine.faults import checkpoint
 from engine.fs.filenames import (
     TaskInfo,
-    format_base_file_name,
-    make_write_token,
     new_file_id,
-    partition_file_path,
 )
 from engine.fs.properties import write_partition_metadata
 from engine.fs.storage import Storage
 from engine.io.parquet import ROW_GROUP_ROWS, BaseFileWriter
 from engine.model.keygen import KeyGenSpec, generate_partition_paths, generate_record_keys
 from engine.model.merge import INTERNAL_COLUMNS
-from engine.model.meta_fields import stamp_commit, stamp_file_name
+from engine.model.meta_fields import stamp_commit
 from engine.model.schema import (
     PARTITION_PATH_COLUMN,
     RECORD_KEY_COLUMN,
 )
+from engine.services.new_files import NewBaseFile
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
-from engine.timeline.markers import create_marker
 from engine.write.grouping import groups_in_arrival_order
 from engine.write.handles import WriteContext, prepare_incoming
 from engine.write.operation_field import stamp_operations
 from engine.write.plan import WriteJob
+from engine.write.routing import UnitWriter, Unrouted
+from engine.write.write_status import encode_stats
 
-__all__ = ["streams_bulk_insert", "write_bulk_insert", "write_task_records"]
+__all__ = ["BulkInsertTask", "streams_bulk_insert", "write_bulk_insert", "write_task_records"]
 
 # rows a task gathers from its input before cutting them per partition path (bigger chunks,
 # fewer per-chunk steps; Spark hands mapInArrow 10,000-row batches)
@@ -88,25 +86,52 @@ def write_bulk_insert(job: WriteJob, action: Action, record_size: int) -> list[H
         write_partition_metadata(job.storage, partition, job.instant_time)
     rows_per_file = max(1, job.cfg.get(config.PARQUET_MAX_FILE_SIZE) // max(1, record_size))
     ctx = job.write_context()
-    return job.data_runner.write_unrouted(located, ctx, rows_per_file, job.batch.spec)
+    return job.data_runner.write_routed(located, Unrouted(rows_per_file), ctx, job.batch.spec)
+
+
+@dataclass(frozen=True)
+class BulkInsertTask(UnitWriter):
+    """The task side of :class:`~engine.write.routing.Unrouted`: the records a task reads
+    are its one unit, streamed through :func:`write_task_records` (a task holds a few row
+    groups, never its whole input).
+
+    Attributes:
+        rows_per_file: Rows after which a file group is closed and another one opened.
+        keygen: When given, the records carry no record key and partition path: the task
+            generates them (see :func:`write_task_records`).
+    """
+
+    rows_per_file: int
+    keygen: KeyGenSpec | None = None
+
+    def write_task(
+        self,
+        batches: Iterable[pa.RecordBatch],
+        task_partition: int,
+        ctx: WriteContext,
+        task: TaskInfo,
+    ) -> Iterator[pa.RecordBatch]:
+        stats = write_task_records(
+            batches,
+            ctx,
+            task,
+            partition_id=task_partition,
+            rows_per_file=self.rows_per_file,
+            keygen=self.keygen,
+        )
+        if stats:
+            yield encode_stats(stats)
 
 
 @dataclass
 class _FileGroup:
     """A new file group being written by this task: its rows not yet written, its writer."""
 
-    file_id: str
-    partition_path: str
-    file_name: str
-    started: float = field(default_factory=time.monotonic)
+    new: NewBaseFile
     rows: int = 0  # rows stamped so far (written or buffered)
     pending: list[pa.Table] = field(default_factory=list)
     pending_bytes: int = 0
     writer: BaseFileWriter | None = None
-
-    @property
-    def rel_path(self) -> str:
-        return partition_file_path(self.partition_path, self.file_name)
 
 
 class _TaskWriter:
@@ -119,7 +144,7 @@ class _TaskWriter:
         self.storage = Storage(ctx.base_path, ctx.s3)
         self.partition_id = partition_id
         self.rows_per_file = rows_per_file
-        self.token = make_write_token(partition_id, task.stage_id, task.task_attempt_id)
+        self.task = task
         self.prefix = str(uuid.uuid4())
         self.opened = 0
         self.open: dict[str, _FileGroup] = {}
@@ -155,14 +180,16 @@ class _TaskWriter:
     def _new_group(self, partition: str) -> _FileGroup:
         file_id = new_file_id(self.opened, prefix=self.prefix)
         self.opened += 1
-        name = format_base_file_name(file_id, self.token, self.ctx.instant_time)
-        group = _FileGroup(file_id, partition, name)
+        new = NewBaseFile.named(
+            partition, file_id, self.partition_id, self.task, self.ctx.instant_time
+        )
+        group = _FileGroup(new)
         self.open[partition] = group
         return group
 
     def _buffer(self, group: _FileGroup, rows: pa.Table) -> None:
         rows = stamp_commit(rows, self.ctx.instant_time, self.partition_id, group.rows)
-        rows = stamp_operations(stamp_file_name(rows, group.file_name), pa.array([], pa.string()))
+        rows = stamp_operations(group.new.stamp(rows), pa.array([], pa.string()))
         group.pending.append(rows)
         group.pending_bytes += rows.nbytes
         group.rows += rows.num_rows
@@ -177,13 +204,10 @@ class _TaskWriter:
         group.pending, group.pending_bytes = [], 0
         if group.writer is None:
             checkpoint("task.before_file")
-            create_marker(
-                self.storage, self.ctx.instant_time, group.partition_path, group.file_name, "CREATE"
-            )
-            checkpoint("task.after_marker")
+            group.new.mark(self.storage, self.ctx.instant_time, "CREATE")
             group.writer = BaseFileWriter(
                 self.storage,
-                group.rel_path,
+                group.new.rel_path,
                 rows,
                 avro_schema_with_meta=self.ctx.avro_schema_with_meta,
                 bloom=self.ctx.bloom,
@@ -199,21 +223,16 @@ class _TaskWriter:
 
     def _close(self, group: _FileGroup) -> None:
         self._flush(group)
-        del self.open[group.partition_path]
+        del self.open[group.new.partition_path]
         if group.writer is None:
             return
         checkpoint("file.mid_write")
         size = group.writer.close()
         checkpoint("task.after_file")
-        elapsed = int((time.monotonic() - group.started) * 1000)
         self.stats.append(
-            HoodieWriteStat.of_file(
-                file_id=group.file_id,
-                path=group.rel_path,
-                partition_path=group.partition_path,
+            group.new.stat(
                 prev_commit="null",
                 size=size,
-                elapsed_ms=elapsed,
                 created=True,
                 num_writes=group.rows,
                 num_inserts=group.rows,

@@ -15,6 +15,7 @@ from engine.timeline.instant import Action
 from engine.write.bucketing import plan_buckets
 from engine.write.listing import latest_base_files
 from engine.write.plan import WriteJob, average_record_size
+from engine.write.routing import ByFileGroup
 from engine.write.strategy import WriteStrategy
 
 __all__ = ["CopyOnWriteWrite", "write_copy_on_write"]
@@ -47,4 +48,6 @@ def write_copy_on_write(job: WriteJob) -> list[HoodieWriteStat]:
         excluded=clustering_file_groups(job.storage, job.timeline),
     )
     job.start_inflight(Action.COMMIT, plan)
-    return job.data_runner.write_buckets(located, plan, job.write_context())
+    return job.data_runner.write_routed(
+        located, ByFileGroup(plan), job.write_context(), job.batch.spec
+    )

@@ -1,15 +1,27 @@
-"""Write handles: what one task does for one file group of a copy-on-write write.
+"""Write handles: what one task does for one file group of a write, as Hudi's handles do.
 
-Pure functions over Arrow tables, run inside Spark tasks (nothing here touches Spark or the
-timeline). Given the incoming records routed to a bucket, a handle:
+One family, one interface (:class:`WriteHandle`: records in, write stats with the keys they
+wrote out), run inside Spark tasks over Arrow tables (nothing here touches Spark or the
+timeline)::
 
-1. precombines them (payload rules of :mod:`engine.model.merge`);
-2. create handle (new file group): writes them as a new base file;
-   merge handle (existing file group): reads the current base file, combines stored rows with
-   the batch, writes the union as the group's new base file;
-3. stamps the meta columns of every written record (untouched rows keep their commit time and
+    CreateHandle   a new file group: the records as its first base file
+    MergeHandle    copy-on-write: the group's base file and the records -> its new base file
+    AppendHandle   merge-on-read: the records as log blocks on the group's latest file slice
+                   (:mod:`engine.write.append`)
+
+Every job of a write runs them (:func:`engine.write.routing.choose_handle` picks one per file
+group). Every new base file (theirs, bulk_insert's streaming task writer's, a compaction's and
+a clustering's) takes the same steps: :class:`engine.services.new_files.NewBaseFile`.
+
+Given the incoming records routed to a bucket, the create and merge handles:
+
+1. precombine them (payload rules of :mod:`engine.model.merge`);
+2. create handle (new file group): write them as a new base file;
+   merge handle (existing file group): read the current base file, combine stored rows with
+   the batch, write the union as the group's new base file;
+3. stamp the meta columns of every written record (untouched rows keep their commit time and
    seqno, only ``_hoodie_file_name`` follows the new file);
-4. returns the :class:`~engine.timeline.commit_metadata.HoodieWriteStat` of the file.
+4. return the :class:`~engine.timeline.commit_metadata.HoodieWriteStat` of the file.
 
 Sequence numbers are ``{instant_time}_{bucket_number}_{record_index}`` (Hudi uses the Spark
 partition, which is the bucket there). File names carry the write token
@@ -20,23 +32,21 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.config import PARQUET_COMPRESSION_CODEC, WriteOperation
 from engine.errors import HudiError
-from engine.faults import checkpoint
 from engine.fs.filenames import (
     TaskInfo,
-    format_base_file_name,
-    make_write_token,
     partition_file_path,
 )
 from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
 from engine.io.bloom_filter import BloomFilter, BloomFilterSpec, decode_footer_filter
-from engine.io.parquet import align_to_schema, read_base_file_with_footer, write_base_file
+from engine.io.parquet import align_to_schema, read_base_file_with_footer
 from engine.metadata.data_keys import key_changes
 from engine.model.cdc_schema import SupplementalLoggingMode
 from engine.model.merge import (
@@ -47,17 +57,24 @@ from engine.model.merge import (
     delete_mask,
     precombine,
 )
-from engine.model.meta_fields import stamp_commit, stamp_file_name
+from engine.model.meta_fields import stamp_commit
 from engine.model.schema import (
     RECORD_KEY_COLUMN,
 )
+from engine.services.new_files import NewBaseFile
 from engine.timeline.commit_metadata import HoodieWriteStat, WrittenKeys
-from engine.timeline.markers import create_marker
 from engine.write.bucketing import Bucket
 from engine.write.cdc import changes_of_merge, needs_cdc_file, write_cdc_file
 from engine.write.operation_field import stamp_operations
 
-__all__ = ["WriteContext", "write_file_group"]
+__all__ = [
+    "CreateHandle",
+    "MergeHandle",
+    "WriteContext",
+    "WriteHandle",
+    "base_file_handle",
+    "prepare_incoming",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,65 +117,100 @@ def prepare_incoming(records: pa.Table, ctx: WriteContext) -> tuple[pa.Table, pa
     return incoming, delete_mask(incoming)
 
 
-def write_file_group(
-    records: pa.Table, bucket: Bucket, ctx: WriteContext, task: TaskInfo
-) -> HoodieWriteStat:
-    """Write the new base file of one file group and return its write stat.
+class WriteHandle(Protocol):
+    """What a task runs for one file group of a write: the records routed to the group in,
+    the write stats of the files it wrote out (each with the keys its file wrote and deleted
+    when the table keeps a record index, :attr:`HoodieWriteStat.written_keys`)."""
 
-    Args:
-        records: Incoming records routed to this bucket (data columns, ``_hoodie_record_key``,
-            ``_hoodie_partition_path`` and optional internal columns).
-        bucket: Target file group.
-        ctx: Write snapshot.
-        task: Spark task attempt (for the write token).
-    """
-    started = time.monotonic()
-    storage = Storage(ctx.base_path, ctx.s3)
-    footer: dict[bytes, bytes] = {}
-    rel_old = ""
-    if bucket.base_file is not None:
-        rel_old = partition_file_path(bucket.partition_path, bucket.base_file)
+    def write(self, records: pa.Table, ctx: WriteContext, task: TaskInfo) -> list[HoodieWriteStat]:
+        """Write ``records`` (data columns, ``_hoodie_record_key``, ``_hoodie_partition_path``
+        and optional internal columns) into the group; the stats of the files written."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class CreateHandle:
+    """Hudi's ``HoodieCreateHandle``: a new file group's first base file, from the records
+    routed to it (combined among themselves as the write's payload rules say)."""
+
+    bucket: Bucket
+
+    def write(self, records: pa.Table, ctx: WriteContext, task: TaskInfo) -> list[HoodieWriteStat]:
+        stored = ctx.arrow_schema.empty_table()
+        return [_write_base_file(self.bucket, stored, {}, records, ctx, task)]
+
+
+@dataclass(frozen=True, slots=True)
+class MergeHandle:
+    """Hudi's ``HoodieMergeHandle`` (copy-on-write): the group's current base file read, its
+    rows combined with the records routed to it, the union written as the group's new base
+    file (untouched rows keep their commit time and seqno); on a CDC table, the ``.cdc`` file
+    of the changes too."""
+
+    bucket: Bucket
+
+    def write(self, records: pa.Table, ctx: WriteContext, task: TaskInfo) -> list[HoodieWriteStat]:
+        storage = Storage(ctx.base_path, ctx.s3)
+        rel_old = partition_file_path(self.bucket.partition_path, str(self.bucket.base_file))
         stored, footer = read_base_file_with_footer(storage, rel_old)
         stored = align_to_schema(stored, ctx.arrow_schema)
-    else:
-        stored = ctx.arrow_schema.empty_table()
+        return [_write_base_file(self.bucket, stored, footer, records, ctx, task, rel_old)]
+
+
+def base_file_handle(bucket: Bucket) -> CreateHandle | MergeHandle:
+    """The handle writing ``bucket`` as a base file: a merge into its base file, if it has one."""
+    return MergeHandle(bucket) if bucket.base_file is not None else CreateHandle(bucket)
+
+
+def _write_base_file(
+    bucket: Bucket,
+    stored: pa.Table,
+    footer: dict[bytes, bytes],
+    records: pa.Table,
+    ctx: WriteContext,
+    task: TaskInfo,
+    rel_old: str = "",
+) -> HoodieWriteStat:
+    """The new base file of one file group: ``records`` combined with the ``stored`` rows of
+    its base file (none for a create), and its write stat."""
+    started = time.monotonic()
+    storage = Storage(ctx.base_path, ctx.s3)
     merged = _merge_records(stored, records, ctx)
     changed = align_to_schema(merged.changed, ctx.arrow_schema)
     if ctx.operation == WriteOperation.BULK_INSERT:
         changed = changed.sort_by(RECORD_KEY_COLUMN)
-
-    write_token = make_write_token(bucket.number, task.stage_id, task.task_attempt_id)
-    file_name = format_base_file_name(bucket.file_id, write_token, ctx.instant_time)
+    new = NewBaseFile.named(
+        bucket.partition_path, bucket.file_id, bucket.number, task, ctx.instant_time, started
+    )
     changed = stamp_commit(changed, ctx.instant_time, bucket.number)
     changed = stamp_operations(changed, stored.column(RECORD_KEY_COLUMN))
-    out = stamp_file_name(merged.merged_rows(changed), file_name)
+    out = new.stamp(merged.merged_rows(changed))
     bloom_so_far = (
         _stored_filter(ctx.bloom, footer, stored.num_rows, rel_old)
         if footer and merged.keeps_stored_rows
         else None
     )
-
-    rel = partition_file_path(bucket.partition_path, file_name)
-    create_marker(
+    created = bucket.base_file is None
+    size = new.write(
         storage,
-        ctx.instant_time,
-        bucket.partition_path,
-        file_name,
-        "MERGE" if bucket.base_file is not None else "CREATE",
-    )
-    checkpoint("task.after_marker")
-    size = write_base_file(
-        storage,
-        rel,
         out,
+        instant_time=ctx.instant_time,
+        io_type="CREATE" if created else "MERGE",
         avro_schema_with_meta=ctx.avro_schema_with_meta,
         bloom=ctx.bloom,
         compression=ctx.compression,
         bloom_so_far=bloom_so_far,
     )
-    cdc_stats = _log_changes(storage, ctx, bucket, stored, merged, changed, out, write_token)
-    elapsed = int((time.monotonic() - started) * 1000)
-    stat = _base_file_stat(bucket, rel, out.num_rows, merged, size, elapsed)
+    cdc_stats = _log_changes(storage, ctx, bucket, stored, merged, changed, out, new.write_token)
+    stat = new.stat(
+        prev_commit=bucket.prev_commit,
+        size=size,
+        created=created,
+        num_writes=out.num_rows,
+        num_deletes=merged.num_deletes,
+        num_update_writes=merged.num_updates,
+        num_inserts=merged.num_inserts,
+    )
     return replace(stat, cdc_stats=cdc_stats or None, written_keys=_keys(ctx, out, stored))
 
 
@@ -222,24 +274,6 @@ def _log_changes(
         write_token=write_token,
     )
     return {rel: size}
-
-
-def _base_file_stat(
-    bucket: Bucket, rel: str, num_writes: int, merged: CombineResult, size: int, elapsed: int
-) -> HoodieWriteStat:
-    return HoodieWriteStat.of_file(
-        file_id=bucket.file_id,
-        path=rel,
-        partition_path=bucket.partition_path,
-        prev_commit=bucket.prev_commit,
-        size=size,
-        elapsed_ms=elapsed,
-        created=bucket.base_file is None,
-        num_writes=num_writes,
-        num_deletes=merged.num_deletes,
-        num_update_writes=merged.num_updates,
-        num_inserts=merged.num_inserts,
-    )
 
 
 def _merge_records(stored: pa.Table, records: pa.Table, ctx: WriteContext) -> CombineResult:

@@ -46,26 +46,25 @@ from typing import TYPE_CHECKING, Any
 from engine import config
 from engine.config import HoodieConfig
 from engine.errors import HudiError
-from engine.fs.filenames import TaskInfo, new_file_id
+from engine.fs.filenames import new_file_id
 from engine.fs.storage import Storage
 from engine.services.clustering_plan import clustering_file_groups
 from engine.services.compaction import compacting_file_groups, run_pending_compactions
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline
-from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
-from engine.write.bucketing import Bucket, BucketPlan, SizedBaseFile, plan_buckets
-from engine.write.handles import WriteContext, write_file_group
+from engine.write.append import LogWriteConfig
+from engine.write.bucketing import BucketPlan, SizedBaseFile, plan_buckets
 from engine.write.listing import TableSlices, latest_table_slices
 from engine.write.plan import WriteJob
+from engine.write.routing import ByFileGroup, HandleChoice
 from engine.write.runner import Runner
 from engine.write.strategy import WriteStrategy
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    pass
 
 __all__ = [
-    "MergeOnReadHandle",
     "MergeOnReadWrite",
     "SmallFileRule",
     "average_record_size",
@@ -221,34 +220,6 @@ def plan_merge_on_read_buckets(
     return plan, frozenset(base.file_id for base in candidates.values())
 
 
-@dataclass(frozen=True)
-class MergeOnReadHandle:
-    """The per-bucket write of a merge-on-read write (picklable; runs in Spark tasks).
-
-    Buckets of existing file groups that are not small-file rewrites append to their latest
-    slice (their updates and, on an index finding keys in log files, their inserts); all others
-    (new file groups, small-file rewrites) write a base file.
-    """
-
-    append_slices: Mapping[str, AppendSlice]
-    log_config: LogWriteConfig
-
-    def __call__(
-        self, records: pa.Table, bucket: Bucket, ctx: WriteContext, task: TaskInfo
-    ) -> list[HoodieWriteStat]:
-        target = self.append_slices.get(bucket.file_id)
-        if target is None:
-            return [write_file_group(records, bucket, ctx, task)]
-        return append_to_file_slice(
-            records,
-            target,
-            ctx,
-            task,
-            bucket_number=bucket.number,
-            log_config=self.log_config,
-        )
-
-
 def log_write_config(cfg: HoodieConfig) -> LogWriteConfig:
     return LogWriteConfig(
         data_block_max_size=cfg.get(config.LOGFILE_DATA_BLOCK_MAX_SIZE),
@@ -310,8 +281,9 @@ def write_merge_on_read(job: WriteJob) -> list[HoodieWriteStat]:
         if (bucket.partition_path, bucket.file_id) in table_slices.slices
         and bucket.file_id not in small_file_ids
     }
-    handle = MergeOnReadHandle(appends, log_write_config(cfg))
-    return job.data_runner.write_buckets(located, plan, job.write_context(), write_group=handle)
+    handles = HandleChoice(appends, log_write_config(cfg))
+    routing = ByFileGroup(plan, handles)
+    return job.data_runner.write_routed(located, routing, job.write_context(), job.batch.spec)
 
 
 def describe(stats: list[HoodieWriteStat]) -> dict[str, Any]:

@@ -56,7 +56,7 @@ import pyarrow.compute as pc
 
 from engine import config
 from engine.config import HoodieConfig, TableType, WriteOperation
-from engine.errors import HudiError, KeyMovedError, NullOrderingValueError, RecordKeyError
+from engine.errors import HudiError, KeyMovedError
 from engine.faults import checkpoint
 from engine.fs.filenames import TaskInfo, new_file_id, partition_file_path
 from engine.fs.properties import write_partition_metadata
@@ -64,19 +64,19 @@ from engine.fs.storage import Storage
 from engine.io.parquet import read_record_key_range
 from engine.model.keygen import KeyGenSpec
 from engine.model.merge import INSERT_COLUMN
-from engine.model.ordering import naming_ordering_field
 from engine.model.schema import RECORD_KEY_COLUMN
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.timeline.instant import Action
-from engine.timeline.timeline import Timeline, delete_instant_files
+from engine.timeline.timeline import Timeline
 from engine.write import merge_on_read
 from engine.write.append import AppendSlice, LogWriteConfig
 from engine.write.bucketing import BucketPlan, SizedBaseFile, plan_buckets
 from engine.write.cdc import cdc_logging_mode
-from engine.write.handles import WriteContext, write_file_group
+from engine.write.handles import WriteContext
 from engine.write.index import KeyIndex, SimpleIndex
 from engine.write.listing import TableSlices, latest_base_files, latest_table_slices
 from engine.write.plan import JobProfile, WriteJob, average_record_size
+from engine.write.routing import ByPartition, HandleChoice, UnitWriter, run_handle
 
 __all__ = [
     "MAX_PARTITION_TASKS",
@@ -108,8 +108,9 @@ class _Sizing:
 
 
 @dataclass(frozen=True)
-class PartitionTargets:
-    """What the write's tasks need to look up, plan and write any partition (picklable).
+class PartitionTargets(UnitWriter):
+    """What the write's tasks need to look up, plan and write any partition (picklable): the
+    task side of :class:`~engine.write.routing.ByPartition`, whose unit is a partition.
 
     Attributes:
         base_files: partition -> (partition, file_id) -> latest base file with its size.
@@ -136,6 +137,13 @@ class PartitionTargets:
     completed: frozenset[str] = field(default_factory=frozenset)
     index: KeyIndex = field(default_factory=SimpleIndex)
     key_ranges: Mapping[str, tuple[str, str] | None] = field(default_factory=dict)
+    routed = False  # the route column only places a partition on its task
+    task_numbers = TASK_BUCKETS
+
+    @property
+    def returns_keys(self) -> bool:
+        """Global index: the driver checks no key arrives in two partitions."""
+        return self.global_index
 
     @property
     def global_index(self) -> bool:
@@ -164,10 +172,11 @@ class PartitionTargets:
             default=0,
         )
 
-    def write(
+    def write_unit(
         self,
-        records: pa.Table,
         partition: str,
+        route: int,
+        records: pa.Table,
         first_number: int,
         ctx: WriteContext,
         task: TaskInfo,
@@ -181,19 +190,14 @@ class PartitionTargets:
             return [], 0
         write_partition_metadata(storage, partition, ctx.instant_time)
         parts = tagged.by_file_group(plan, partition)
-        handle = merge_on_read.MergeOnReadHandle(appends, self.log_config)
+        handles = HandleChoice(appends, self.log_config)
         stats: list[HoodieWriteStat] = []
         for bucket in sorted(plan.buckets.values(), key=lambda b: b.number):
             rows = parts.get(bucket.file_id)
             if rows is None or not rows.num_rows:
                 continue
             numbered = replace(bucket, number=first_number + bucket.number)
-            checkpoint("task.before_file")
-            if self.merge_on_read:
-                stats += handle(rows, numbered, ctx, task)
-            else:
-                stats.append(write_file_group(rows, numbered, ctx, task))
-            checkpoint("task.after_file")
+            stats += run_handle(handles(numbered), rows, ctx, task)
         return stats, len(plan.buckets)
 
     def _tag(self, storage: Storage, partition: str, records: pa.Table) -> _Tagged:
@@ -439,13 +443,7 @@ def write_by_partition(job: WriteJob, action: Action) -> list[HoodieWriteStat]:
             job.operation,
             TableType.MERGE_ON_READ if targets.merge_on_read else TableType.COPY_ON_WRITE,
         )
-    job.start_inflight(action, None)
-    checkpoint("write.before_files")
-    try:
-        with naming_ordering_field(batch.merge_spec.ordering_field, job.storage.base_path):
-            return job.data_runner.write_partitions(
-                batch.keyed, targets, job.write_context(), batch.spec
-            )
-    except (RecordKeyError, NullOrderingValueError):
-        delete_instant_files(job.storage, job.instant_time, action)
-        raise
+    with job.checked_inflight(action):
+        checkpoint("write.before_files")
+        routing = ByPartition(targets)
+        return job.data_runner.write_routed(batch.keyed, routing, job.write_context(), batch.spec)

@@ -5,15 +5,19 @@ the keys are generated, the pipeline asks the write's index (:class:`engine.writ
 :meth:`~engine.write.index.KeyIndex.for_operation`) how the records get their file groups, and
 picks one of four write jobs (:class:`WriteJobKind`)::
 
-    the index says   the write                            job            runner
-    LOOKUP / NONE    upsert, insert, delete whose every   BY_PARTITION   write_partitions
+    the index says   the write                            job            routing
+    LOOKUP / NONE    upsert, insert, delete whose every   BY_PARTITION   ByPartition
                      partition fits one task (table with
                      data, no pending instant)
-    LOOKUP           any other lookup write               ROUTED         locate, write_buckets
-    NONE             bulk_insert (sort mode NONE, no      UNROUTED       locate, write_unrouted
+    LOOKUP           any other lookup write               ROUTED         locate, ByFileGroup
+    NONE             bulk_insert (sort mode NONE, no      UNROUTED       locate, Unrouted
                      combining)
-    NONE             any other (insert, replace writes)   ROUTED         locate, write_buckets
-    WRITE_JOB        any                                  BY_BUCKET      write_bucketed
+    NONE             any other (insert, replace writes)   ROUTED         locate, ByFileGroup
+    WRITE_JOB        any                                  BY_BUCKET      ByBucket
+
+Every job is one call of the runner's ``write_routed`` with its routing
+(:mod:`engine.write.routing`), and every job's tasks run the same task over their routing
+units, each file group written by one of the write handles.
 
 ``ROUTED`` is the write the strategies plan (:mod:`engine.write.copy_on_write`,
 :mod:`engine.write.merge_on_read`, :mod:`engine.write.replace`): the profile job looks the keys

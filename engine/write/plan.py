@@ -10,13 +10,15 @@ receives it from :class:`engine.write.transaction.WriteTransaction`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from engine import config
 from engine.config import HoodieConfig, WriteOperation
-from engine.errors import HudiError
+from engine.errors import HudiError, NullOrderingValueError, RecordKeyError
 from engine.fs.properties import PROPERTIES_FILE, read_properties, write_partition_metadata
 from engine.fs.storage import Storage
 from engine.io.bloom_filter import BloomFilterSpec
@@ -24,10 +26,11 @@ from engine.io.parquet import avro_schema_with_meta, table_arrow_schema
 from engine.metadata.record_index_partition import record_index_wanted
 from engine.model.keygen import KeyGenSpec
 from engine.model.merge import MergeSpec
+from engine.model.ordering import naming_ordering_field
 from engine.model.schema import add_operation_field, schema_json, with_operation_column
 from engine.timeline.commit_metadata import HoodieCommitMetadata, operation_type
 from engine.timeline.instant import Action
-from engine.timeline.timeline import Timeline, transition_to_inflight
+from engine.timeline.timeline import Timeline, delete_instant_files, transition_to_inflight
 from engine.write.bucketing import BucketPlan
 from engine.write.cdc import cdc_logging_mode
 from engine.write.handles import WriteContext
@@ -169,6 +172,23 @@ class WriteJob:
         partitions = {b.partition_path for b in plan.buckets.values()} if plan else set()
         for partition in sorted(partitions):
             write_partition_metadata(self.storage, partition, self.instant_time)
+
+    @contextmanager
+    def checked_inflight(self, action: Action) -> Iterator[None]:
+        """``<t>.<action>.inflight`` around a write job that checks its rows itself (its map
+        stage refuses a bad key or a null ordering value, :mod:`engine.model.row_checks`,
+        before any file is written): on such a refusal the instant's files are deleted, as if
+        it never was (no rollback instant is needed for nothing), and a null ordering value is
+        refused naming the field."""
+        self.start_inflight(action, None)
+        try:
+            with naming_ordering_field(
+                self.batch.merge_spec.ordering_field, self.storage.base_path
+            ):
+                yield
+        except (RecordKeyError, NullOrderingValueError):
+            delete_instant_files(self.storage, self.instant_time, action)
+            raise
 
 
 def average_record_size(timeline: Timeline, default: int) -> int:

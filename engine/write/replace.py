@@ -43,6 +43,7 @@ from engine.timeline.timeline import Timeline
 from engine.view.fs_view import FileSystemView
 from engine.write.bucketing import plan_buckets
 from engine.write.plan import WriteJob, average_record_size
+from engine.write.routing import ByFileGroup
 from engine.write.strategy import WriteStrategy
 
 __all__ = [
@@ -174,4 +175,5 @@ def write_insert_overwrite(job: WriteJob) -> list[HoodieWriteStat]:
     )
     job.start_inflight(Action.REPLACE_COMMIT, plan)
     # the handles' insert path: new files, no stored rows
-    return job.data_runner.write_buckets(located, plan, job.write_context(WriteOperation.INSERT))
+    ctx = job.write_context(WriteOperation.INSERT)
+    return job.data_runner.write_routed(located, ByFileGroup(plan), ctx, job.batch.spec)

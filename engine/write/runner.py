@@ -7,13 +7,14 @@ that Spark does the work, so the same write and compaction code runs unchanged o
 
     write       runner.key_records, then the job the index's answer picks
                 (:mod:`engine.write.pipeline`), with runner.check_values (the values a schema
-                change rests on) before it:
+                change rests on) before it; every job is runner.write_routed, one task
+                (:class:`~engine.write.routing.UnitWriter`) over the routing the job chose:
       routed      runner.locate (profile + index lookup) ──► BatchProfile.locate (records
-                  tagged with file groups) ──► runner.write_buckets
-      unrouted    runner.locate (profile) ──► runner.write_unrouted (bulk_insert, no shuffle)
-      by bucket   runner.write_bucketed (one job: hash, route, write)
-      by partition  runner.write_partitions (one job: one task per partition looks up, plans
-                  and writes its file groups)
+                  tagged with file groups) ──► write_routed(ByFileGroup)
+      unrouted    runner.locate (profile) ──► write_routed(Unrouted) (bulk_insert, no shuffle)
+      by bucket   write_routed(ByBucket) (one job: hash, route, write)
+      by partition  write_routed(ByPartition) (one job: one task per partition looks up,
+                  plans and writes its file groups)
     compaction  runner.compact (one task per file slice)
     clustering  runner.cluster (one job, one task per input group)
     read        runner.read (a query plan as the runner's data frame)
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from engine.config import HoodieConfig
-    from engine.fs.filenames import TaskInfo
     from engine.fs.storage import Storage
     from engine.model.keygen import KeyGenSpec
     from engine.read.plan import QueryPlan
@@ -40,26 +40,17 @@ if TYPE_CHECKING:
     from engine.services.clustering_plan import ClusteringGroup
     from engine.services.compaction import CompactionContext, CompactionOperation
     from engine.timeline.commit_metadata import HoodieWriteStat
-    from engine.write.bucketing import Bucket, BucketPlan, BucketSpec
     from engine.write.handles import WriteContext
     from engine.write.index import IndexSource, PartitionKeyRange
     from engine.write.precommit import CheckFailure, SqlCheck
+    from engine.write.routing import Routing
 
 __all__ = [
     "BatchProfile",
-    "BucketedWrite",
-    "GroupWriter",
     "IncomingBatch",
     "LocatedRecords",
-    "PartitionedWrite",
     "Runner",
     "runner_for_write",
-]
-
-# task-side writer of one bucket: (records, bucket, write context, task) -> stat(s)
-GroupWriter = Callable[
-    ["pa.Table", "Bucket", "WriteContext", "TaskInfo"],
-    "HoodieWriteStat | list[HoodieWriteStat]",
 ]
 
 
@@ -111,66 +102,6 @@ class BatchProfile(Protocol):
         ...
 
 
-class BucketedWrite(Protocol):
-    """What the tasks of a bucket-index write run (picklable):
-    :class:`engine.write.bucket_index.BucketTargets`. Declared as the runner needs it, so the
-    interface stays below the write jobs that call it."""
-
-    @property
-    def spec(self) -> BucketSpec:
-        """The buckets a task hashes each record key to."""
-        ...
-
-    def write(
-        self,
-        records: pa.Table,
-        partition_path: str,
-        bucket: int,
-        number: int,
-        ctx: WriteContext,
-        task: TaskInfo,
-    ) -> list[HoodieWriteStat]:
-        """Write one bucket's records (inside a task); its write stats."""
-        ...
-
-
-class PartitionedWrite(Protocol):
-    """What the tasks of a one-job write run, one partition each (picklable):
-    :class:`engine.write.partition_write.PartitionTargets`."""
-
-    @property
-    def partitions(self) -> list[str]:
-        """Every partition of the table when it was listed."""
-        ...
-
-    @property
-    def global_index(self) -> bool:
-        """A key not stored in its own partition is looked up in every other one."""
-        ...
-
-    @property
-    def looks_up_keys(self) -> bool:
-        """The write looks its keys up (upserts, deletes)."""
-        ...
-
-    def prefetch(self, storage: Storage, keys: pa.Array) -> None:
-        """Look the whole batch's distinct ``keys`` up before the tasks (in this process) ask
-        for their parts; a no-op for an index that gains nothing from it."""
-        ...
-
-    def write(
-        self,
-        records: pa.Table,
-        partition: str,
-        first_number: int,
-        ctx: WriteContext,
-        task: TaskInfo,
-    ) -> tuple[list[HoodieWriteStat], int]:
-        """Look up, plan and write one partition's records (inside a task); the write stats
-        and how many bucket numbers from ``first_number`` on the partition used."""
-        ...
-
-
 class Runner(Protocol):
     """Executes the data work the driver planned."""
 
@@ -200,47 +131,28 @@ class Runner(Protocol):
         """
         ...
 
-    def write_buckets(
-        self,
-        located: LocatedRecords,
-        plan: BucketPlan,
-        ctx: WriteContext,
-        *,
-        write_group: GroupWriter | None = None,
+    def write_routed(
+        self, records: Any, routing: Routing, ctx: WriteContext, spec: KeyGenSpec
     ) -> list[HoodieWriteStat]:
-        """Write every bucket of ``plan`` in its own task; the tasks' write stats."""
-        ...
+        """Write the batch in one job routed as ``routing`` says (:mod:`engine.write.routing`):
+        each task runs :meth:`~engine.write.routing.UnitWriter.write_task` over the routing
+        units it receives; the tasks' write stats.
 
-    def write_unrouted(
-        self, located: LocatedRecords, ctx: WriteContext, rows_per_file: int, spec: KeyGenSpec
-    ) -> list[HoodieWriteStat]:
-        """bulk_insert: every task writes the records it reads into new file groups, at most
-        ``rows_per_file`` rows each (:mod:`engine.write.bulk_insert`); no shuffle."""
-        ...
-
-    def write_bucketed(
-        self, keyed: Any, targets: BucketedWrite, ctx: WriteContext, spec: KeyGenSpec
-    ) -> list[HoodieWriteStat]:
-        """Bucket-index write: route every record of ``keyed`` to its (partition, bucket) and
-        write each bucket in one job (a null or empty key fails it before a file is written).
+        Args:
+            records: :meth:`BatchProfile.locate`'s located records (``ByFileGroup``,
+                ``Unrouted``), else :meth:`key_records`'s keyed batch, whose rows the job's
+                map stage checks (``ByPartition``, ``ByBucket``).
+            routing: How records reach the tasks, and what a task writes them with.
+            ctx: The tasks' snapshot of the write.
+            spec: The key generator (the refusal of a bad key names its fields).
 
         Raises:
             RecordKeyError: a record key is null or empty (no file has been written).
-        """
-        ...
-
-    def write_partitions(
-        self, keyed: Any, targets: PartitionedWrite, ctx: WriteContext, spec: KeyGenSpec
-    ) -> list[HoodieWriteStat]:
-        """One-job simple-index write: each partition of ``keyed`` on one task, which looks
-        its keys up, plans its buckets and writes them (a null or empty key, or a null
-        ordering value the write checks, fails the job before a file is written).
-
-        Raises:
-            RecordKeyError: a record key is null or empty (no file has been written).
-            NullOrderingValueError: an ordering value :meth:`key_records` checks is null.
-            KeyMovedError: global index: a key is stored in, or arrives in, another partition
-                (files may have been written: the caller rolls the attempt back).
+            NullOrderingValueError: an ordering value :meth:`key_records` checks is null
+                (no file has been written).
+            KeyMovedError: one-job write on a global index: a key is stored in, or arrives
+                in, another partition (files may have been written: the caller rolls the
+                attempt back).
         """
         ...
 

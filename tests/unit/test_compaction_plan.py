@@ -39,7 +39,7 @@ from engine.timeline.timeline import Timeline, create_requested, transition_to_i
 from engine.write.append import AppendSlice, LogWriteConfig, append_to_file_slice
 from engine.write.bucketing import Bucket
 from engine.write.commit import commit_write
-from engine.write.handles import WriteContext, write_file_group
+from engine.write.handles import CreateHandle, WriteContext
 
 pytestmark = pytest.mark.unit
 
@@ -119,14 +119,9 @@ def _build(base: Path) -> tuple[Storage, list[str]]:
     _deltacommit(
         storage,
         t1,
-        lambda t: [
-            write_file_group(
-                _rows(list(range(10)), "a", 1),
-                Bucket(0, FILE_ID, PARTITION),
-                _ctx(base, t),
-                TaskInfo(),
-            )
-        ],
+        lambda t: CreateHandle(Bucket(0, FILE_ID, PARTITION)).write(
+            _rows(list(range(10)), "a", 1), _ctx(base, t), TaskInfo()
+        ),
     )
     base_file = next(p.name for p in (base / PARTITION).glob("*.parquet"))
 

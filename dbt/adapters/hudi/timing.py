@@ -9,7 +9,7 @@ environment lookup and nothing is written.
 
 The engine's jobs are timed from outside the engine: :func:`timed_runner` wraps a table's
 runner, and each call of a runner method is a phase (``locate`` is the index lookup job, the
-``write_*`` methods the write job); the driver's planning before them and the commit after
+``write_routed`` the write job); the driver's planning before them and the commit after
 them are what the engine write spends outside them.
 """
 
@@ -30,10 +30,7 @@ _LOCK = threading.Lock()
 RUNNER_PHASES = {
     "key_records": "engine: key records",
     "locate": "engine: lookup job",
-    "write_buckets": "engine: write job",
-    "write_unrouted": "engine: write job",
-    "write_bucketed": "engine: write job",
-    "write_partitions": "engine: write job",
+    "write_routed": "engine: write job",
     "check_values": "engine: value check",
     "release": "engine: release",
 }
