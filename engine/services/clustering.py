@@ -54,16 +54,10 @@ from engine.fs.filenames import (
 from engine.fs.s3 import S3Settings
 from engine.fs.storage import Storage
 from engine.io.bloom_filter import BloomFilterSpec
-from engine.io.parquet import (
-    avro_schema_with_meta,
-    read_base_file,
-    table_arrow_schema,
-)
 from engine.metadata.sync import record_commit
 from engine.model.meta_fields import stamp_commit
-from engine.model.schema import add_operation_field, schema_json, with_operation_column
 from engine.read.file_columns import table_has_operation_field
-from engine.read.plan import QueryPlan, ReadQuery, TableInfo, load_table_info
+from engine.read.plan import TableInfo, load_table_info
 from engine.services.clustering_plan import (
     CLUSTER_OPERATION,
     ClusteringGroup,
@@ -74,7 +68,12 @@ from engine.services.clustering_plan import (
     plan_clustering,
     read_clustering_plan,
 )
-from engine.services.compaction import compacting_file_groups
+from engine.services.compaction import (
+    compacting_file_groups,
+    merged_slice_rows,
+    rewrite_schemas,
+    slice_base_rows,
+)
 from engine.services.heartbeat import Heartbeat
 from engine.services.layout_curves import order_rows
 from engine.services.new_files import NewBaseFile
@@ -195,42 +194,18 @@ class ClusteringContext:
     operation_field: bool = False
 
 
-def _schemas(ctx: ClusteringContext) -> tuple[pa.Schema, str]:
-    schema = table_arrow_schema(ctx.commit_schema)
-    writer_schema = avro_schema_with_meta(ctx.commit_schema)
-    if ctx.operation_field:
-        schema = with_operation_column(schema)
-        writer_schema = schema_json(add_operation_field(ctx.commit_schema))
-    return schema, writer_schema
-
-
 def _group_rows(
     storage: Storage, group: ClusteringGroup, ctx: ClusteringContext, schema: pa.Schema
 ) -> pa.Table:
     """Every live row of the group's slices (logs merged as a snapshot read merges them)."""
-    from engine.read.arrow import conform, merge_file_slice
-
     parts = []
     for s in group.slices:
         file_slice = s.file_slice
-        base = (
-            conform(read_base_file(storage, file_slice.base_file_path), schema)
-            if file_slice.base_file_path
-            else None
-        )
+        base = slice_base_rows(storage, file_slice, schema)
         if not file_slice.log_files and base is not None:
             parts.append(base)
             continue
-        plan = QueryPlan(
-            table=ctx.table,
-            query=ReadQuery(),
-            file_slices=(file_slice,),
-            visibility=ctx.visibility,
-            begin=None,
-            merge_logs=True,
-            avro_schema=ctx.commit_schema,
-        )
-        parts.append(merge_file_slice(plan, file_slice, base, schema))
+        parts.append(merged_slice_rows(ctx, file_slice, base, schema))
     return pa.concat_tables(parts) if parts else schema.empty_table()
 
 
@@ -253,7 +228,7 @@ def cluster_group(
     task): its rows ordered, split into ``numOutputFileGroups`` files of even size."""
     started = time.monotonic()
     storage = Storage(ctx.base_path, ctx.s3)
-    schema, writer_schema = _schemas(ctx)
+    schema, writer_schema = rewrite_schemas(ctx.commit_schema, ctx.operation_field)
     rows = order_rows(
         _group_rows(storage, group, ctx, schema),
         ctx.sort_columns,

@@ -48,7 +48,7 @@ from engine.timeline.avro_metadata import NAMESPACE, deserialize
 from engine.timeline.instant import Action, Instant, State, instant_file_name
 from engine.timeline.layout import TimelineLayout
 from engine.timeline.timeline import Timeline
-from engine.view.fs_view import FileSlice, FileSystemView
+from engine.view.fs_view import FileSlice, FileSystemView, plan_slice_files
 
 __all__ = [
     "CLUSTER_OPERATION",
@@ -179,16 +179,8 @@ class ClusteringSlice:
 
     @classmethod
     def from_avro(cls, record: dict[str, Any]) -> ClusteringSlice:
-        def name(path: str) -> str:
-            return path.rsplit("/", 1)[-1]
-
-        data = record.get("dataFilePath")
-        return cls(
-            partition_path=record.get("partitionPath") or "",
-            file_id=record.get("fileId") or "",
-            base_file=name(data) if data else None,
-            log_files=tuple(name(p) for p in record.get("deltaFilePaths") or ()),
-        )
+        partition_path, file_id, base_file, log_files = plan_slice_files(record)
+        return cls(partition_path, file_id, base_file, log_files)
 
 
 @dataclass(frozen=True, slots=True)

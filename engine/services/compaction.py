@@ -30,7 +30,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -92,7 +92,7 @@ from engine.timeline.timeline import (
     delete_instant_files,
     transition_to_inflight,
 )
-from engine.view.fs_view import FileSlice, FileSystemView, Visibility
+from engine.view.fs_view import FileSlice, FileSystemView, Visibility, plan_slice_files
 
 __all__ = [
     "CompactionContext",
@@ -149,17 +149,13 @@ class CompactionOperation:
 
     @classmethod
     def from_avro(cls, record: dict[str, Any]) -> CompactionOperation:
-        # version 1 plans held full paths: keep the file names
-        def name(path: str) -> str:
-            return path.rsplit("/", 1)[-1]
-
-        data = record.get("dataFilePath")
+        partition_path, file_id, base_file, log_files = plan_slice_files(record)
         return cls(
-            partition_path=record.get("partitionPath") or "",
-            file_id=record.get("fileId") or "",
+            partition_path=partition_path,
+            file_id=file_id,
             base_instant_time=record.get("baseInstantTime") or "",
-            base_file=name(data) if data else None,
-            log_files=tuple(name(p) for p in record.get("deltaFilePaths") or ()),
+            base_file=base_file,
+            log_files=log_files,
             metrics=dict(record.get("metrics") or {}),
         )
 
@@ -346,29 +342,43 @@ def _count_log_blocks(storage: Storage, paths: Sequence[str]) -> tuple[int, int,
     return size, total, corrupt, rollbacks
 
 
-def compact_file_slice(
-    op: CompactionOperation, ctx: CompactionContext, task: TaskInfo, number: int
-) -> HoodieWriteStat:
-    """Merge one file slice into a new base file at the compaction instant (pure, in a task).
+class SliceReading(Protocol):
+    """What merging a file slice's logs onto its base needs of a table service's context."""
 
-    The merge is the snapshot reader's (:func:`engine.read.arrow.merge_file_slice`), so after
-    the compaction the read-optimized view equals the snapshot.
-    """
-    from engine.read.arrow import conform, merge_file_slice
+    @property
+    def table(self) -> TableInfo: ...
+    @property
+    def visibility(self) -> Visibility: ...
+    @property
+    def commit_schema(self) -> str: ...
 
-    started = time.monotonic()
-    storage = Storage(ctx.base_path, ctx.s3)
-    schema = table_arrow_schema(ctx.commit_schema)
-    writer_schema = avro_schema_with_meta(ctx.commit_schema)
-    if ctx.operation_field:
-        schema = with_operation_column(schema)
-        writer_schema = schema_json(add_operation_field(ctx.commit_schema))
-    file_slice = op.file_slice
-    base = (
-        conform(read_base_file(storage, file_slice.base_file_path), schema)
-        if file_slice.base_file_path
-        else None
-    )
+
+def rewrite_schemas(commit_schema: str, operation_field: bool) -> tuple[pa.Schema, str]:
+    """The Arrow schema and the Avro writer schema (meta fields included) of the base files a
+    table service rewrites: with ``_hoodie_operation`` when the table carries it."""
+    if operation_field:
+        return (
+            with_operation_column(table_arrow_schema(commit_schema)),
+            schema_json(add_operation_field(commit_schema)),
+        )
+    return table_arrow_schema(commit_schema), avro_schema_with_meta(commit_schema)
+
+
+def slice_base_rows(storage: Storage, file_slice: FileSlice, schema: pa.Schema) -> pa.Table | None:
+    """The rows of the slice's base file in ``schema``; None for a log-only slice."""
+    from engine.read.arrow import conform
+
+    path = file_slice.base_file_path
+    return conform(read_base_file(storage, path), schema) if path else None
+
+
+def merged_slice_rows(
+    ctx: SliceReading, file_slice: FileSlice, base: pa.Table | None, schema: pa.Schema
+) -> pa.Table:
+    """The slice's live rows: its logs merged onto ``base`` as a snapshot read merges them
+    (compaction and clustering rewrite exactly what a reader sees)."""
+    from engine.read.arrow import merge_file_slice
+
     plan = QueryPlan(
         table=ctx.table,
         query=ReadQuery(),
@@ -378,7 +388,23 @@ def compact_file_slice(
         merge_logs=True,
         avro_schema=ctx.commit_schema,
     )
-    merged = merge_file_slice(plan, file_slice, base, schema)
+    return merge_file_slice(plan, file_slice, base, schema)
+
+
+def compact_file_slice(
+    op: CompactionOperation, ctx: CompactionContext, task: TaskInfo, number: int
+) -> HoodieWriteStat:
+    """Merge one file slice into a new base file at the compaction instant (pure, in a task).
+
+    The merge is the snapshot reader's (:func:`engine.read.arrow.merge_file_slice`), so after
+    the compaction the read-optimized view equals the snapshot.
+    """
+    started = time.monotonic()
+    storage = Storage(ctx.base_path, ctx.s3)
+    schema, writer_schema = rewrite_schemas(ctx.commit_schema, ctx.operation_field)
+    file_slice = op.file_slice
+    base = slice_base_rows(storage, file_slice, schema)
+    merged = merged_slice_rows(ctx, file_slice, base, schema)
     new = NewBaseFile.named(op.partition_path, op.file_id, number, task, ctx.instant_time, started)
     merged = new.stamp(merged)  # commit times and seqnos are kept
     size = new.write(

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from engine.errors import FileNameError
 from engine.fs.filenames import (
@@ -53,6 +54,7 @@ __all__ = [
     "FileSystemView",
     "Visibility",
     "list_partition_paths",
+    "plan_slice_files",
 ]
 
 PartitionFilter = Callable[[str], bool]
@@ -426,3 +428,20 @@ class FileSystemView:
                 t = committed[-1]
                 out.append(FileSlice(group.partition_path, group.file_id, t, group.base_files[t]))
         return out
+
+
+def plan_slice_files(record: Mapping[str, Any]) -> tuple[str, str, str | None, tuple[str, ...]]:
+    """(partition path, file id, base file, log files) of a file slice as Hudi's plans record it
+    (a compaction plan's ``HoodieCompactionOperation``, a clustering plan's
+    ``HoodieSliceInfo``); version 1 plans held full paths: only the names are kept."""
+
+    def name(path: str) -> str:
+        return path.rsplit("/", 1)[-1]
+
+    data = record.get("dataFilePath")
+    return (
+        record.get("partitionPath") or "",
+        record.get("fileId") or "",
+        name(data) if data else None,
+        tuple(name(p) for p in record.get("deltaFilePaths") or ()),
+    )
