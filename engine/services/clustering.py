@@ -132,7 +132,7 @@ def clustering_option_problems(cfg: HoodieConfig) -> list[str]:
     clusters inline): a bucket-index table is clustered by Hudi only with consistent hashing,
     which this engine does not write; new file groups would break its bucket layout."""
     inline = cfg.get(config.INLINE_CLUSTERING) or cfg.get(config.SCHEDULE_INLINE_CLUSTERING)
-    if inline and cfg.get(config.INDEX_TYPE) == "BUCKET":
+    if inline and cfg.get(config.INDEX_TYPE).is_bucket:
         return [
             f"{config.INLINE_CLUSTERING.key} / {config.SCHEDULE_INLINE_CLUSTERING.key} on a "
             f"table with {config.INDEX_TYPE.key}=BUCKET: a bucket-index table is not clustered"
@@ -153,7 +153,7 @@ def schedule_clustering(
         ConfigError: the table has the bucket index (Hudi clusters it only with consistent
             hashing, which this engine does not write).
     """
-    if cfg.get(config.INDEX_TYPE) == "BUCKET":
+    if cfg.get(config.INDEX_TYPE).is_bucket:
         raise ConfigError(
             f"Cannot cluster {storage.base_path}: its {config.INDEX_TYPE.key} is BUCKET (new "
             "file groups would break the bucket layout; Hudi clusters it only with consistent "

@@ -15,7 +15,7 @@ The requested file is one Avro ``HoodieRequestedReplaceMetadata`` record::
                       hoodie.clustering.plan.strategy.sort.columns, and the curve under
                       hoodie.layout.optimize.strategy when it is not linear), version 1
         extraMetadata {}, version 1, preserveHoodieMetadata,
-        missingSchedulePartitions [] (Hudi 1.x only)
+        missingSchedulePartitions [] (Hudi 1.x; null on version 6, where 0.x readers skip it)
     extraMetadata  {}
     version        1
 
@@ -30,21 +30,22 @@ groups, at most ``max.num.groups`` groups in the plan.
 
 from __future__ import annotations
 
-import io
 import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import fastavro
-
 from engine import config
 from engine.config import HoodieConfig
 from engine.errors import ConfigError, TimelineError
 from engine.fs.filenames import parse_base_file_name, parse_log_file_name, partition_file_path
 from engine.fs.storage import Storage
-from engine.timeline.avro_metadata import NAMESPACE, deserialize
+from engine.timeline.avro_metadata import (
+    REQUESTED_REPLACE_METADATA_SCHEMA,
+    deserialize,
+    serialize,
+)
 from engine.timeline.instant import Action, Instant, State, instant_file_name
 from engine.timeline.layout import TimelineLayout
 from engine.timeline.timeline import Timeline
@@ -65,78 +66,6 @@ __all__ = [
 
 CLUSTER_OPERATION = "CLUSTER"
 _MB = 1024 * 1024
-
-
-def _opt(name: str, type_: Any, default: Any = None) -> dict[str, Any]:
-    return {"name": name, "type": ["null", type_], "default": default}
-
-
-def _versioned() -> dict[str, Any]:
-    return {"name": "version", "type": ["int", "null"], "default": 1}
-
-
-_STRING_MAP = {"type": "map", "values": "string"}
-
-
-def _plan_schema(missing_partitions: bool) -> dict[str, Any]:
-    """HoodieRequestedReplaceMetadata with its HoodieClusteringPlan (Hudi 1.x adds
-    ``missingSchedulePartitions`` to the plan)."""
-    slice_info = {
-        "type": "record",
-        "name": "HoodieSliceInfo",
-        "fields": [
-            _opt("dataFilePath", "string"),
-            _opt("deltaFilePaths", {"type": "array", "items": "string"}),
-            {"name": "fileId", "type": ["null", "string"]},
-            _opt("partitionPath", "string"),
-            _opt("bootstrapFilePath", "string"),
-            _versioned(),
-        ],
-    }
-    group = {
-        "type": "record",
-        "name": "HoodieClusteringGroup",
-        "fields": [
-            _opt("slices", {"type": "array", "items": slice_info}),
-            _opt("metrics", {"type": "map", "values": "double"}),
-            {"name": "numOutputFileGroups", "type": ["int", "null"], "default": 1},
-            _opt("extraMetadata", _STRING_MAP),
-            _versioned(),
-        ],
-    }
-    strategy = {
-        "type": "record",
-        "name": "HoodieClusteringStrategy",
-        "fields": [
-            _opt("strategyClassName", "string"),
-            _opt("strategyParams", _STRING_MAP),
-            _versioned(),
-        ],
-    }
-    plan_fields: list[dict[str, Any]] = [
-        _opt("inputGroups", {"type": "array", "items": group}),
-        _opt("strategy", strategy),
-        _opt("extraMetadata", _STRING_MAP),
-        _versioned(),
-        _opt("preserveHoodieMetadata", "boolean"),
-    ]
-    if missing_partitions:
-        plan_fields.append(_opt("missingSchedulePartitions", {"type": "array", "items": "string"}))
-    plan = {"type": "record", "name": "HoodieClusteringPlan", "fields": plan_fields}
-    return {
-        "type": "record",
-        "name": "HoodieRequestedReplaceMetadata",
-        "namespace": NAMESPACE,
-        "fields": [
-            _opt("operationType", "string"),
-            _opt("clusteringPlan", plan),
-            _opt("extraMetadata", _STRING_MAP),
-            _versioned(),
-        ],
-    }
-
-
-_SCHEMAS = {flag: fastavro.parse_schema(_plan_schema(flag)) for flag in (False, True)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,18 +186,15 @@ class ClusteringPlan:
             "version": 1,
             "preserveHoodieMetadata": self.preserve_hoodie_metadata,
         }
-        one_x = table_version >= 8
-        if one_x:
-            plan["missingSchedulePartitions"] = []
+        # Hudi 1.x's plan field (0.x readers resolve it away); version 6 leaves it null
+        plan["missingSchedulePartitions"] = [] if table_version >= 8 else None
         record = {
             "operationType": CLUSTER_OPERATION,
             "clusteringPlan": plan,
             "extraMetadata": {},
             "version": 1,
         }
-        buf = io.BytesIO()
-        fastavro.writer(buf, _SCHEMAS[one_x], [record], codec="null")
-        return buf.getvalue()
+        return serialize(REQUESTED_REPLACE_METADATA_SCHEMA, record)
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> ClusteringPlan:

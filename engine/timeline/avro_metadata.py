@@ -110,8 +110,8 @@ ROLLBACK_METADATA_SCHEMA = TimelineSchema("HoodieRollbackMetadata")
 CLEANER_PLAN_SCHEMA = TimelineSchema("HoodieCleanerPlan")
 CLEAN_METADATA_SCHEMA = TimelineSchema("HoodieCleanMetadata")
 COMPACTION_PLAN_SCHEMA = TimelineSchema("HoodieCompactionPlan")
-# Hudi's insert_overwrite writes this record with every field null; clustering would carry its
-# plan here
+# Hudi's insert_overwrite writes this record with every field null; a clustering carries its
+# plan here (HoodieClusteringPlan: input groups of HoodieSliceInfo, a HoodieClusteringStrategy)
 REQUESTED_REPLACE_METADATA_SCHEMA = TimelineSchema("HoodieRequestedReplaceMetadata")
 # what `<t>.savepoint` holds in every table version: the files of the slices it pins
 SAVEPOINT_METADATA_SCHEMA = TimelineSchema("HoodieSavepointMetadata")
@@ -129,7 +129,15 @@ LSM_TIMELINE_INSTANT_SCHEMA = TimelineSchema("HoodieLSMTimelineInstant")
 TIMELINE_SCHEMAS = (
     *(
         TimelineSchema(name)
-        for name in ("HoodieInstantInfo", "HoodieCleanPartitionMetadata", "HoodieWriteStat")
+        for name in (
+            "HoodieInstantInfo",
+            "HoodieCleanPartitionMetadata",
+            "HoodieWriteStat",
+            "HoodieSliceInfo",
+            "HoodieClusteringGroup",
+            "HoodieClusteringStrategy",
+            "HoodieClusteringPlan",
+        )
     ),
     ROLLBACK_PLAN_SCHEMA,
     ROLLBACK_METADATA_SCHEMA,
