@@ -15,7 +15,7 @@ The requested file is one Avro ``HoodieRequestedReplaceMetadata`` record::
                       hoodie.clustering.plan.strategy.sort.columns, and the curve under
                       hoodie.layout.optimize.strategy when it is not linear), version 1
         extraMetadata {}, version 1, preserveHoodieMetadata,
-        missingSchedulePartitions [] (Hudi 1.x; null on version 6, where 0.x readers skip it)
+        missingSchedulePartitions [] (Hudi 1.x only: version 6 writes 0.x's plan)
     extraMetadata  {}
     version        1
 
@@ -30,11 +30,16 @@ groups, at most ``max.num.groups`` groups in the plan.
 
 from __future__ import annotations
 
+import copy
+import io
 import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
+
+import fastavro
 
 from engine import config
 from engine.config import HoodieConfig
@@ -66,6 +71,17 @@ __all__ = [
 
 CLUSTER_OPERATION = "CLUSTER"
 _MB = 1024 * 1024
+
+
+@cache
+def _plan_schema_0x() -> Any:
+    """The requested replace metadata as Hudi 0.x writes it for version 6: the one definition
+    (Hudi 1.x's, :data:`REQUESTED_REPLACE_METADATA_SCHEMA`) without the plan's
+    ``missingSchedulePartitions``, which 0.x's plan does not have."""
+    schema = copy.deepcopy(REQUESTED_REPLACE_METADATA_SCHEMA.as_dict)
+    plan = next(f for f in schema["fields"] if f["name"] == "clusteringPlan")["type"][1]
+    plan["fields"] = [f for f in plan["fields"] if f["name"] != "missingSchedulePartitions"]
+    return fastavro.parse_schema(schema)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,15 +202,18 @@ class ClusteringPlan:
             "version": 1,
             "preserveHoodieMetadata": self.preserve_hoodie_metadata,
         }
-        # Hudi 1.x's plan field (0.x readers resolve it away); version 6 leaves it null
-        plan["missingSchedulePartitions"] = [] if table_version >= 8 else None
         record = {
             "operationType": CLUSTER_OPERATION,
             "clusteringPlan": plan,
             "extraMetadata": {},
             "version": 1,
         }
-        return serialize(REQUESTED_REPLACE_METADATA_SCHEMA, record)
+        if table_version >= 8:
+            plan["missingSchedulePartitions"] = []
+            return serialize(REQUESTED_REPLACE_METADATA_SCHEMA, record)
+        buf = io.BytesIO()
+        fastavro.writer(buf, _plan_schema_0x(), [record], codec="null")
+        return buf.getvalue()
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> ClusteringPlan:
