@@ -21,9 +21,9 @@ $(UV):
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q "uv>=0.5"
 
+# the venv itself comes with uv ($(UV)'s rule)
 $(STAMP): pyproject.toml | $(UV)
 	@$(PYTHON) scripts/check_java.py
-	$(PYTHON) -m venv $(VENV)
 	$(UV) pip install -q --python $(PY) -e ".[dev,connect,docs]"
 	@touch $(STAMP)
 
