@@ -102,9 +102,20 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return FilesAndHudiJvms(config, log)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Orders the collected tests by :data:`_LONGEST_FILES`, then :data:`_LONGEST_FIRST`
-    (stable: a file keeps its order)."""
+# ``make test-long`` (HUDI_TEST_LONG=1) runs the tests marked ``long`` as well: repetitions of
+# what ``make test`` covers once (another table version, another kill point of the same step)
+LONG_RUN = bool(os.environ.get("HUDI_TEST_LONG"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leaves out the ``long`` tests unless HUDI_TEST_LONG is set, then orders the collected
+    tests by :data:`_LONGEST_FILES`, then :data:`_LONGEST_FIRST` (stable: a file keeps its
+    order)."""
+    if not LONG_RUN:
+        long_tests = [item for item in items if item.get_closest_marker("long") is not None]
+        if long_tests:
+            config.hook.pytest_deselected(items=long_tests)
+            items[:] = [item for item in items if item.get_closest_marker("long") is None]
 
     def rank(item: pytest.Item) -> tuple[int, int]:
         parts = item.path.relative_to(REPO).parts

@@ -93,7 +93,12 @@ def refused(
 
 @pytest.mark.parametrize(
     ("table_type", "version"),
-    [("COPY_ON_WRITE", 6), ("COPY_ON_WRITE", 9), ("MERGE_ON_READ", 6), ("MERGE_ON_READ", 9)],
+    [  # make test: each table type once, each layout once; make test-long: every pair
+        ("COPY_ON_WRITE", 6),
+        pytest.param("COPY_ON_WRITE", 9, marks=pytest.mark.long),
+        pytest.param("MERGE_ON_READ", 6, marks=pytest.mark.long),
+        ("MERGE_ON_READ", 9),
+    ],
 )
 def test_each_validator_passes_and_refuses(spark, tmp_path, table_type, version) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "t"

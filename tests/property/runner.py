@@ -95,10 +95,10 @@ def run_group(
             future.result()
 
 
-# Sequences on the local S3 server (tables on ``s3://``): 8 in ``make test`` (every request
-# goes through the server, and the local sequences cover the semantics), 40 under
+# Sequences on the local S3 server (tables on ``s3://``): one group in ``make test`` (every
+# request goes through the server, and the local sequences cover the semantics), 40 under
 # ``make test-long``.
-SEQUENCES_S3 = int(os.environ.get("HUDI_PROPERTY_SEQUENCES_S3", 40 if LONG else 8))
+SEQUENCES_S3 = int(os.environ.get("HUDI_PROPERTY_SEQUENCES_S3", 40 if LONG else GROUP))
 
 
 @contextmanager
