@@ -33,7 +33,6 @@ from engine.io.logfile import (
     decode_delete_block,
     read_log_blocks,
 )
-from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline
 from engine.view.fs_view import FileSlice, FileSystemView
 
@@ -88,18 +87,6 @@ def open_metadata_table(storage: Storage) -> tuple[Storage, Timeline] | None:
     return mdt, Timeline.load(mdt)
 
 
-def _query_instant(timeline: Timeline) -> str | None:
-    """The instant the metadata table is read as of: its latest completed instant, or a later
-    pending compaction (Hudi 1.x: a delta commit that started before the compaction was
-    scheduled but completed after it sits in the compaction's slice and must stay readable).
-    None when nothing completed: then no slice is visible."""
-    last = timeline.last_completed()
-    if last is None:
-        return None
-    pending = [i.instant_time for i in timeline.pending([Action.COMPACTION])]
-    return max([last.instant_time, *pending])
-
-
 def latest_slices(mdt: Storage, timeline: Timeline, partition: str) -> list[FileSlice]:
     """The latest committed slice of every file group of ``partition``, by file id.
 
@@ -107,7 +94,7 @@ def latest_slices(mdt: Storage, timeline: Timeline, partition: str) -> list[File
         HudiError: The partition holds no committed file.
     """
     view = FileSystemView(mdt, timeline, partition_paths=[partition])
-    out = view.latest_file_slices(_query_instant(timeline))
+    out = view.latest_file_slices()  # as of the snapshot query instant, as a data table
     if not out:
         raise HudiError(f"the metadata table at {mdt.uri()} has no committed {partition} partition")
     return out

@@ -124,8 +124,8 @@ class Visibility:
     """Which instants a reader at ``max_instant`` sees (also shipped to log scanners).
 
     Attributes:
-        max_instant: the query instant (latest completed commit, or the as-of instant); ``None``
-            when the table has no completed commit: then nothing is visible.
+        max_instant: the query instant (the as-of instant, else the snapshot's: see
+            :meth:`of`); ``None`` when the table has no completed commit: nothing is visible.
         completed: completed commit/deltacommit/replacecommit instant times ``<= max_instant``.
         pending_compactions: requested/inflight compaction instant times ``<= max_instant``.
         timeline_start: first instant time of the active timeline; older data was archived.
@@ -140,19 +140,27 @@ class Visibility:
 
     @classmethod
     def of(cls, timeline: Timeline, as_of: str | None = None) -> Visibility:
+        """What a reader at ``as_of`` sees; without one, Hudi's snapshot query instant: the last
+        instant of the completed and pending-compaction timeline (``BaseHoodieTableFileIndex``,
+        ``filterCompletedAndCompactionInstants``). On layout 2 a delta commit that completed
+        after a later compaction was scheduled belongs to that compaction's slice, which the
+        last completed instant alone would leave out, and with it the commit's rows."""
+        done = {i.instant_time for i in timeline.completed()}
+        compactions = [
+            i.instant_time
+            for i in timeline.pending([Action.COMPACTION])
+            if i.instant_time not in done
+        ]
         last = timeline.last_completed()
-        max_instant = as_of if as_of is not None else (last.instant_time if last else None)
+        max_instant = as_of
+        if as_of is None and last is not None:
+            max_instant = max([last.instant_time, *compactions])
         if max_instant is None:
             return cls(None, frozenset(), frozenset(), None, frozenset())
         completed = frozenset(
             i.instant_time for i in timeline.commits_timeline() if i.instant_time <= max_instant
         )
-        done = {i.instant_time for i in timeline.completed()}
-        pending = frozenset(
-            i.instant_time
-            for i in timeline.pending([Action.COMPACTION])
-            if i.instant_time <= max_instant and i.instant_time not in done
-        )
+        pending = frozenset(t for t in compactions if t <= max_instant)
         on_timeline = frozenset(i.instant_time for i in timeline.instants)
         start = timeline.first_commit_time()
         return cls(max_instant, completed, pending, start, on_timeline)
@@ -354,7 +362,7 @@ class FileSystemView:
         """The latest visible file slice of every live file group (snapshot reads).
 
         Args:
-            as_of: query instant; default the latest completed commit.
+            as_of: query instant; default the snapshot's (:meth:`Visibility.of`).
             file_groups: restrict to these (partition_path, file_id) pairs.
             visibility: precomputed visibility (overrides ``as_of``).
         """

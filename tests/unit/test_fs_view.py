@@ -187,3 +187,30 @@ def test_visibility_empty_timeline_sees_nothing(tmp_path: Path) -> None:
     assert vis.max_instant is None
     assert not vis.is_committed(T1)
     assert slices(storage) == []
+
+
+def test_snapshot_sees_a_delta_commit_completed_after_a_later_compaction_was_scheduled(
+    tmp_path: Path,
+) -> None:
+    # layout 2: delta commit T2 starts, compaction T3 is scheduled, then T2 completes. Its log
+    # belongs to T3's slice (sliced by completion time), and the last completed instant is T2:
+    # Hudi's snapshot query instant is the last instant of the completed and pending-compaction
+    # timeline (BaseHoodieTableFileIndex), T3, so the slice is read and T2's rows are seen
+    storage = make_table(tmp_path, {"p": [base(FG1, T1), log(FG1, T2, 1)]}, [])
+    (tmp_path / ".hoodie" / "hoodie.properties").write_text(
+        "hoodie.table.name=t\nhoodie.table.type=MERGE_ON_READ\nhoodie.table.version=9\n"
+        "hoodie.timeline.layout.version=2\nhoodie.timeline.path=timeline\n"
+    )
+    timeline = tmp_path / ".hoodie" / "timeline"
+    timeline.mkdir()
+    completed = {f"{T1}_{T1}.deltacommit": T1, f"{T2}_{T4}.deltacommit": T2}
+    for name in (
+        f"{T1}.deltacommit.requested", f"{T1}.deltacommit.inflight", *completed,
+        f"{T2}.deltacommit.requested", f"{T2}.deltacommit.inflight",
+        f"{T3}.compaction.requested", f"{T3}.compaction.inflight",
+    ):  # fmt: skip
+        content = json.dumps({"partitionToWriteStats": {}, "extraMetadata": {}})
+        (timeline / name).write_text(content if name in completed else "")
+    assert slices(storage) == [(FG1, T1, base(FG1, T1), (log(FG1, T2, 1),))]
+    vis = Visibility.of(Timeline.load(storage))
+    assert vis.max_instant == T3 and vis.is_committed(T2) and not vis.is_committed(T3)
