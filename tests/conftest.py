@@ -136,26 +136,31 @@ WRITE_PATH = os.environ.get("HUDI_TEST_WRITE_PATH", "")
 
 
 @pytest.fixture(autouse=True)
-def write_path(monkeypatch: pytest.MonkeyPatch) -> str:
+def write_path(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> str:
     """Sets the defaults of the ``hoodie.write.local.*`` options as HUDI_TEST_WRITE_PATH asks
-    (writes in this process; a test's own options still win)."""
-    if not WRITE_PATH:
-        return WRITE_PATH
+    (writes in this process; a test's own options still win). Without it, a test marked
+    ``driver_writes`` writes in the driver: a batch made from a Python list has no size Spark
+    knows, which a dbt model's small batch has, and its subject is not where a write runs."""
+    mode = WRITE_PATH
+    if not mode and request.node.get_closest_marker("driver_writes") is not None:
+        mode = "driver"
+    if not mode:
+        return mode
     from dataclasses import replace
 
     from engine import config
     from engine.spark.local_runner import LONG_MAX
 
-    if WRITE_PATH not in ("driver", "tasks"):
-        raise pytest.UsageError(f"HUDI_TEST_WRITE_PATH={WRITE_PATH!r}: driver or tasks")
-    if WRITE_PATH == "driver":
+    if mode not in ("driver", "tasks"):
+        raise pytest.UsageError(f"HUDI_TEST_WRITE_PATH={mode!r}: driver or tasks")
+    if mode == "driver":
         bound = replace(config.WRITE_LOCAL_MAX_BYTES, default=LONG_MAX)  # any batch
         monkeypatch.setattr(config, "WRITE_LOCAL_MAX_BYTES", bound)
     else:
         monkeypatch.setattr(
             config, "WRITE_LOCAL_ENABLED", replace(config.WRITE_LOCAL_ENABLED, default=False)
         )
-    return WRITE_PATH
+    return mode
 
 
 @pytest.fixture(scope="session")

@@ -41,7 +41,9 @@ from tests.hudi_rs import hudi_rs_rows
 from tests.keyed_table import SCHEMA, write_options
 from tests.property.runner import scratch_table
 
-pytestmark = [pytest.mark.spark, pytest.mark.interop]
+# the subject is the change records each write makes, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.spark, pytest.mark.interop, pytest.mark.driver_writes]
 
 LONG = bool(os.environ.get("HUDI_TEST_LONG"))
 KEYS = "abcdefgh"

@@ -23,7 +23,9 @@ from tests.hudi_rs import hudi_rs_rows
 from tests.property import runner
 from tests.property.oracle import OVERWRITE, Oracle
 
-pytestmark = [pytest.mark.spark, pytest.mark.interop]
+# the subject is clustering between writes, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.spark, pytest.mark.interop, pytest.mark.driver_writes]
 
 SEQUENCES = runner.GROUP * (10 if runner.LONG else 1)
 

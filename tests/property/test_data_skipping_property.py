@@ -28,7 +28,9 @@ from engine.read.arrow import apply_filters, read_table
 from engine.read.filter import FILTER_OPS, ReadFilter
 from engine.read.plan import parse_read_query, plan_query
 
-pytestmark = pytest.mark.interop
+# the subject is what data skipping reads, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.interop, pytest.mark.driver_writes]
 
 LONG = bool(os.environ.get("HUDI_TEST_LONG"))
 EXAMPLES = 400 if LONG else 40

@@ -32,7 +32,9 @@ from tests.hudi_rs import hudi_rs_rows
 from tests.property import runner
 from tests.property.oracle import DEFAULT, OVERWRITE, Oracle, actual_set
 
-pytestmark = [pytest.mark.spark, pytest.mark.interop]
+# the subject is savepoints, cleans and restores, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.spark, pytest.mark.interop, pytest.mark.driver_writes]
 
 SEQUENCES = max(runner.GROUP, runner.SEQUENCES // 5)
 AGGRESSIVE = {"hoodie.cleaner.commits.retained": 1}
