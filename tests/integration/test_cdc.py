@@ -18,7 +18,9 @@ from tests.integration.metafolder import instant_metadata, table_properties, wri
 from tests.keyed_table import SCHEMA, write_options
 from tests.unit.test_append import avro_records, parse_blocks
 
-pytestmark = pytest.mark.spark
+# the subject is the change records each write makes, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.spark, pytest.mark.driver_writes]
 
 CDC_QUERY = {
     "hoodie.datasource.query.type": "incremental",

@@ -24,7 +24,9 @@ from tests.integration.metafolder import instant_metadata, write_stats
 from tests.integration.test_cdc import CDC_QUERY, cdc_files, changes, decode_cdc_file, opts
 from tests.keyed_table import SCHEMA
 
-pytestmark = [pytest.mark.spark, pytest.mark.interop]
+# the subject is the change records of merge-on-read writes, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.spark, pytest.mark.interop, pytest.mark.driver_writes]
 
 MOR = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
 

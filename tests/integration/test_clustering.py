@@ -23,7 +23,9 @@ from engine.view.fs_view import FileSystemView
 from tests.hudi_rs import hudi_rs_rows
 from tests.keyed_table import SCHEMA, write_options
 
-pytestmark = [pytest.mark.spark, pytest.mark.interop]
+# the subject is clustering, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.spark, pytest.mark.interop, pytest.mark.driver_writes]
 
 SORTED = "hoodie.clustering.plan.strategy.sort.columns"
 

@@ -19,7 +19,9 @@ from engine.read.filter import ReadFilter
 from tests.hudi_rs import hudi_rs_rows
 from tests.interop.test_corpus_read import _golden_cases, _shared, golden_options
 
-pytestmark = [pytest.mark.spark, pytest.mark.interop]
+# the subject is what the reader returns, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.spark, pytest.mark.interop, pytest.mark.driver_writes]
 
 
 def spark_rows(df: Any) -> list[str]:

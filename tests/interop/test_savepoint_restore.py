@@ -23,7 +23,9 @@ from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline
 from tests.interop.services import rows_by_id, service_options, spark_rows_by_id, write
 
-pytestmark = [pytest.mark.interop, pytest.mark.spark]
+# the subject is savepoints and restores, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.interop, pytest.mark.spark, pytest.mark.driver_writes]
 
 AGGRESSIVE = {"hoodie.cleaner.commits.retained": "1"}
 
