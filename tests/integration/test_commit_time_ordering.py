@@ -23,7 +23,9 @@ from engine.services.compaction import execute_compaction, schedule_compaction
 from tests.hudi_rs import hudi_rs_rows
 from tests.keyed_table import SCHEMA, write_options
 
-pytestmark = [pytest.mark.spark, pytest.mark.interop]
+# the subject is the order merges keep, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.spark, pytest.mark.interop, pytest.mark.driver_writes]
 
 OVERWRITE = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 DEFAULT = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"

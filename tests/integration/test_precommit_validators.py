@@ -22,7 +22,9 @@ from engine.write.precommit import StagedSnapshot
 from tests.hudi_rs import hudi_rs_rows
 from tests.keyed_table import SCHEMA, write_options
 
-pytestmark = [pytest.mark.spark, pytest.mark.interop]
+# the subject is the audit before a commit, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.spark, pytest.mark.interop, pytest.mark.driver_writes]
 
 PKG = "org.apache.hudi.client.validator."
 EQUALITY = PKG + "SqlQueryEqualityPreCommitValidator"

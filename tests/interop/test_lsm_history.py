@@ -18,7 +18,9 @@ from engine.timeline.timeline import Timeline
 from tests.interop.services import rows_by_id, service_options, spark_rows_by_id
 from tests.interop.test_services_clean_archive import write_rounds
 
-pytestmark = [pytest.mark.interop, pytest.mark.spark]
+# the subject is the archived timeline, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.interop, pytest.mark.spark, pytest.mark.driver_writes]
 
 
 def archiving(version: str, more: dict[str, str]) -> dict[str, Any]:

@@ -28,7 +28,9 @@ from engine.timeline.timeline import Timeline
 from tests.hudi_rs import hudi_rs_rows
 from tests.property.oracle import DEFAULT, Oracle, actual_set
 
-pytestmark = [pytest.mark.interop, pytest.mark.spark]
+# the subject is the metadata table a write keeps, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.interop, pytest.mark.spark, pytest.mark.driver_writes]
 
 SCHEMA = "id int, region string, ts long, v string"
 FIELDS = ["id", "region", "ts", "v"]

@@ -19,7 +19,9 @@ from engine.timeline.avro_metadata import deserialize
 from engine.timeline.timeline import Timeline
 from tests.interop.services import rows_by_id, run_cli, service_options, spark_rows_by_id, write
 
-pytestmark = [pytest.mark.interop, pytest.mark.spark]
+# the subject is cleaning and archival, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.interop, pytest.mark.spark, pytest.mark.driver_writes]
 
 OPTIONS = service_options("svc")
 DAYS = ("2024-01-01", "2024-01-02")
