@@ -31,7 +31,6 @@ groups, at most ``max.num.groups`` groups in the plan.
 from __future__ import annotations
 
 import copy
-import io
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -211,9 +210,7 @@ class ClusteringPlan:
         if table_version >= 8:
             plan["missingSchedulePartitions"] = []
             return serialize(REQUESTED_REPLACE_METADATA_SCHEMA, record)
-        buf = io.BytesIO()
-        fastavro.writer(buf, _plan_schema_0x(), [record], codec="null")
-        return buf.getvalue()
+        return serialize(_plan_schema_0x(), record)
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> ClusteringPlan:

@@ -155,10 +155,13 @@ TIMELINE_SCHEMAS = (
 )
 
 
-def serialize(schema: TimelineSchema, record: dict[str, Any]) -> bytes:
-    """One record as an Avro container file, the way Hudi stores timeline plans and metadata."""
+def serialize(schema: TimelineSchema | dict[str, Any], record: dict[str, Any]) -> bytes:
+    """One record as an Avro container file, the way Hudi stores timeline plans and metadata;
+    ``schema`` is a timeline record type, or a parsed schema derived from one (an older
+    release's shape of the record)."""
+    parsed = schema.parsed if isinstance(schema, TimelineSchema) else schema
     buf = io.BytesIO()
-    fastavro.writer(buf, schema.parsed, [record], codec="null")
+    fastavro.writer(buf, parsed, [record], codec="null")
     return buf.getvalue()
 
 
