@@ -115,7 +115,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         long_tests = [item for item in items if item.get_closest_marker("long") is not None]
         if long_tests:
             config.hook.pytest_deselected(items=long_tests)
-            items[:] = [item for item in items if item.get_closest_marker("long") is None]
+            left_out = set(long_tests)
+            items[:] = [item for item in items if item not in left_out]
 
     def rank(item: pytest.Item) -> tuple[int, int]:
         parts = item.path.relative_to(REPO).parts
