@@ -56,8 +56,9 @@ from engine.spark.partitioning import slot_values
 from engine.spark.schema import spark_struct_of, with_string_fields
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.bucketing import BucketPlan
+from engine.write.grouping import groups_in_arrival_order
 from engine.write.handles import WriteContext
-from engine.write.routing import ROUTE_COLUMN, ByFileGroup, TaskWriter
+from engine.write.routing import ROUTE_COLUMN, ByFileGroup, TaskWriter, check_routed
 from engine.write.write_status import RESULT_SCHEMA, decode_stats, encode_stats
 
 __all__ = [
@@ -68,6 +69,7 @@ __all__ = [
     "run_job",
     "run_write_tasks",
     "write_buckets",
+    "write_buckets_locally",
     "write_task",
 ]
 
@@ -450,10 +452,44 @@ def write_buckets(
     plain ``repartition`` hands each task its file group's records (no sort, no group-by);
     past ``_MAX_WRITE_PARTITIONS`` buckets a task writes several, one by one.
     """
-    plan = routing.plan
-    if not plan.buckets:
+    if not routing.plan.buckets:
         return []
     checkpoint("write.before_files")
+    routed, slot_of, partitions = _routed(tagged, routing.plan)
+    shuffled = routed.repartition(partitions, ROUTE_COLUMN)
+    return decode_stats(run_write_tasks(shuffled, routing.units(slot_of), ctx))
+
+
+def write_buckets_locally(
+    tagged: DataFrame, routing: ByFileGroup, ctx: WriteContext, threads: int
+) -> list[HoodieWriteStat]:
+    """:func:`write_buckets` in this process (:mod:`engine.spark.local_runner`): the records
+    routed by the same Spark expressions and read once over Arrow, then each file group
+    written as its task writes it, ``threads`` at a time (no shuffle, no Python worker)."""
+    if not routing.plan.buckets:
+        return []
+    checkpoint("write.before_files")
+    routed, slot_of, _ = _routed(tagged, routing.plan)
+    table = routed.toArrow()
+    check_routed(table, ctx)
+    units = routing.units(slot_of)
+    groups = list(groups_in_arrival_order(table, PARTITION_PATH_COLUMN, ROUTE_COLUMN))
+
+    def write(numbered: tuple[int, tuple[str, int, pa.Table]]) -> list[HoodieWriteStat]:
+        number, (partition, route, rows) = numbered
+        task = TaskInfo(stage_id=0, task_attempt_id=number)
+        return units.write_unit(partition, route, rows, 0, ctx, task)[0]
+
+    if not groups:
+        return []
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(groups)))) as pool:
+        results = in_threads(pool, write, list(enumerate(groups)))
+    return [stat for stats in results for stat in stats]
+
+
+def _routed(tagged: DataFrame, plan: BucketPlan) -> tuple[DataFrame, dict[str, int], int]:
+    """The tagged records with each one's shuffle slot (:data:`ROUTE_COLUMN`) and insert flag;
+    every file group's slot; the write job's partitions."""
     partitions = max(1, min(len(plan.buckets), _MAX_WRITE_PARTITIONS))
     file_ids = sorted(plan.buckets, key=lambda f: plan.buckets[f].number)
     slot_of = dict(zip(file_ids, slot_values(len(file_ids), partitions), strict=True))
@@ -463,8 +499,7 @@ def write_buckets(
         .withColumn(INSERT_COLUMN, F.col(FILE_ID_COLUMN).isNull())
         .drop(FILE_ID_COLUMN, _TARGET_COLUMN, *CHECK_COLUMNS)
     )
-    shuffled = routed.repartition(partitions, ROUTE_COLUMN)
-    return decode_stats(run_write_tasks(shuffled, routing.units(slot_of), ctx))
+    return routed, slot_of, partitions
 
 
 def write_task(writer: TaskWriter, ctx: WriteContext, before: BatchMap | None = None) -> BatchMap:

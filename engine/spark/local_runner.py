@@ -12,11 +12,14 @@ of such a batch in the driver instead::
         ──► per partition, in threads: PartitionTargets.write (the very function a Spark task
             runs: look up, plan, write the file groups) ──► write stats
 
-Everything else (key generation, the two-job write's profile and write jobs, compaction, reads)
-and every batch over ``hoodie.write.local.max.bytes`` (Spark's own size estimate of the keyed
-batch) go to :class:`SparkRunner` unchanged. :func:`runner_for` picks the runner for a session:
-this one only on a classic session with a ``local`` master; a cluster and Spark Connect keep the
-distributed path.
+The other write jobs of such a batch run here too, each by its task's function: the bucket
+index's, a bulk_insert's, and the two-job write's write job (its records routed by the same
+Spark expressions, each file group written by its handle); so does the two-job write's profile
+when it looks nothing up. Everything else (key generation, an index lookup's profile job,
+compaction, reads) and every batch over ``hoodie.write.local.max.bytes`` (Spark's own size
+estimate of the keyed batch) go to :class:`SparkRunner` unchanged. :func:`runner_for` picks
+the runner for a session: this one only on a classic session with a ``local`` master; a cluster
+and Spark Connect keep the distributed path.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from __future__ import annotations
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,8 +45,8 @@ from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 from engine.spark.bucket_write import write_bucketed_locally
 from engine.spark.bulk_write import task_records
 from engine.spark.explain import explain_text
-from engine.spark.jobs import in_threads
-from engine.spark.profile import BatchProfile
+from engine.spark.jobs import in_threads, write_buckets_locally
+from engine.spark.profile import BatchProfile, LocatedRecords
 from engine.spark.runner import SparkRunner, tagged_records
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.bulk_insert import write_task_records
@@ -150,10 +153,12 @@ class LocalRunner(SparkRunner):
     def write_routed(
         self, records: Any, routing: Routing, ctx: WriteContext, spec: KeyGenSpec
     ) -> list[HoodieWriteStat]:
-        """The write job in this process when its batch fits (a routed write keeps Spark's
-        tasks: its records are joined with the keys the lookup found in Spark's cache)."""
+        """The write job in this process when its batch fits."""
         if isinstance(routing, ByFileGroup):
-            return super().write_routed(records, routing, ctx, spec)
+            located = cast(LocatedRecords, records)
+            if not self.fits(located.batch):
+                return super().write_routed(records, routing, ctx, spec)
+            return write_buckets_locally(located.tagged, routing, ctx, self._thread_count())
         frame = tagged_records(records) if isinstance(routing, Unrouted) else records
         if not self.fits(frame):
             return super().write_routed(records, routing, ctx, spec)

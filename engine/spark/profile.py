@@ -76,11 +76,14 @@ class LocatedRecords:
             batch and joins it with the cached keys found.
         update_counts: (partition, file_id) -> stored keys of the file group the batch updates.
         insert_counts: partition -> incoming keys not in the table.
+        batch: The keyed batch ``tagged`` was made from (its size is the write job's: Spark
+            estimates a join as the product of its sides).
     """
 
     tagged: DataFrame
     update_counts: dict[tuple[str, str], int]
     insert_counts: dict[str, int]
+    batch: DataFrame
 
 
 @dataclass
@@ -126,7 +129,7 @@ class BatchProfile:
             inserts = {r.partition_path: r.count for r in self.ranges if r.count}
         if self._rows is None:  # no key is stored
             tagged = keyed.withColumn(FILE_ID_COLUMN, F.lit(None).cast("string"))
-            return LocatedRecords(tagged.limit(0) if existing_only else tagged, {}, inserts)
+            return LocatedRecords(tagged.limit(0) if existing_only else tagged, {}, inserts, keyed)
         found = self._rows.filter(F.col(_KIND) == _FOUND).select(
             _KEY, _PARTITION, FILE_ID_COLUMN, STORED_PARTITION_COLUMN
         )
@@ -140,7 +143,7 @@ class BatchProfile:
             moving = not existing_only and self.update_partition_path
             tagged = _place_moved_keys(tagged, moving=moving)
         tagged = tagged.drop(_KEY, _PARTITION, STORED_PARTITION_COLUMN)
-        return LocatedRecords(tagged, dict(self.update_counts), inserts)
+        return LocatedRecords(tagged, dict(self.update_counts), inserts, keyed)
 
     def release(self) -> None:
         """Drop the cached keys (after the write job)."""

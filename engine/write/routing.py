@@ -58,6 +58,7 @@ __all__ = [
     "TaskWriter",
     "UnitWriter",
     "Unrouted",
+    "check_routed",
     "choose_handle",
     "run_handle",
 ]
@@ -150,11 +151,8 @@ class UnitWriter:
         if not received:
             return
         table = pa.Table.from_batches(received)
-        if self.routed and table.column(ROUTE_COLUMN).null_count:
-            raise HudiError(
-                f"Instant {ctx.instant_time}: records were routed to no file group "
-                "(the workload profile missed them); nothing of this write is committed"
-            )
+        if self.routed:
+            check_routed(table, ctx)
         if not self.routed and ROUTE_COLUMN in table.column_names:
             table = table.drop_columns([ROUTE_COLUMN])
         by = ROUTE_COLUMN if self.routed else None
@@ -192,6 +190,16 @@ class FileGroupUnits(UnitWriter):
     ) -> tuple[list[HoodieWriteStat], int]:
         bucket = self.buckets[route]
         return run_handle(self.handles(bucket), records, ctx, task), 1
+
+
+def check_routed(table: pa.Table, ctx: WriteContext) -> None:
+    """Refuse records the routing sent to no file group (a profile that missed them): the write
+    fails before its unit is written, whichever process writes it."""
+    if table.column(ROUTE_COLUMN).null_count:
+        raise HudiError(
+            f"Instant {ctx.instant_time}: records were routed to no file group "
+            "(the workload profile missed them); nothing of this write is committed"
+        )
 
 
 class TaskWriter(Protocol):

@@ -105,6 +105,35 @@ def test_a_bulk_insert_is_profiled_and_written_where_asked(
 
 
 @pytest.mark.parametrize("where", sorted(PATHS))
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize("case", ["insert_overwrite", "cdc_upsert"])
+def test_a_two_job_write_is_written_where_asked(
+    spark: SparkSession, tmp_path: Path, where: str, table_type: str, case: str
+) -> None:
+    """The two-job write's write job (routing ByFileGroup): an insert_overwrite (no lookup) and
+    an upsert into a CDC-logging table (its records joined with the keys found) give the same
+    rows in the driver (stage 0 in every write token) as in Spark's tasks."""
+    path = tmp_path / "t"
+    table = {"hoodie.datasource.write.table.type": table_type}
+    if case == "cdc_upsert":
+        table["hoodie.table.cdc.enabled"] = "true"
+    opts = write_options("local", table, PATHS[where])
+    oracle = _written(spark, path, opts)
+    batch = [(f"k{i}", f"p{i % 3}", 2, "b") for i in range(0, 30, 3)]  # every row of p0
+    batch += [(f"n{i}", "p0", 3, "c") for i in range(3)] + [("n9", "p3", 3, "c")]
+    if case == "insert_overwrite":
+        operation = {"hoodie.datasource.write.operation": "insert_overwrite"}
+        oracle = {k: v for k, v in oracle.items() if k[1] != "p0"}
+    else:
+        operation = {}
+    result = write_hudi(spark.createDataFrame(batch, SCHEMA), str(path), {**opts, **operation})
+    oracle.update({(k, dt): (ts, v) for k, dt, ts, v in batch})
+    assert _rows(path) == sorted((k, dt, ts, v) for (k, dt), (ts, v) in oracle.items())
+    stages = _stages(result)
+    assert (stages == {0}) if where == "driver" else (0 not in stages and stages), stages
+
+
+@pytest.mark.parametrize("where", sorted(PATHS))
 def test_deletes_reach_stored_keys_only(spark: SparkSession, tmp_path: Path, where: str) -> None:
     path = tmp_path / "t"
     opts = write_options("local", PATHS[where])
