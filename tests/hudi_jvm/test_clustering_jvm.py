@@ -19,7 +19,15 @@ from tests.hudi_jvm.judge import COW, MOR, Judge, keys
 from tests.hudi_jvm.scenarios import our_options
 from tests.hudi_jvm.steps import hudi_options, hudi_write, ours
 
-pytestmark = [pytest.mark.interop, pytest.mark.spark, pytest.mark.hudi_jvm]
+# the subject is Apache Hudi continuing our clustering, not where our writes run:
+# they take the driver path (tests/conftest.py write_path), as a small batch on a
+# local master does
+pytestmark = [
+    pytest.mark.interop,
+    pytest.mark.spark,
+    pytest.mark.hudi_jvm,
+    pytest.mark.driver_writes,
+]
 
 # make test: Hudi 0.15.0 on the default table version; make test-long adds Hudi 1.1.1 on 9
 CASES = [Case("0.15.0", 6, COW, "BLOOM", True)] + (

@@ -35,7 +35,15 @@ from tests.hudi_jvm.judge import COW, MOR, SPARK_SCHEMA, Judge, keys
 from tests.hudi_jvm.scenarios import our_options
 from tests.hudi_jvm.steps import hudi_options, table_name, version_options
 
-pytestmark = [pytest.mark.interop, pytest.mark.spark, pytest.mark.hudi_jvm]
+# the subject is the two writers' tables agreeing step by step, not where our writes run:
+# they take the driver path (tests/conftest.py write_path), as a small batch on a
+# local master does
+pytestmark = [
+    pytest.mark.interop,
+    pytest.mark.spark,
+    pytest.mark.hudi_jvm,
+    pytest.mark.driver_writes,
+]
 
 ADDED = "x"  # the column the schema change adds
 WRITES = {Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT}

@@ -13,7 +13,15 @@ from tests.hudi_jvm.cases import HUDI_FIRST, OURS_FIRST, Case, cases
 from tests.hudi_jvm.client import HudiJvm
 from tests.hudi_jvm.scenarios import hudi_continues_ours, we_continue_hudis
 
-pytestmark = [pytest.mark.interop, pytest.mark.spark, pytest.mark.hudi_jvm]
+# the subject is what Apache Hudi 0.15 makes of our tables and we of its, not where our writes run:
+# they take the driver path (tests/conftest.py write_path), as a small batch on a
+# local master does
+pytestmark = [
+    pytest.mark.interop,
+    pytest.mark.spark,
+    pytest.mark.hudi_jvm,
+    pytest.mark.driver_writes,
+]
 
 RELEASE = "0.15.0"
 SCENARIOS = {OURS_FIRST: hudi_continues_ours, HUDI_FIRST: we_continue_hudis}

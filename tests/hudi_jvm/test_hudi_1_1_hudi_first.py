@@ -13,7 +13,15 @@ from tests.hudi_jvm.cases import HUDI_FIRST, Case, cases
 from tests.hudi_jvm.client import HudiJvm
 from tests.hudi_jvm.scenarios import we_continue_hudis
 
-pytestmark = [pytest.mark.interop, pytest.mark.spark, pytest.mark.hudi_jvm]
+# the subject is what we make of Apache Hudi's tables, not where our writes run:
+# they take the driver path (tests/conftest.py write_path), as a small batch on a
+# local master does
+pytestmark = [
+    pytest.mark.interop,
+    pytest.mark.spark,
+    pytest.mark.hudi_jvm,
+    pytest.mark.driver_writes,
+]
 
 RELEASE = "1.1.1"
 

@@ -13,7 +13,15 @@ from tests.hudi_jvm.cases import OURS_FIRST, Case, cases
 from tests.hudi_jvm.client import HudiJvm
 from tests.hudi_jvm.scenarios import hudi_continues_ours
 
-pytestmark = [pytest.mark.interop, pytest.mark.spark, pytest.mark.hudi_jvm]
+# the subject is what Apache Hudi makes of our tables, not where our writes run:
+# they take the driver path (tests/conftest.py write_path), as a small batch on a
+# local master does
+pytestmark = [
+    pytest.mark.interop,
+    pytest.mark.spark,
+    pytest.mark.hudi_jvm,
+    pytest.mark.driver_writes,
+]
 
 RELEASE = "1.1.1"
 

@@ -20,7 +20,15 @@ from tests.hudi_jvm.judge import COW, MOR, Judge, keys
 from tests.hudi_jvm.scenarios import our_options
 from tests.hudi_jvm.steps import ours
 
-pytestmark = [pytest.mark.interop, pytest.mark.spark, pytest.mark.hudi_jvm]
+# the subject is Apache Hudi's validation of our metadata table, not where our writes run:
+# they take the driver path (tests/conftest.py write_path), as a small batch on a
+# local master does
+pytestmark = [
+    pytest.mark.interop,
+    pytest.mark.spark,
+    pytest.mark.hudi_jvm,
+    pytest.mark.driver_writes,
+]
 
 CASE = Case("1.1.1", 9, MOR, "RECORD_INDEX", True)
 OPERATION = "hoodie.datasource.write.operation"

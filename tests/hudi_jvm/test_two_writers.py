@@ -46,7 +46,15 @@ from engine.write.transaction import WriteTransaction
 from tests.hudi_jvm.client import HudiJvm, HudiJvmError
 from tests.hudi_jvm.judge import COW, SCHEMA, SPARK_SCHEMA, Judge, keys
 
-pytestmark = [pytest.mark.interop, pytest.mark.spark, pytest.mark.hudi_jvm]
+# the subject is the two writers' locks and conflicts, not where our writes run:
+# they take the driver path (tests/conftest.py write_path), as a small batch on a
+# local master does
+pytestmark = [
+    pytest.mark.interop,
+    pytest.mark.spark,
+    pytest.mark.hudi_jvm,
+    pytest.mark.driver_writes,
+]
 
 # (Apache Hudi release, table version): 0.15 writes version 6, 1.1 version 9 (its default)
 RELEASES = (("0.15.0", 6), ("1.1.1", 9))
