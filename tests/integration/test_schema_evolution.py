@@ -33,7 +33,9 @@ from engine.table import HudiTable
 from tests.hudi_rs import hudi_rs_batches, hudi_rs_rows
 from tests.keyed_table import write_options
 
-pytestmark = [pytest.mark.spark, pytest.mark.interop]
+# the subject is the schema each write evolves to, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.spark, pytest.mark.interop, pytest.mark.driver_writes]
 
 OLD = "id string, dt string, ts long, v int, f float, s struct<x:int>"
 NEW = "id string, dt string, ts long, v bigint, f double, s struct<x:bigint,y:string>, n string"

@@ -19,7 +19,9 @@ from engine.write.bucket_index import bucket_of_file_id
 from tests.hudi_rs import hudi_rs_rows
 from tests.property.oracle import OVERWRITE, Oracle, actual_set
 
-pytestmark = [pytest.mark.interop, pytest.mark.spark]
+# the subject is the keys each key generator makes (the same Spark expressions on either
+# path), not where a write runs: writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.interop, pytest.mark.spark, pytest.mark.driver_writes]
 
 SCHEMA = "id int, name string, dt string, region string, ts long, ms long, v string"
 COLUMNS = ["id", "name", "dt", "region", "ts", "ms", "v", "_hoodie_commit_time"]

@@ -47,7 +47,9 @@ from tests.hudi_rs import hudi_rs_batches
 from tests.property import runner
 from tests.property.oracle import OVERWRITE, Oracle
 
-pytestmark = [pytest.mark.spark, pytest.mark.interop]
+# the subject is the schema each write evolves to, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.spark, pytest.mark.interop, pytest.mark.driver_writes]
 
 ACCEPTED = ("same", "widen_a", "narrow_a", "widen_b", "narrow_b", "nested", "add_c", "reorder")
 ACCEPTED_WITH_OPTIONS = ("missing_b_null", "drop_c")
