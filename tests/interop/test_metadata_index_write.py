@@ -37,7 +37,9 @@ from tests.interop.test_metadata_write import (
 )
 from tests.property.oracle import DEFAULT, Oracle, actual_set
 
-pytestmark = [pytest.mark.interop, pytest.mark.spark]
+# the subject is the metadata table's index partitions, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.interop, pytest.mark.spark, pytest.mark.driver_writes]
 
 INDEXES = {
     "hoodie.metadata.record.index.enable": "true",

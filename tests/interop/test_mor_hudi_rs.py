@@ -18,7 +18,9 @@ from engine.cli import main as cli_main
 from tests.hudi_rs import hudi_rs_rows
 from tests.property.oracle import DEFAULT, OVERWRITE, Oracle, actual_set
 
-pytestmark = [pytest.mark.interop, pytest.mark.spark]
+# the subject is what hudi-rs reads of our merge-on-read tables, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.interop, pytest.mark.spark, pytest.mark.driver_writes]
 
 SCHEMA = "id int, region string, ts long, v string, _hoodie_is_deleted boolean"
 FIELDS = ["id", "region", "ts", "v", "_hoodie_is_deleted"]

@@ -35,7 +35,9 @@ from tests.hudi_rs import hudi_rs_rows
 from tests.keyed_table import SCHEMA, write_options
 from tests.property.oracle import OVERWRITE, Oracle, actual_set
 
-pytestmark = [pytest.mark.spark, pytest.mark.interop]
+# the subject is the Parquet log blocks on disk and how they read, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.spark, pytest.mark.interop, pytest.mark.driver_writes]
 
 FORMAT = config.LOGFILE_DATA_BLOCK_FORMAT.key
 FIELDS = ["id", "dt", "ts", "v"]

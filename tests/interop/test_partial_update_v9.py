@@ -26,7 +26,9 @@ from engine.services.compaction import execute_compaction, schedule_compaction
 from tests.hudi_rs import hudi_rs_rows
 from tests.keyed_table import write_options
 
-pytestmark = [pytest.mark.interop, pytest.mark.spark]
+# the subject is how partial-update payloads merge, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.interop, pytest.mark.spark, pytest.mark.driver_writes]
 
 SCHEMA = "id string, dt string, ts long, v string, n long"
 WRITES = [

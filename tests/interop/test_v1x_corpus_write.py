@@ -36,7 +36,9 @@ from tests.hudi_rs import hudi_rs_batches, hudi_rs_rows
 from tests.interop.index_partitions import column_stats_match_files, record_index_matches_rows
 from tests.interop.test_metadata_write import listing_matches_storage
 
-pytestmark = [pytest.mark.interop, pytest.mark.spark]
+# the subject is Hudi 1.x's tables continued in their own layout, not where a write runs:
+# writes take the driver path (tests/conftest.py write_path)
+pytestmark = [pytest.mark.interop, pytest.mark.spark, pytest.mark.driver_writes]
 
 TABLES = (
     "cow__v8_complexkeygen_hivestyle",
