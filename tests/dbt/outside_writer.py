@@ -13,13 +13,17 @@ import sys
 
 def main(argv: list[str]) -> int:
     spec = json.loads(argv[1])
-    from engine import write_hudi
+    from engine import config, write_hudi
+    from engine.spark.local_runner import LONG_MAX
     from engine.spark.session import local_session
 
     spark = local_session(spec["work"], master="local[1]", extra_conf={"spark.driver.memory": "1g"})
     for write in spec["writes"]:
         rows = [tuple(r) for r in write["rows"]]
-        write_hudi(spark.createDataFrame(rows, write["schema"]), write["path"], write["options"])
+        # a few rows, written in the driver as a pipeline's small batch is (rows made in Python
+        # are a batch Spark cannot size, which would otherwise go to Spark's tasks)
+        options = {config.WRITE_LOCAL_MAX_BYTES.key: str(LONG_MAX), **write["options"]}
+        write_hudi(spark.createDataFrame(rows, write["schema"]), write["path"], options)
     spark.stop()
     return 0
 
