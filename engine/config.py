@@ -614,9 +614,10 @@ WRITE_LOCAL_ENABLED = _option(
     "hoodie.write.local.enabled",
     parse_bool,
     True,
-    "On a local[*] master (not Spark Connect), a one-job write of a batch of at most "
-    "hoodie.write.local.max.bytes is done in the driver process over Arrow (no Python worker "
-    "round trip); false: always in Spark tasks.",
+    "On a local[*] master (not Spark Connect), the write job of a batch of at most "
+    "hoodie.write.local.max.bytes (the one-job write's, the bucket index's, a bulk_insert's, "
+    "the two-job write's) is done in the driver process over Arrow (no Python worker round "
+    "trip); false: always in Spark tasks.",
 )
 WRITE_LOCAL_MAX_BYTES = _option(
     "hoodie.write.local.max.bytes",
