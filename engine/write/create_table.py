@@ -30,13 +30,17 @@ _BUCKET_INDEX_OPTIONS: tuple[config.ConfigOption[Any], ...] = (
     config.BUCKET_INDEX_ENGINE,
     config.BUCKET_INDEX_NUM_BUCKETS,
     config.BUCKET_INDEX_HASH_FIELD,
+    # the write config's record key: Hudi checks a bucket index's hash fields against it
+    # (HoodieIndexConfig.validateBucketIndexConfig), and its SQL procedures (run_compaction,
+    # run_clean) build their write config from these properties alone: without it they fail
+    config.RECORDKEY_FIELD,
 )
 
 
 def bucket_index_properties(cfg: HoodieConfig) -> dict[str, str]:
     """The bucket index settings a bucket-index table persists: later writes (ours, and Apache
-    Hudi's Spark SQL writes, which merge the table's properties into their write config) keep
-    the bucket layout; none for another index."""
+    Hudi's Spark SQL writes and procedures, which merge the table's properties into their write
+    config) keep the bucket layout; none for another index."""
     if not cfg.get(config.INDEX_TYPE).is_bucket:
         return {}
     values = {option.key: cfg.get(option) for option in _BUCKET_INDEX_OPTIONS}

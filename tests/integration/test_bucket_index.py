@@ -52,6 +52,8 @@ def test_copy_on_write_buckets_are_javas_and_persist(spark, tmp_path: Path) -> N
     props = read_properties(Storage(path))
     assert props["hoodie.index.type"] == "BUCKET"
     assert props["hoodie.bucket.index.num.buckets"] == "3"
+    # Apache Hudi's procedures check the bucket index against the write config's record key
+    assert props["hoodie.datasource.write.recordkey.field"] == "id"
     # the next write sets no index option: the table's own settings route it
     plain = {k: v for k, v in OPTIONS.items() if "index" not in k}
     df = spark.createDataFrame(rows(range(10, 30), 2, "b"), SCHEMA)
