@@ -1,9 +1,12 @@
-"""Log records of a file slice: the merged view of its log blocks, as Java 0.14's scanner builds it.
+"""Log records of a file slice: the merged view of its log blocks, as Hudi's scanner builds it.
 
 Blocks are visited in slice order (log files by base instant, version, write token; blocks in file
 order), following ``AbstractHoodieLogRecordReader`` / ``HoodieMergedLogRecordScanner``::
 
-    block instant > query instant            stop reading (later blocks are newer still)
+    block instant > query instant            skipped, as Hudi 1.x does (0.14/0.15 stop there:
+                                               a writer's eager rollback appends its command
+                                               block, under a later instant, before the data
+                                               of the write that ran it)
     CORRUPT_BLOCK (torn or damaged region)   skipped
     data/delete block of an instant that     skipped (inflight, failed or rolled back; or outside
       is not committed, or outside (b, e]      an incremental query's range)
@@ -144,7 +147,8 @@ def collect_log_blocks(
             if instant is None:
                 raise LogFormatError(f"Log block at offset {block.offset} of {path} has no instant")
             if max_instant is None or instant > max_instant:
-                return queue  # Java stops at the first block newer than the query instant
+                counts.skipped += 1  # newer than the query: skipped, as Hudi 1.x does
+                continue
             if block.block_type is HoodieLogBlockType.COMMAND_BLOCK:
                 target = decode_command_block(block)
                 counts.rollbacks += 1

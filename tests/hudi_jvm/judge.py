@@ -138,7 +138,7 @@ class Judge:
         layout = self.timeline().layout
         return point.completion_time if layout.version >= 2 else point.instant_time
 
-    def check(self, step: str, *, cleaned: bool = False) -> None:
+    def check(self, step: str, *, cleaned: bool = False, hudi_reads: bool = True) -> None:
         """Every reader agrees with the oracle (and with each other where it has no say).
         After a clean (``cleaned``) no time travel to the step before: Hudi refuses an instant
         before the clean's earliest commit to retain. Nor while a failed write's instant is
@@ -147,7 +147,18 @@ class Judge:
         refuses time travel past a pending instant and incremental reads across one.
 
         Apache Hudi's reads run in its own JVM while hudi-rs and the engine read here: the
-        JVM's answers are asked for first and collected last."""
+        JVM's answers are asked for first and collected last. Without ``hudi_reads`` only
+        hudi-rs and the engine are judged, and the step is no point to read as of later: a
+        state Apache Hudi is known to read wrongly (docs/format-notes.md), judged again by it
+        after the next write."""
+        if not hudi_reads:
+            self._local_answers(None, "")
+            for reader, rows in self._snapshots.items():
+                got = by_id(rows)
+                assert got == dict(self.oracle), f"after {step}: {reader} snapshot " + diff(
+                    got, dict(self.oracle)
+                )
+            return
         cleaned = cleaned or self._pending_write_before_last()
         point = self.points[-1] if self.points and not cleaned else None
         begin = self._range_start(point) if point else ""

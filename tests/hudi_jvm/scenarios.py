@@ -80,7 +80,12 @@ def hudi_writes(spark: Any, judge: Judge, case: Case, options: dict[str, Any]) -
     t = write_hudi(frame, str(judge.path), upsert).instant_time
     uncommit(judge.path, t)  # what a writer killed before its commit leaves
     hudi_write(judge, judge.batch(keys(7, 15), "hudi2"), hudi, "upsert")
-    judge.check("Hudi's write after our failed one")
+    # Hudi 0.15 rolls our write back under a later instant than its own write's, and its
+    # merge-on-read reader stops at that rollback block: a file group both wrote reads without
+    # Hudi's write until the next commit (docs/format-notes.md; so it does after its own failed
+    # write). hudi-rs and the engine are judged here, Apache Hudi after the next step.
+    hudi_lags = case.release == "0.15.0" and case.table_type == MOR
+    judge.check("Hudi's write after our failed one", hudi_reads=not hudi_lags)
     assert t not in {i.instant_time for i in judge.timeline().instants}, "Hudi rolled it back"
     return hudi
 

@@ -475,3 +475,31 @@ def test_encode_blocks_hudi_rs_reads_appended_log_file(
 
 def parse_file_id(base_file_name: str) -> str:
     return base_file_name.split("_", 1)[0]
+
+
+@pytest.mark.unit
+def test_a_block_newer_than_the_query_is_skipped_not_the_blocks_after_it(tmp_path: Path) -> None:
+    """A writer's eager rollback appends its command block under a later instant than its own
+    write's, then the write's data: the data is read (Hudi 1.x skips the newer block; 0.14 and
+    0.15 stopped there, hiding the committed write until the next commit)."""
+    from engine.fs.storage import Storage
+    from engine.read.log_scanner import collect_log_blocks
+    from engine.view.fs_view import Visibility
+
+    failed, write, rollback = "20240101000000002", "20240101000000003", "20240101000000004"
+    raw = (
+        encode_avro_data_block(trips_rows(2, failed), trips_schema(), failed)
+        + encode_command_block(rollback, failed)
+        + encode_avro_data_block(trips_rows(3, write), trips_schema(), write)
+    )
+    (tmp_path / ".f1_20240101000000001.log.1_0-0-0").write_bytes(raw)
+    seen = Visibility(write, frozenset({write}), frozenset(), None, frozenset({write, rollback}))
+    blocks = collect_log_blocks(Storage(str(tmp_path)), [".f1_20240101000000001.log.1_0-0-0"], seen)
+    assert [b.instant_time for b in blocks] == [write]
+    as_of_failed = Visibility(failed, frozenset(), frozenset(), None, frozenset({write}))
+    assert (
+        collect_log_blocks(
+            Storage(str(tmp_path)), [".f1_20240101000000001.log.1_0-0-0"], as_of_failed
+        )
+        == []
+    )
