@@ -46,9 +46,10 @@ from __future__ import annotations
 import struct
 import zlib
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -63,6 +64,8 @@ __all__ = [
     "CompressionCodec",
     "HFile",
     "HFileTrailer",
+    "InMemoryFile",
+    "RandomAccessFile",
     "compress",
     "lookup_hfile",
     "read_hfile",
@@ -533,23 +536,133 @@ def _matched_rows(payload: bytes, starts: list[int], wanted: Sequence[bytes]) ->
     return [-1 if p is None else last - p for p in position.to_pylist()]
 
 
-def _blocks_of(
-    index: list[tuple[int, int, bytes]], rows: Sequence[bytes]
-) -> dict[int, list[bytes]]:
-    """Data block offset -> the wanted rows it may hold: the last block whose index key's row
-    (its first row, or that of HBase's separator key, no greater) is at most the row."""
-    firsts = [key[2 : 2 + _ROW_LENGTH.unpack_from(key)[0]] for _, _, key in index]
-    out: dict[int, list[bytes]] = {}
-    for row in rows:
-        i = bisect_right(firsts, row) - 1
-        if i >= 0:
-            out.setdefault(index[i][0], []).append(row)
-    return out
+class RandomAccessFile(Protocol):
+    """What a lookup reads an HFile through: pyarrow's ``NativeFile`` (a file of the storage,
+    read by ranges) or :class:`InMemoryFile`."""
+
+    def size(self) -> int: ...
+
+    def read_at(self, nbytes: int, offset: int) -> bytes: ...
 
 
-def lookup_hfile(data: bytes, rows: Sequence[bytes]) -> tuple[dict[bytes, bytes], dict[str, bytes]]:
+class InMemoryFile:
+    """The bytes of an HFile already read (the content of a log block) as a
+    :class:`RandomAccessFile`: ranges are views, not copies."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._view = memoryview(data)
+
+    def size(self) -> int:
+        return len(self._data)
+
+    def read_at(self, nbytes: int, offset: int) -> bytes:
+        if offset == 0 and nbytes >= len(self._data):
+            return self._data
+        return self._view[offset : offset + nbytes]  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, slots=True)
+class _DataIndex:
+    """The root data index of a single-level HFile: each data block's offset, on-disk size
+    (header included) and first row, in file order."""
+
+    offsets: list[int]
+    sizes: list[int]
+    firsts: list[bytes]
+
+    def blocks_of(self, rows: Sequence[bytes]) -> dict[int, list[bytes]]:
+        """Block number -> the wanted rows it may hold: the last block whose first row (that of
+        its index key: the row, or that of HBase's separator key) is at most the row."""
+        out: dict[int, list[bytes]] = {}
+        firsts = self.firsts
+        for row in rows:
+            i = bisect_right(firsts, row) - 1
+            if i >= 0:
+                out.setdefault(i, []).append(row)
+        return out
+
+
+def _data_index(payload: bytes, count: int) -> _DataIndex:
+    """The root data index's entries: cut out at once when every key is a row as long as the
+    first (Hudi's record keys of one shape: a fixed stride of int64 offset, int32 size, the
+    one-byte varint, int16 row length, row), else read entry by entry."""
+    fixed = _fixed_stride_index(payload, count)
+    if fixed is not None:
+        return fixed
+    entries = _root_index(payload, count, False)
+    return _DataIndex(
+        [offset for offset, _, _ in entries],
+        [size for _, size, _ in entries],
+        [key[2 : 2 + _ROW_LENGTH.unpack_from(key)[0]] for _, _, key in entries],
+    )
+
+
+def _fixed_stride_index(payload: bytes, count: int) -> _DataIndex | None:
+    if count == 0 or len(payload) < 15:
+        return None
+    key_length = payload[12]
+    stride, row = 13 + key_length, key_length - 2
+    if key_length >= 0x80 or row < 0 or count * stride > len(payload):
+        return None
+    entries = np.frombuffer(payload, np.uint8, count * stride).reshape(count, stride)
+    if (entries[:, 12] != key_length).any() or (
+        (entries[:, 13].astype(np.int64) << 8 | entries[:, 14]) != row
+    ).any():
+        return None
+    head = np.ascontiguousarray(entries[:, :12]).view(np.dtype([("o", ">i8"), ("s", ">i4")]))
+    rows = np.ascontiguousarray(entries[:, 15:]).tobytes()
+    return _DataIndex(
+        head["o"].ravel().tolist(),
+        head["s"].ravel().tolist(),
+        [rows[i : i + row] for i in range(0, count * row, row)] if row else [b""] * count,
+    )
+
+
+# decompressed bytes a lookup searches at once: the blocks of one read, bounded (see
+# :func:`_block_runs`)
+_RUN_BYTES = 8 * 1024 * 1024
+
+
+def _block_runs(index: _DataIndex, numbers: list[int]) -> Iterator[list[int]]:
+    """The wanted blocks (ascending numbers) in runs each read with one range: a run's span
+    on disk (the blocks between included, read and skipped) stays within :data:`_RUN_BYTES`."""
+    run: list[int] = []
+    for n in numbers:
+        if run and index.offsets[n] + index.sizes[n] - index.offsets[run[0]] > _RUN_BYTES:
+            yield run
+            run = []
+        run.append(n)
+    if run:
+        yield run
+
+
+def _search_run(
+    source: RandomAccessFile, codec: CompressionCodec, with_mvcc: bool,
+    index: _DataIndex, run: list[int], rows: dict[int, list[bytes]],
+) -> dict[bytes, bytes]:  # fmt: skip
+    """The wanted rows of one run of blocks: one read, each block decompressed, their pairs
+    searched at once as one payload (blocks end on pair boundaries, in row order)."""
+    start = index.offsets[run[0]]
+    span = source.read_at(index.offsets[run[-1]] + index.sizes[run[-1]] - start, start)
+    payloads = []
+    for n in run:
+        block, payload = _block(span, index.offsets[n] - start, codec)
+        if block.magic != DATA_MAGIC:
+            raise HFileFormatError(
+                f"the data index names a {block.magic!r} block at {index.offsets[n]}"
+            )
+        payloads.append(payload)
+    payload = payloads[0] if len(payloads) == 1 else b"".join(payloads)
+    return _find_in_block(payload, with_mvcc, [row for n in run for row in rows[n]])
+
+
+def lookup_hfile(
+    data: bytes | RandomAccessFile, rows: Sequence[bytes]
+) -> tuple[dict[bytes, bytes], dict[str, bytes]]:
     """The values stored under ``rows`` (those the file holds) and the file info, reading only
-    the data blocks the root data index says may hold them (see the module notes).
+    the trailer, the load-on-open section and the data blocks the root data index says may
+    hold them (see the module notes); ``data`` is the file's bytes or a file read by ranges.
 
     An HFile whose data index has several levels (HBase's writer, for large files) is read
     whole, with the same answer.
@@ -557,21 +670,26 @@ def lookup_hfile(data: bytes, rows: Sequence[bytes]) -> tuple[dict[bytes, bytes]
     Raises:
         HFileFormatError: The bytes are not an HFile v3 as Hudi or HBase write it.
     """
-    trailer = _trailer(data)
+    source = InMemoryFile(data) if isinstance(data, bytes | bytearray) else data
+    size = source.size()
+    trailer = _trailer(bytes(source.read_at(TRAILER_SIZE, max(0, size - TRAILER_SIZE))))
     codec = trailer.compression_codec
-    _, info_payload = _block(data, trailer.file_info_offset, codec)
-    file_info = _file_info(info_payload)
     wanted = sorted(set(rows))
     if trailer.num_data_index_levels != 1:
-        whole = dict(read_hfile(data).entries)
-        return {row: whole[row] for row in wanted if row in whole}, file_info
+        hfile = read_hfile(bytes(source.read_at(size, 0)))
+        whole = dict(hfile.entries)
+        return {row: whole[row] for row in wanted if row in whole}, hfile.file_info
+    start = trailer.load_on_open_data_offset
+    if not 0 <= start <= trailer.file_info_offset < size:
+        raise HFileFormatError(f"the HFile trailer's offsets run past its {size} bytes")
+    section = bytes(source.read_at(size - start, start))
+    _, info_payload = _block(section, trailer.file_info_offset - start, codec)
+    file_info = _file_info(info_payload)
     with_mvcc = int.from_bytes(file_info.get("KEY_VALUE_VERSION", b"\0\0\0\0"), "big") == 1
-    _, root_payload = _block(data, trailer.load_on_open_data_offset, codec)
-    index = _root_index(root_payload, trailer.data_index_count, False)
+    _, root_payload = _block(section, 0, codec)
+    index = _data_index(root_payload, trailer.data_index_count)
+    by_block = index.blocks_of(wanted)
     found: dict[bytes, bytes] = {}
-    for offset, block_rows in _blocks_of(index, wanted).items():
-        block, payload = _block(data, offset, codec)
-        if block.magic != DATA_MAGIC:
-            raise HFileFormatError(f"the data index names a {block.magic!r} block at {offset}")
-        found.update(_find_in_block(payload, with_mvcc, block_rows))
+    for run in _block_runs(index, sorted(by_block)):
+        found.update(_search_run(source, codec, with_mvcc, index, run, by_block))
     return found, file_info

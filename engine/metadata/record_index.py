@@ -33,7 +33,7 @@ import fastavro
 
 from engine.errors import HFileFormatError, HudiError
 from engine.fs.storage import Storage
-from engine.io.hfile import HFile, lookup_hfile, read_varint, varint
+from engine.io.hfile import HFile, RandomAccessFile, lookup_hfile, read_varint, varint
 from engine.io.java_hashmap import java_string_hash
 from engine.metadata.payload import MetadataRecordType, parsed_schema
 from engine.metadata.record_index_layout import record_index_file_id
@@ -42,7 +42,7 @@ from engine.metadata.slices import (
     latest_slices,
     open_metadata_table,
     slice_content,
-    slice_hfile_bytes,
+    slice_log_content,
 )
 from engine.timeline.timeline import Timeline
 from engine.view.fs_view import FileSlice
@@ -355,18 +355,35 @@ def _merged_wanted(
     (:func:`~engine.io.hfile.lookup_hfile`), so only the blocks that may hold them are read and
     only their records decoded: the cost follows the keys, not the slice."""
     rows = [key.encode() for key in wanted]
-    base, content = slice_hfile_bytes(mdt, metadata_slice, valid)
+    base, content = slice_log_content(mdt, metadata_slice, valid)
     merged: dict[str, RecordLocation] = {}
-    for item in [base, *content] if base is not None else content:
+    if base is not None:
+        with mdt.open_input(base) as source:
+            _merge_found(merged, source, rows)
+    for item in content:
         if isinstance(item, list):
             for key in item:
                 merged.pop(key, None)
-            continue
-        found, info = lookup_hfile(item, rows)
-        schema = info["schema"].decode()
-        for row, value in found.items():
-            merged[row.decode()] = decode_record_location(value, schema)
+        else:
+            _merge_found(merged, item, rows)
     return merged
+
+
+def _merge_found(
+    merged: dict[str, RecordLocation], hfile: bytes | RandomAccessFile, rows: list[bytes]
+) -> None:
+    found, info = lookup_hfile(hfile, rows)
+    schema = info["schema"].decode()
+    for row, value in found.items():
+        merged[row.decode()] = _cached_location(value, schema)
+
+
+@lru_cache(maxsize=4096)
+def _cached_location(value: bytes, schema: str) -> RecordLocation:
+    """:func:`decode_record_location`, decoded once per distinct value: a value holds only the
+    key's partition, file group and instant (its ``key`` is empty, its meta columns null), so
+    the keys of one file group written by one instant share the same bytes."""
+    return decode_record_location(value, schema)
 
 
 def read_record_index(

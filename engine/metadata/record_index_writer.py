@@ -84,8 +84,21 @@ def delete_records(keys: Iterable[str]) -> list[DeleteRecord]:
 
 
 def _sorted_pairs(records: Iterable[RecordIndexRecord], schema: str) -> tuple[HFilePair, ...]:
-    """HFile rows compare as bytes (``HoodieHBaseKVComparator``): UTF-8 order."""
-    pairs = [(r.key.encode(), encode_record_index_record(r, schema)) for r in records]
+    """HFile rows compare as bytes (``HoodieHBaseKVComparator``): UTF-8 order.
+
+    A value does not hold its key (the datum's ``key`` is empty): the keys of one location
+    share their bytes, encoded once."""
+    encoded: dict[tuple[RecordLocation, FileIdEncoding], bytes] = {}
+    pairs = []
+    for record in records:
+        if record.meta:
+            value = encode_record_index_record(record, schema)
+        else:
+            shared = (record.location, record.encoding)
+            value = encoded.get(shared) or encoded.setdefault(
+                shared, encode_record_index_record(record, schema)
+            )
+        pairs.append((record.key.encode(), value))
     return tuple(sorted(pairs, key=lambda pair: pair[0]))
 
 

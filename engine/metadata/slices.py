@@ -42,7 +42,7 @@ __all__ = [
     "latest_slices",
     "open_metadata_table",
     "slice_content",
-    "slice_hfile_bytes",
+    "slice_log_content",
 ]
 
 METADATA_TABLE_PATH = ".hoodie/metadata"
@@ -105,18 +105,19 @@ def slice_content(
 ) -> tuple[HFile | None, list[HFile | list[str]]]:
     """The slice's base HFile and its valid log content, oldest first: an HFILE_DATA_BLOCK's
     HFile, or the keys a DELETE_BLOCK deletes."""
-    base, content = slice_hfile_bytes(mdt, metadata_slice, valid)
+    base, content = slice_log_content(mdt, metadata_slice, valid)
     decoded = [item if isinstance(item, list) else read_hfile(item) for item in content]
-    return (read_hfile(base) if base is not None else None), decoded
+    return (read_hfile(mdt.read_bytes(base)) if base is not None else None), decoded
 
 
-def slice_hfile_bytes(
+def slice_log_content(
     mdt: Storage, metadata_slice: FileSlice, valid: ValidInstants
-) -> tuple[bytes | None, list[bytes | list[str]]]:
-    """:func:`slice_content` with each HFile left undecoded, for a reader that looks a few
-    keys up in it (:func:`engine.io.hfile.lookup_hfile`) instead of decoding it whole."""
-    base = metadata_slice.base_file_path
-    base_bytes = mdt.read_bytes(base) if base else None
+) -> tuple[str | None, list[bytes | list[str]]]:
+    """:func:`slice_content` with the base file's path in place of its HFile and each log
+    block's HFile left undecoded: a reader that looks a few keys up
+    (:func:`engine.io.hfile.lookup_hfile`) reads of the base file only the blocks that may hold
+    them, and of each log block's HFile only those it decompresses."""
+    base = metadata_slice.base_file_path or None
     blocks: list[LogBlock] = []
     for path in metadata_slice.log_file_paths:
         for block in read_log_blocks(mdt.read_bytes(path)):
@@ -125,7 +126,7 @@ def slice_hfile_bytes(
                 blocks = [b for b in blocks if b.instant_time != target]
             elif block.instant_time in valid:
                 blocks.append(block)
-    return base_bytes, list(_content(blocks))
+    return base, list(_content(blocks))
 
 
 def _content(blocks: list[LogBlock]) -> Iterator[bytes | list[str]]:

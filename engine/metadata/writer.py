@@ -31,7 +31,7 @@ from engine.fs.filenames import format_base_file_name, format_log_file_name
 from engine.fs.properties import read_properties, write_partition_metadata
 from engine.fs.storage import Storage
 from engine.io.bloom_filter import BLOOM_FILTER_KEY, BLOOM_FILTER_TYPE_CODE_KEY, BloomFilterSpec
-from engine.io.hfile_writer import write_hfile
+from engine.io.hfile_writer import DEFAULT_BLOCK_SIZE, write_hfile
 from engine.io.logfile import (
     HeaderMetadataType,
     HoodieLogBlockType,
@@ -39,6 +39,8 @@ from engine.io.logfile import (
     encode_delete_block,
 )
 from engine.metadata.partitions import Cell, GroupCells
+from engine.metadata.record_index import RECORD_INDEX_PARTITION
+from engine.metadata.record_index_layout import RECORD_INDEX_HFILE_BLOCK_SIZE
 from engine.metadata.record_index_writer import delete_records
 from engine.metadata.slices import METADATA_TABLE_PATH
 from engine.polling import poll
@@ -56,6 +58,7 @@ __all__ = [
     "WRITE_TOKEN",
     "base_file_bytes",
     "commit_metadata",
+    "hfile_block_size",
     "log_block_hfile",
     "metadata_properties",
     "metadata_schema",
@@ -152,18 +155,31 @@ def _now_ms() -> int:
     return int(dt.datetime.now(dt.UTC).timestamp() * 1000)
 
 
-def log_block_hfile(cells: list[Cell], schema: str, create_time_ms: int) -> bytes:
+def hfile_block_size(partition: str) -> int:
+    """The data block size of a partition's HFiles: Hudi's 1 MiB, the record index's
+    :data:`~engine.metadata.record_index_layout.RECORD_INDEX_HFILE_BLOCK_SIZE` (why there)."""
+    return (
+        RECORD_INDEX_HFILE_BLOCK_SIZE if partition == RECORD_INDEX_PARTITION else DEFAULT_BLOCK_SIZE
+    )
+
+
+def log_block_hfile(
+    cells: list[Cell], schema: str, create_time_ms: int, block_size: int = DEFAULT_BLOCK_SIZE
+) -> bytes:
     """The HFile of an HFILE_DATA_BLOCK: the cells and the record schema, nothing else."""
-    return write_hfile(cells, create_time_ms=create_time_ms, file_info={"schema": schema.encode()})
+    info = {"schema": schema.encode()}
+    return write_hfile(cells, create_time_ms=create_time_ms, file_info=info, block_size=block_size)
 
 
-def _log_block(cells: list[Cell], instant_time: str, schema: str) -> bytes:
-    hfile = log_block_hfile(cells, schema, _now_ms())
+def _log_block(cells: list[Cell], instant_time: str, schema: str, block_size: int) -> bytes:
+    hfile = log_block_hfile(cells, schema, _now_ms(), block_size)
     header = {HeaderMetadataType.SCHEMA: schema, HeaderMetadataType.INSTANT_TIME: instant_time}
     return encode_block(HoodieLogBlockType.HFILE_DATA_BLOCK, header, hfile)
 
 
-def base_file_bytes(cells: list[Cell], schema: str, create_time_ms: int) -> bytes:
+def base_file_bytes(
+    cells: list[Cell], schema: str, create_time_ms: int, block_size: int = DEFAULT_BLOCK_SIZE
+) -> bytes:
     """The bytes of a metadata base file of ``cells``: the HFile with the record schema, the
     key range and a bloom filter of the keys, as Hudi's metadata writer writes it."""
     keys = [key for key, _ in cells]
@@ -177,7 +193,9 @@ def base_file_bytes(cells: list[Cell], schema: str, create_time_ms: int) -> byte
         "bloomFilterTypeCode": entries[BLOOM_FILTER_TYPE_CODE_KEY.decode()].encode(),
     }
     meta = {"bloomFilter": entries[BLOOM_FILTER_KEY.decode()].encode()}
-    return write_hfile(cells, create_time_ms=create_time_ms, file_info=info, meta=meta)
+    return write_hfile(
+        cells, create_time_ms=create_time_ms, file_info=info, meta=meta, block_size=block_size
+    )
 
 
 def write_base_file(
@@ -185,7 +203,7 @@ def write_base_file(
 ) -> tuple[str, int]:
     """An HFile base file of ``cells`` (:func:`base_file_bytes`) in file group ``group``
     (partition, file id); (path, size)."""
-    data = base_file_bytes(cells, schema, _now_ms())
+    data = base_file_bytes(cells, schema, _now_ms(), hfile_block_size(group[0]))
     name = format_base_file_name(group[1], WRITE_TOKEN, instant_time, ".hfile")
     rel = f"{group[0]}/{name}"
     mdt.write_bytes(rel, data)
@@ -247,10 +265,11 @@ def write_initial_file_groups(
     complete(mdt, t, Action.DELTA_COMMIT, commit_metadata(stats, schema, "BULK_INSERT_PREPPED"))
 
 
-def _log_file(content: GroupCells, instant_time: str, schema: str) -> bytes:
+def _log_file(content: GroupCells, instant_time: str, schema: str, partition: str) -> bytes:
     """One file group's log file of a deltacommit: its HFILE_DATA_BLOCK (when it has cells),
     then a DELETE_BLOCK of the keys it deletes (when any), as Hudi's append handle writes them."""
-    data = _log_block(content.cells, instant_time, schema) if content.cells else b""
+    size = hfile_block_size(partition)
+    data = _log_block(content.cells, instant_time, schema, size) if content.cells else b""
     if content.deletes:
         data += encode_delete_block(delete_records(content.deletes), instant_time, schema)
     return data
@@ -269,7 +288,7 @@ def write_deltacommit(
             if not content.cells and not content.deletes:
                 continue
             name = format_log_file_name(file_id, instant_time, 1, WRITE_TOKEN)
-            data = _log_file(content, instant_time, schema)
+            data = _log_file(content, instant_time, schema, partition)
             mdt.write_bytes(f"{partition}/{name}", data)
             n = len(content.cells) + len(content.deletes)
             stats.append(

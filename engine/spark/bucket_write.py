@@ -24,28 +24,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from engine.fs.filenames import TaskInfo
 from engine.model.keygen import KeyGenSpec
 from engine.model.row_checks import CHECK_COLUMNS, checked_rows, without_checks
 from engine.model.schema import PARTITION_PATH_COLUMN, RECORD_KEY_COLUMN
 from engine.spark.jobs import (
     CHEAP_PLAN_NODES,
-    in_threads,
     optimized_plan,
     plan_nodes,
     run_write_tasks,
+    write_units_locally,
 )
 from engine.spark.session import is_connect
 from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.bucket_index import bucket_ids
 from engine.write.bucketing import BucketSpec
-from engine.write.grouping import groups_in_arrival_order
 from engine.write.handles import WriteContext
 from engine.write.routing import ROUTE_COLUMN, BucketedWrite
 from engine.write.write_status import decode_stats
@@ -118,16 +115,7 @@ def write_bucketed_locally(
     if not assigned:
         return []
     table = pa.Table.from_batches(assigned)
-    groups = list(groups_in_arrival_order(table, PARTITION_PATH_COLUMN, _BUCKET_COLUMN))
-
-    def write(numbered: tuple[int, tuple[str, int, pa.Table]]) -> list[HoodieWriteStat]:
-        number, (partition, bucket, rows) = numbered
-        task = TaskInfo(stage_id=0, task_attempt_id=number)
-        return targets.write_unit(partition, bucket, rows, number, ctx, task)[0]
-
-    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(groups)))) as pool:
-        results = in_threads(pool, write, list(enumerate(groups)))
-    return [stat for stats in results for stat in stats]
+    return write_units_locally(targets, table, _BUCKET_COLUMN, ctx, threads)
 
 
 def _one_partition(keyed: DataFrame) -> bool:

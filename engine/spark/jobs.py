@@ -58,7 +58,14 @@ from engine.timeline.commit_metadata import HoodieWriteStat
 from engine.write.bucketing import BucketPlan
 from engine.write.grouping import groups_in_arrival_order
 from engine.write.handles import WriteContext
-from engine.write.routing import ROUTE_COLUMN, ByFileGroup, TaskWriter, check_routed
+from engine.write.routing import (
+    ROUTE_COLUMN,
+    BucketedWrite,
+    ByFileGroup,
+    TaskWriter,
+    UnitWriter,
+    check_routed,
+)
 from engine.write.write_status import RESULT_SCHEMA, decode_stats, encode_stats
 
 __all__ = [
@@ -472,13 +479,25 @@ def write_buckets_locally(
     routed, slot_of, _ = _routed(tagged, routing.plan)
     table = routed.toArrow()
     check_routed(table, ctx)
-    units = routing.units(slot_of)
-    groups = list(groups_in_arrival_order(table, PARTITION_PATH_COLUMN, ROUTE_COLUMN))
+    return write_units_locally(routing.units(slot_of), table, ROUTE_COLUMN, ctx, threads)
+
+
+def write_units_locally(
+    writer: UnitWriter | BucketedWrite,
+    table: pa.Table,
+    route_column: str,
+    ctx: WriteContext,
+    threads: int,
+) -> list[HoodieWriteStat]:
+    """Each (partition, route) unit of ``table`` written in this process as a write task
+    writes it (``writer.write_unit``; the unit's place in arrival order is its number and its
+    task attempt), ``threads`` at a time: the driver-side write of a local master."""
+    groups = list(groups_in_arrival_order(table, PARTITION_PATH_COLUMN, route_column))
 
     def write(numbered: tuple[int, tuple[str, int, pa.Table]]) -> list[HoodieWriteStat]:
         number, (partition, route, rows) = numbered
         task = TaskInfo(stage_id=0, task_attempt_id=number)
-        return units.write_unit(partition, route, rows, 0, ctx, task)[0]
+        return writer.write_unit(partition, route, rows, number, ctx, task)[0]
 
     if not groups:
         return []

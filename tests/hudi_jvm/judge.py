@@ -153,11 +153,7 @@ class Judge:
         after the next write."""
         if not hudi_reads:
             self._local_answers(None, "")
-            for reader, rows in self._snapshots.items():
-                got = by_id(rows)
-                assert got == dict(self.oracle), f"after {step}: {reader} snapshot " + diff(
-                    got, dict(self.oracle)
-                )
+            self._check_snapshots(step, self._snapshots)
             return
         cleaned = cleaned or self._pending_write_before_last()
         point = self.points[-1] if self.points and not cleaned else None
@@ -169,9 +165,7 @@ class Judge:
         snapshot = hudi["snapshot"]
         expected = dict(self.oracle)
         read = {"Apache Hudi": snapshot, **self._snapshots}
-        for reader, rows in read.items():
-            got = by_id(rows)
-            assert got == expected, f"after {step}: {reader} snapshot {diff(got, expected)}"
+        self._check_snapshots(step, read)
         if self.added:
             self._check_added(step, read)
         if self.table_type == MOR:
@@ -182,6 +176,13 @@ class Judge:
         instant_time, completion_time = self._latest_write()
         commit_times = {r["id"]: r["_hoodie_commit_time"] for r in snapshot}
         self.points.append(Point(instant_time, completion_time, expected, commit_times))
+
+    def _check_snapshots(self, step: str, read: dict[str, list[dict[str, Any]]]) -> None:
+        """Each reader's snapshot holds the oracle's rows."""
+        expected = dict(self.oracle)
+        for reader, rows in read.items():
+            got = by_id(rows)
+            assert got == expected, f"after {step}: {reader} snapshot {diff(got, expected)}"
 
     def _hudi_answers(self, point: Point | None, begin: str) -> dict[str, list[dict[str, Any]]]:
         """Apache Hudi's reads of the step, in one request (its JVM runs them at once):

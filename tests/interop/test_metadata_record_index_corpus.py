@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -200,7 +201,7 @@ def test_locate_finds_what_hudi_rs_reads(table: str, corpus_table: Callable[[str
 
 
 class _RecordingStorage(Storage):
-    """A local storage that records the files it reads (its metadata table's too)."""
+    """A local storage that records the files it reads or opens (its metadata table's too)."""
 
     def __init__(self, base_path: str, reads: list[str]) -> None:
         super().__init__(base_path)
@@ -212,6 +213,10 @@ class _RecordingStorage(Storage):
     def read_bytes(self, rel: str) -> bytes:
         self.reads.append(rel)
         return super().read_bytes(rel)
+
+    def open_input(self, rel: str) -> Any:
+        self.reads.append(rel)
+        return super().open_input(rel)
 
 
 @pytest.mark.parametrize("table", ("cow__v9_txns_simple_meta", "trips_mor_avro__v8_trips_8i3u1d"))

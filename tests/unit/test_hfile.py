@@ -6,17 +6,21 @@ from __future__ import annotations
 import os
 import struct
 
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.errors import HFileFormatError
+from engine.io import hfile
 from engine.io.hfile import (
     DATA_MAGIC,
     CompressionCodec,
+    _data_index,
     _hudi_cell_starts,
     _matched_rows,
     _pair_starts,
+    _root_index,
     _searched_row,
     _walked_pair_starts,
     lookup_hfile,
@@ -93,6 +97,40 @@ def test_lookup_answers_as_a_whole_read(
     found, info = lookup_hfile(hfile_bytes, wanted)
     assert found == {row: whole[row] for row in wanted if row in whole}
     assert info == read_hfile(hfile_bytes).file_info
+    # the same through a file read by ranges, its blocks read in runs of any span
+    run_bytes = data.draw(st.sampled_from([1, 300, hfile._RUN_BYTES]))
+    original, hfile._RUN_BYTES = hfile._RUN_BYTES, run_bytes
+    try:
+        assert lookup_hfile(pa.BufferReader(hfile_bytes), wanted) == (found, info)
+    finally:
+        hfile._RUN_BYTES = original
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    rows=st.lists(st.binary(min_size=1, max_size=12), min_size=1, max_size=200, unique=True),
+    one_length=st.booleans(),
+    block_size=st.sampled_from([40, 200, 4096]),
+)
+def test_data_index_cut_at_once_equals_the_entry_walk(
+    rows: list[bytes], one_length: bool, block_size: int
+) -> None:
+    """The root data index cut out at once (keys of one length) holds the offsets, sizes and
+    first rows the entry-by-entry read finds; keys of several lengths are read entry by entry."""
+    if one_length:
+        rows = sorted({row.ljust(12, b"k") for row in rows})
+    data = write_hfile(
+        [(row, b"v") for row in sorted(rows)], create_time_ms=0, block_size=block_size
+    )
+    trailer = hfile._trailer(data)
+    _, payload = hfile._block(data, trailer.load_on_open_data_offset, trailer.compression_codec)
+    walked = _root_index(payload, trailer.data_index_count, False)
+    index = _data_index(payload, trailer.data_index_count)
+    assert list(zip(index.offsets, index.sizes, index.firsts, strict=True)) == [
+        (offset, size, key[2:]) for offset, size, key in walked
+    ]
+    if one_length:
+        assert hfile._fixed_stride_index(payload, trailer.data_index_count) is not None
 
 
 def test_lookup_decompresses_only_the_blocks_that_may_hold_the_rows() -> None:
