@@ -650,7 +650,7 @@ def _search_run(
         block, payload = _block(span, index.offsets[n] - start, codec)
         if block.magic != DATA_MAGIC:
             raise HFileFormatError(
-                f"the data index names a {block.magic!r} block at {index.offsets[n]}"
+                f"the data index names a {bytes(block.magic)!r} block at {index.offsets[n]}"
             )
         payloads.append(payload)
     payload = payloads[0] if len(payloads) == 1 else b"".join(payloads)
