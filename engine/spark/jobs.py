@@ -78,6 +78,7 @@ __all__ = [
     "write_buckets",
     "write_buckets_locally",
     "write_task",
+    "write_units_locally",
 ]
 
 FILE_ID_COLUMN = "__file_id"
