@@ -424,6 +424,13 @@ class Bench:
             shutil.rmtree(previous, ignore_errors=True)
         self.keep[key] = table
 
+    def drop_kept(self, shape: str) -> None:
+        """Drop the results kept of ``shape`` once it is measured: only the uniform shape's are
+        read again (by the scans), and a run of every shape would otherwise keep a copy of
+        each contender's table of each shape (about 11 GB at the default rows)."""
+        for key in [k for k in self.keep if k.startswith(f"{shape}-")]:
+            shutil.rmtree(self.keep.pop(key), ignore_errors=True)
+
     # ---- anchors ----------------------------------------------------------------------------
 
     def spark_io(self, shape: str, data: Path, meta: dict[str, Any]) -> Contender:
@@ -559,6 +566,8 @@ def upsert_section(bench: Bench, datasets: dict[str, tuple[Path, dict[str, Any]]
         rounds(contenders)
         by_name = measured[shape] = {c.name: c for c in contenders}
         record_shape(shape, contenders)
+        if shape != "uniform":
+            bench.drop_kept(shape)
         lines += [contender_line(shape, c, by_name) for c in contenders]
         timed = kinds if shape in RLI_SHAPES else ["cow", "mor"]  # the rli shapes have no cow/mor
         lines += phase_lines(shape, [by_name[k] for k in timed] + hudi)
