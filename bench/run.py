@@ -116,7 +116,8 @@ from bench.hudi_spark import (  # noqa: E402
 from engine import config as hc  # noqa: E402
 from engine.config import WriteOperation  # noqa: E402
 
-ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
+DEFAULT_ROWS = 1_000_000
+ROWS = int(os.environ.get("BENCH_ROWS", str(DEFAULT_ROWS)))
 REPS = int(os.environ.get("BENCH_REPS", "3"))
 ONLY = set(
     os.environ.get("BENCH_ONLY", "codec,upsert,cold,bulk,scan,compact,clustering").split(",")
@@ -663,8 +664,18 @@ def rss_line(shape: str, ours: Contender, anchor: Contender) -> str:
     )
 
 
+def recorded() -> bool:
+    """Whether this run's figures go into bench/results.json: only a run at the default table
+    size, the one the user guide plots (a ``BENCH_ROWS`` quick run would replace them)."""
+    if ROWS != DEFAULT_ROWS:
+        print(f"bench/results.json left as it is: BENCH_ROWS={ROWS:,}, not {DEFAULT_ROWS:,}")
+    return ROWS == DEFAULT_ROWS
+
+
 def record_shape(shape: str, contenders: list[Contender]) -> None:
     """The shape's medians into bench/results.json, which the user guide plots."""
+    if not recorded():
+        return
     rows, batch, _ = SHAPES[shape]
     bench_results.record(
         "upsert",
@@ -1133,6 +1144,8 @@ def record_clustering(
     costs: list[Contender], queries: dict[tuple[str, str], Contender], target_bytes: int
 ) -> None:
     """The section's medians into bench/results.json."""
+    if not recorded():
+        return
     every = [*costs, *queries.values()]
     bench_results.record(
         "clustering",
