@@ -95,9 +95,9 @@ def _sorted_pairs(records: Iterable[RecordIndexRecord], schema: str) -> tuple[HF
             value = encode_record_index_record(record, schema)
         else:
             shared = (record.location, record.encoding)
-            value = encoded.get(shared) or encoded.setdefault(
-                shared, encode_record_index_record(record, schema)
-            )
+            if shared not in encoded:
+                encoded[shared] = encode_record_index_record(record, schema)
+            value = encoded[shared]
         pairs.append((record.key.encode(), value))
     return tuple(sorted(pairs, key=lambda pair: pair[0]))
 
