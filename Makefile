@@ -79,7 +79,7 @@ check: $(STAMP)
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit/test_architecture.py
 
-# BENCH_ROWS=200000 BENCH_REPS=2 make bench: a quick run (bench/run.py says what it measures)
+# BENCH_ROWS=200000 BENCH_REPS=2 make bench: a quick run, not recorded in bench/results.json (bench/run.py says what it measures)
 bench: $(STAMP) $(UV)
 	$(UV) pip install -q --python $(PY) -e ".[dev,bench]"
 	$(PY) bench/run.py

@@ -76,7 +76,7 @@ Parquet write, and reads a ~1 % filter on each of two columns before and after e
 ``BENCH_VARIANTS=cow-gzip`` select parts; ``BENCH_WORK`` sets
 the work directory.
 
-    BENCH_ROWS=200000 BENCH_REPS=2 python bench/run.py      # a quick run
+    BENCH_ROWS=200000 BENCH_REPS=2 python bench/run.py      # a quick run, not recorded
     BENCH_ONLY=clustering python bench/run.py               # the clustering section alone
     python bench/run.py --summarize run.log                 # medians of a run's JSON lines
 """
